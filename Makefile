@@ -1,0 +1,31 @@
+# servicewright — the two commands are `make run` and `make test`.
+GO      ?= go
+PKGS    ?= ./...
+export GOFLAGS := -buildvcs=false
+
+.PHONY: run test bench lint deps build
+
+## run: start the example "orders" service on embedded defaults (Ctrl+C stops it gracefully)
+run:
+	$(GO) run ./cmd/example
+
+## test: install what is missing, then run every test with -race (services start inside the tests)
+test: deps lint
+	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+
+## bench: the figures of DESIGN §6, each beside its baseline from the same run
+bench: deps
+	bash scripts/bench.sh
+
+## lint: gofmt check and go vet
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+
+## deps: apt packages (as root) and Go modules
+deps:
+	bash scripts/deps.sh
+
+build:
+	$(GO) build $(PKGS)

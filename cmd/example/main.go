@@ -1,0 +1,77 @@
+// Command example is "orders", a service that uses every part of servicewright. It
+// runs with no external service: `make run`. See the README for what to try.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/host"
+)
+
+func main() {
+	k, err := readKnobs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(host.ExitCode(err))
+	}
+	host.Main(spec(k))
+}
+
+// spec declares the service.
+func spec(k knobs) host.AppSpec {
+	lc := &hooks.Registry{}
+	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
+		return sleep(ctx, k.hookDelay)
+	})
+	entrypoints := []host.Registration{
+		{Entrypoint: entrypoint.Loop("ticker", tick, time.Second, 100*time.Millisecond), Order: 10},
+	}
+	if k.failAfter > 0 {
+		entrypoints = append(entrypoints, host.Registration{Entrypoint: &chaos{after: k.failAfter}, Order: 90})
+	}
+	return host.AppSpec{
+		ServiceName: "orders",
+		Entrypoints: entrypoints,
+		Warmups: []host.Step{{
+			Name:  "prime-cache",
+			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
+		}},
+		Lifecycle: lc,
+		Probes:    health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
+		Budgets:   host.Budgets{DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second},
+	}
+}
+
+// tick is the ticker's unit of work: a background sweep that must stop between
+// units, never in the middle of one.
+func tick(ctx context.Context) error {
+	return sleep(ctx, 10*time.Millisecond)
+}
+
+// sleep waits d, or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,49 @@
+// Package entrypoint defines how work gets into a servicewright service, and the two
+// building blocks every kind of entrypoint shares: the Gate and the Loop.
+//
+// # Lifecycle
+//
+// An Entrypoint is whatever takes work from outside the process: an HTTP listener, a
+// Kafka consumer, a scheduler, a background poller. The Host drives each one through
+// four calls, each at most once, so that stopping a replica costs nobody a request, a
+// message or a write:
+//
+//  1. Bind acquires what the entrypoint needs — a socket, a subscription — but takes
+//     no work yet. Binding happens at startup, in registration order, before
+//     readiness turns true; a failure aborts startup.
+//  2. Serve takes work until its stop channel closes, and then returns soon after
+//     while it is STILL taking work. The Host has withdrawn readiness at that point
+//     and waits out a drain delay so that load balancers stop sending traffic; an
+//     entrypoint that stopped accepting now would refuse requests still on their
+//     way.
+//  3. Drain stops intake, refusing late work in a way the sender can retry elsewhere,
+//     and waits for the work in flight. Its ctx carries the drain grace: when that
+//     expires Drain returns ctx.Err() and leaves whatever still runs to Stop.
+//  4. Stop cuts off what Drain left behind and releases everything, by its ctx's
+//     deadline. An entrypoint whose Stop does not return in time is abandoned and
+//     reported; it does not hold up the others.
+//
+// Drain and Stop run in reverse bind order. The package does not order entrypoints,
+// handle signals or enforce budgets; the host package does.
+//
+// # Gate
+//
+// A Gate is the admission control and in-flight count behind Drain. Each unit of work
+// calls Enter and, if admitted, the returned leave when it is done; Drain calls Close,
+// so later Enters are refused, and then Wait, which returns when the last admitted unit
+// has left or when its ctx expires. An Enter that races with Close is either counted
+// before Close returns or refused, so Wait never misses admitted work. Enter and leave
+// take no lock and allocate nothing; Wait does not poll. A Gate neither refuses work
+// on its own (the entrypoint decides what a refusal looks like, an HTTP 503 or an
+// uncommitted offset) nor cancels work in flight.
+//
+// # Loop
+//
+// Loop turns a function into an entrypoint for background work that has no caller to
+// refuse: relays, pollers, sweepers. It runs one unit at a time, waiting a jittered
+// interval between units. Serve returns at stop with the loop still running; Drain
+// stops it between units without interrupting the one running; Stop cancels the
+// running unit's ctx. A unit that fails or panics is logged and retried after a
+// jittered exponential backoff, so a broken dependency neither kills the service nor
+// is hammered by it.
+package entrypoint

@@ -1,0 +1,249 @@
+package entrypoint
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// recorder notes when each unit starts, in virtual time.
+type recorder struct {
+	mu     sync.Mutex
+	starts []time.Time
+}
+
+func (rec *recorder) mark() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.starts = append(rec.starts, time.Now())
+	return len(rec.starts)
+}
+
+func (rec *recorder) count() int {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return len(rec.starts)
+}
+
+// gaps returns the time between consecutive unit starts.
+func (rec *recorder) gaps() []time.Duration {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	var gs []time.Duration
+	for i := 1; i < len(rec.starts); i++ {
+		gs = append(gs, rec.starts[i].Sub(rec.starts[i-1]))
+	}
+	return gs
+}
+
+// serving is a LoopRunner whose Serve runs in the background, as the Host runs it.
+type serving struct {
+	r        *LoopRunner
+	stop     chan struct{}
+	stopOnce sync.Once
+	served   chan error
+}
+
+func serve(t *testing.T, r *LoopRunner) *serving {
+	t.Helper()
+	if err := r.Bind(context.Background()); err != nil {
+		t.Fatalf("Bind = %v", err)
+	}
+	s := &serving{r: r, stop: make(chan struct{}), served: make(chan error, 1)}
+	go func() { s.served <- r.Serve(context.Background(), s.stop) }()
+	return s
+}
+
+func (s *serving) closeStop() { s.stopOnce.Do(func() { close(s.stop) }) }
+
+// shutdown closes stop, stops the runner and checks that Serve returned nil.
+func (s *serving) shutdown(t *testing.T) {
+	t.Helper()
+	s.closeStop()
+	if err := s.r.Stop(context.Background()); err != nil {
+		t.Errorf("Stop = %v, want nil", err)
+	}
+	if err := <-s.served; err != nil {
+		t.Errorf("Serve = %v, want nil", err)
+	}
+}
+
+func TestLoopBind(t *testing.T) {
+	t.Run("bad config lists every problem", func(t *testing.T) {
+		r := Loop("", nil, 0, -time.Second,
+			WithBackoff(0, -time.Second), WithStartDelay(-1), WithUnitTimeout(0))
+		err := r.Bind(context.Background())
+		var ce *cfgerr.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("Bind = %v, want a *cfgerr.Error", err)
+		}
+		want := []string{"name", "unit", "every", "jitter", "backoff.initial", "backoff.max", "startDelay", "unitTimeout"}
+		var got []string
+		for _, p := range ce.Problems {
+			got = append(got, p.Field)
+		}
+		if len(got) != len(want) {
+			t.Fatalf("problems on %v, want %v: %v", got, want, err)
+		}
+		for i := range want {
+			if got[i] != want[i] {
+				t.Fatalf("problems on %v, want %v: %v", got, want, err)
+			}
+		}
+		if err := r.Serve(context.Background(), nil); !errors.As(err, &ce) {
+			t.Fatalf("Serve with a bad config = %v, want the *cfgerr.Error", err)
+		}
+	})
+
+	t.Run("jitter larger than every is allowed", func(t *testing.T) {
+		r := Loop("poller", func(context.Context) error { return nil }, time.Second, time.Minute)
+		if err := r.Bind(context.Background()); err != nil {
+			t.Fatalf("Bind = %v, want nil", err)
+		}
+	})
+
+	t.Run("Bind starts nothing", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var rec recorder
+			r := Loop("poller", func(context.Context) error { rec.mark(); return nil }, time.Second, 0)
+			if err := r.Bind(context.Background()); err != nil {
+				t.Fatalf("Bind = %v", err)
+			}
+			time.Sleep(time.Hour)
+			if n := rec.count(); n != 0 {
+				t.Fatalf("%d units ran after Bind alone, want 0", n)
+			}
+		})
+	})
+}
+
+func TestLoopSchedule(t *testing.T) {
+	t.Run("runs the first unit at once then every ± jitter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			var rec recorder
+			every, jitter := 10*time.Second, 2*time.Second
+			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil }, every, jitter))
+			time.Sleep(10 * time.Minute)
+			s.shutdown(t)
+
+			if first := rec.starts[0].Sub(start); first != 0 {
+				t.Errorf("first unit ran after %v, want at once", first)
+			}
+			gaps := rec.gaps()
+			if len(gaps) < 48 {
+				t.Fatalf("%d units in 10m, want at least 49", len(gaps)+1)
+			}
+			distinct := map[time.Duration]bool{}
+			for i, g := range gaps {
+				if g < every-jitter || g > every+jitter {
+					t.Errorf("gap %d = %v, want within [%v, %v]", i, g, every-jitter, every+jitter)
+				}
+				distinct[g] = true
+			}
+			if len(distinct) < 2 {
+				t.Errorf("every gap was %v: jitter not applied", gaps[0])
+			}
+		})
+	})
+
+	t.Run("without jitter every wait is exactly every", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var rec recorder
+			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil }, time.Minute, 0))
+			time.Sleep(5*time.Minute + time.Second)
+			s.shutdown(t)
+			if n := rec.count(); n != 6 {
+				t.Fatalf("%d units in 5m1s, want 6", n)
+			}
+			for i, g := range rec.gaps() {
+				if g != time.Minute {
+					t.Errorf("gap %d = %v, want 1m", i, g)
+				}
+			}
+		})
+	})
+
+	t.Run("the interval is measured from the end of a unit", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var rec recorder
+			unit := func(context.Context) error { rec.mark(); time.Sleep(3 * time.Second); return nil }
+			s := serve(t, Loop("poller", unit, 10*time.Second, 0))
+			time.Sleep(time.Minute)
+			s.shutdown(t)
+			for i, g := range rec.gaps() {
+				if g != 13*time.Second {
+					t.Errorf("gap %d = %v, want 13s (3s unit + 10s wait)", i, g)
+				}
+			}
+		})
+	})
+
+	t.Run("WithStartDelay postpones the first unit", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			start := time.Now()
+			var rec recorder
+			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil },
+				time.Minute, 0, WithStartDelay(5*time.Second)))
+			time.Sleep(2 * time.Minute)
+			s.shutdown(t)
+			if first := rec.starts[0].Sub(start); first != 5*time.Second {
+				t.Fatalf("first unit ran after %v, want 5s", first)
+			}
+		})
+	})
+
+	t.Run("units get Serve's ctx values", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			type key struct{}
+			got := make(chan any, 1)
+			r := Loop("poller", func(ctx context.Context) error {
+				select {
+				case got <- ctx.Value(key{}):
+				default:
+				}
+				return nil
+			}, time.Second, 0)
+			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
+			stop := make(chan struct{})
+			close(stop)
+			if err := r.Serve(ctx, stop); err != nil {
+				t.Fatalf("Serve = %v", err)
+			}
+			cancel() // after Serve returned: must not reach the units
+			time.Sleep(time.Minute)
+			if r.Stats().Runs < 60 {
+				t.Errorf("%d units after the Serve ctx was cancelled post-stop, want the loop unaffected", r.Stats().Runs)
+			}
+			if v := <-got; v != "v" {
+				t.Errorf("unit ctx value = %v, want v", v)
+			}
+			if err := r.Stop(context.Background()); err != nil {
+				t.Fatalf("Stop = %v", err)
+			}
+		})
+	})
+
+	t.Run("InFlight is 1 while a unit runs", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			s := serve(t, Loop("poller", func(context.Context) error { <-release; return nil }, time.Hour, 0))
+			synctest.Wait()
+			if n := s.r.InFlight(); n != 1 {
+				t.Errorf("InFlight = %d during a unit, want 1", n)
+			}
+			release <- struct{}{}
+			synctest.Wait()
+			if n := s.r.InFlight(); n != 0 {
+				t.Errorf("InFlight = %d between units, want 0", n)
+			}
+			close(release)
+			s.shutdown(t)
+		})
+	})
+}

@@ -1,0 +1,102 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Check answers whether one dependency the process cannot serve without is reachable.
+// Health returns nil when it is. It should return soon after ctx is done: the evaluator
+// stops waiting at the check's timeout and cancels ctx then, but the goroutine running
+// Health ends only when Health returns.
+//
+// The error's message is never served (it may carry a DSN or a password); the probe body
+// shows only its type. See Readiness.
+type Check interface {
+	Health(ctx context.Context) error
+}
+
+// CheckFunc adapts a function to Check.
+type CheckFunc func(ctx context.Context) error
+
+// Health calls f(ctx).
+func (f CheckFunc) Health(ctx context.Context) error { return f(ctx) }
+
+var _ Check = CheckFunc(nil)
+
+// Redis checks a go-redis client (single node, cluster, sentinel or ring) with PING.
+// go-redis reconnects on its own, so the same client recovers when the server returns.
+// Redis(nil) returns nil, which NewReadiness and NewListener refuse.
+func Redis(c redis.UniversalClient) Check {
+	if c == nil {
+		return nil
+	}
+	return CheckFunc(func(ctx context.Context) error { return c.Ping(ctx).Err() })
+}
+
+// Pinger is a client with a context-aware Ping, such as *pgxpool.Pool or *pgx.Conn.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Postgres checks a PostgreSQL client, normally a *pgxpool.Pool, with its Ping (an
+// empty query on a pooled connection). It takes the Pinger interface rather than the
+// pool type so this package does not link pgxpool; any client with Ping(ctx) error
+// fits. A *pgx.Conn fits too, but it is not safe for concurrent use, and probes run
+// concurrently: give it a lock of its own. Postgres(nil) returns nil, which
+// NewReadiness and NewListener refuse.
+func Postgres(p Pinger) Check {
+	if p == nil {
+		return nil
+	}
+	return CheckFunc(p.Ping)
+}
+
+var errNoAddress = errors.New("health: Dial check has no address")
+
+// Dial checks that at least one of addrs accepts a connection on network ("tcp" for
+// Kafka brokers): the addresses are dialled concurrently, the first connection that
+// succeeds ends the check healthy and cancels the others, and every connection opened
+// is closed at once. When all fail the error joins theirs. With no address the check
+// always fails. Health returns only after every dial it started has returned; dials
+// honour ctx.
+func Dial(network string, addrs ...string) Check {
+	addrs = append([]string(nil), addrs...)
+	return CheckFunc(func(ctx context.Context) error {
+		if len(addrs) == 0 {
+			return errNoAddress
+		}
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		var (
+			wg   sync.WaitGroup
+			mu   sync.Mutex
+			errs = make([]error, len(addrs))
+			ok   bool
+		)
+		var d net.Dialer
+		for i, a := range addrs {
+			wg.Go(func() {
+				c, err := d.DialContext(ctx, network, a)
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				c.Close()
+				ok = true
+				cancel()
+			})
+		}
+		wg.Wait()
+		if ok {
+			return nil
+		}
+		return errors.Join(errs...)
+	})
+}

@@ -1,0 +1,49 @@
+// Package health tells load balancers and Kubernetes where a process stands in the
+// servicewright sequence (Bootstrap → Warmup → Ready → Serve → Drain → Cleanup), and
+// whether the dependencies it cannot serve without are reachable.
+//
+// # State
+//
+// A State is Unavailable from bootstrap until the Host has bound every entrypoint,
+// Ready from then on, and Draining from the moment shutdown begins (or BeginDraining is
+// called) until the process exits. Draining is final.
+//
+// # Probes
+//
+//   - Readiness (/readyz, NewReadiness): may traffic be routed here? 503
+//     "unavailable" before Ready, 503 "draining" for the whole drain, so routing stops
+//     before in-flight work is drained; when Ready, 200 "ok" or 503 "degraded"
+//     according to the dependency checks, with a per-check breakdown.
+//   - Liveness (/livez): is the process alive? Always 200, no check. Point liveness
+//     here and not at readiness: a draining process is alive but not ready, and one
+//     endpoint answering both gets the pod killed mid-drain.
+//   - Startup (/startupz): has the process finished starting? 503 until it was first
+//     Ready, then 200 for good.
+//
+// # Checks
+//
+// A Check is anything with Health(ctx) error; Redis, Postgres and Dial adapt the usual
+// clients. Nothing is discovered: name each dependency readiness depends on. On every
+// readiness probe in the Ready state the checks run concurrently, each under its own
+// CheckTimeout. The budget is per check, not per sweep, deliberately: a driver retrying
+// an unreachable server past a sweep-wide deadline would cancel every check and leave
+// an empty breakdown in exactly the situation the breakdown is for. Per check, a hanging
+// dependency is one failed entry with its name on it, and the answer comes at
+// CheckTimeout whatever it does.
+//
+// A check reports failure and never becomes one: its panic is recovered, and its error
+// is reported by type (*net.OpError), not by message. A driver's message routinely
+// carries the host, the user and sometimes the DSN, and the body is served to anything
+// that can reach the probe. Messages go to the logger instead. Keep the probe port
+// internal, as /metrics.
+//
+// # The probe listener
+//
+// Processes that serve no HTTP (consumers, relays, schedulers) get the probes from a
+// Listener on a port of their own (":8079" by default), stdlib net/http, which also
+// serves /metrics and /debug/lifecycle. The Host starts it at bootstrap, before warmup,
+// and closes it last, after cleanup, so it answers for the whole life of the process.
+//
+// Every constructor validates its input and returns a *cfgerr.Error (host.ConfigError)
+// naming each bad field; nothing panics on bad configuration.
+package health

@@ -1,0 +1,308 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// DefaultCheckTimeout is each check's budget when none is configured.
+const DefaultCheckTimeout = 2 * time.Second
+
+// The values of Report.Status.
+const (
+	ReportOK          = "ok"          // Ready, and every check that ran passed
+	ReportDegraded    = "degraded"    // Ready, but at least one check failed
+	ReportDraining    = "draining"    // shutting down or announced as leaving
+	ReportUnavailable = "unavailable" // not ready yet (or the Source failed)
+)
+
+// CheckResult is one check's entry in a readiness body.
+type CheckResult struct {
+	OK bool `json:"ok"`
+	// Detail is "ok"; or, for a failure, "timed out after 2s", "panic", or the Go type
+	// of the error (see Readiness) — never the error's message.
+	Detail string `json:"detail"`
+}
+
+// Report is the readiness body: {"status": …, "checks": {name: {"ok", "detail"}}}.
+// Checks is empty, never null, when no check ran.
+type Report struct {
+	Status string                 `json:"status"`
+	Checks map[string]CheckResult `json:"checks"`
+}
+
+type namedCheck struct {
+	name  string
+	check Check
+}
+
+// evaluator answers readiness from a Source and a set of checks. The Readiness handler
+// and the probe listener share it, so both give the same answer and the same body.
+type evaluator struct {
+	src     Source
+	checks  []namedCheck // sorted by name
+	timeout time.Duration
+	log     *zap.Logger
+}
+
+// validateChecks records every unusable entry of checks. Names must be non-empty,
+// without commas or surrounding spaces, so that ?exclude= can name each of them.
+func validateChecks(l *cfgerr.List, checks map[string]Check) {
+	for _, name := range slices.Sorted(mapKeys(checks)) {
+		field := fmt.Sprintf("Checks[%q]", name)
+		switch {
+		case name == "":
+			l.Addf(field, "name must not be empty")
+		case strings.Contains(name, ","):
+			l.Addf(field, "name must not contain a comma (?exclude= could not name it)")
+		case strings.TrimSpace(name) != name:
+			l.Addf(field, "name must not begin or end with a space")
+		}
+		if isNil(checks[name]) {
+			l.Addf(field, "must not be nil")
+		}
+	}
+}
+
+func validateTimeout(l *cfgerr.List, d time.Duration) {
+	if d < 0 {
+		l.Addf("CheckTimeout", "must be positive, got %s (0 means the default, %s)", d, DefaultCheckTimeout)
+	}
+}
+
+func validateSource(l *cfgerr.List, src Source) {
+	if isNil(src) {
+		l.Addf("Source", "must not be nil")
+	}
+}
+
+func mapKeys[V any](m map[string]V) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// isNil reports whether v is nil or an interface holding a nil pointer, func or map.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Func, reflect.Map, reflect.Chan, reflect.Slice, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
+}
+
+// newEvaluator expects validated arguments; a zero timeout becomes the default.
+func newEvaluator(src Source, checks map[string]Check, timeout time.Duration, log *zap.Logger) *evaluator {
+	if timeout == 0 {
+		timeout = DefaultCheckTimeout
+	}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	e := &evaluator{src: src, timeout: timeout, log: log}
+	for _, name := range slices.Sorted(mapKeys(checks)) {
+		e.checks = append(e.checks, namedCheck{name, checks[name]})
+	}
+	return e
+}
+
+// status asks the Source, turning a panic into Unavailable. The panic is logged and
+// never served.
+func (e *evaluator) status() Status {
+	return sourceStatus(e.src, e.log)
+}
+
+func sourceStatus(src Source, log *zap.Logger) Status {
+	var st Status
+	err := safe.Call("health source", func() error {
+		st = src.Status()
+		return nil
+	})
+	if err != nil {
+		logPanic(log, "health source panicked; answering unavailable", err)
+		return Unavailable
+	}
+	return st
+}
+
+func logPanic(log *zap.Logger, msg string, err error, fields ...zap.Field) {
+	fields = append(fields, zap.Error(err))
+	if pe, ok := errors.AsType[*safe.PanicError](err); ok {
+		fields = append(fields, zap.ByteString("stack", pe.Stack))
+	}
+	log.Error(msg, fields...)
+}
+
+// unknown returns the names in exclude that are not checks, and the set to skip.
+func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown []string) {
+	for _, v := range values {
+		for name := range strings.SplitSeq(v, ",") {
+			name = strings.TrimSpace(name)
+			if name == "" {
+				continue
+			}
+			if !slices.ContainsFunc(e.checks, func(c namedCheck) bool { return c.name == name }) {
+				if !slices.Contains(unknown, name) {
+					unknown = append(unknown, name)
+				}
+				continue
+			}
+			if skip == nil {
+				skip = make(map[string]bool)
+			}
+			skip[name] = true
+		}
+	}
+	return skip, unknown
+}
+
+// report answers readiness. Checks run only when the Source says Ready: before that
+// and while draining the answer is the state alone, which is cheap and exactly what a
+// load balancer needs.
+func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int, rep Report) {
+	rep.Checks = map[string]CheckResult{}
+	switch e.status() {
+	case Ready:
+	case Draining:
+		rep.Status = ReportDraining
+		return 503, rep
+	default:
+		rep.Status = ReportUnavailable
+		return 503, rep
+	}
+	var run []namedCheck
+	for _, c := range e.checks {
+		if !skip[c.name] {
+			run = append(run, c)
+		}
+	}
+	rep.Status = ReportOK
+	for i, res := range e.run(ctx, run) {
+		rep.Checks[run[i].name] = res
+		if !res.OK {
+			rep.Status = ReportDegraded
+		}
+	}
+	if rep.Status != ReportOK {
+		return 503, rep
+	}
+	return 200, rep
+}
+
+// run runs checks concurrently, each under its own timeout, and returns their results
+// in order. It returns when every check has, or when the timeout has passed, whichever
+// comes first: a check still running then is reported as timed out and left to finish
+// on its own (its ctx is already cancelled), its result discarded. When ctx ends first
+// (the prober went away), the checks still running are reported as cancelled.
+func (e *evaluator) run(ctx context.Context, checks []namedCheck) []CheckResult {
+	type outcome struct {
+		i   int
+		res CheckResult
+	}
+	out := make(chan outcome, len(checks)) // buffered: a late check never blocks
+	for i, c := range checks {
+		cctx, cancel := context.WithTimeout(ctx, e.timeout)
+		go func() {
+			defer cancel()
+			err := safe.Call(fmt.Sprintf("health check %q", c.name), func() error { return c.check.Health(cctx) })
+			out <- outcome{i, e.judge(c.name, cctx, err)}
+		}()
+	}
+	// Started after every check's context, so no check is cut before its own deadline.
+	timer := time.NewTimer(e.timeout)
+	defer timer.Stop()
+	results := make([]CheckResult, len(checks))
+	got := make([]bool, len(checks))
+	pending := len(checks)
+	late := CheckResult{Detail: "timed out after " + e.timeout.String()}
+wait:
+	for pending > 0 {
+		select {
+		case o := <-out:
+			results[o.i], got[o.i] = o.res, true
+			pending--
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			late.Detail = "canceled"
+			break wait
+		}
+	}
+	for i := range results {
+		if !got[i] {
+			results[i] = late
+		}
+	}
+	return results
+}
+
+// judge turns a check's outcome into its entry, logging failures (with the error's
+// message: logs are not served to whoever reaches the probe).
+func (e *evaluator) judge(name string, ctx context.Context, err error) CheckResult {
+	if err == nil {
+		return CheckResult{OK: true, Detail: "ok"}
+	}
+	res := CheckResult{Detail: ErrorType(err)}
+	if _, ok := errors.AsType[*safe.PanicError](err); ok {
+		res.Detail = "panic"
+		logPanic(e.log, "readiness check panicked", err, zap.String("check", name))
+		return res
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		res.Detail = "timed out after " + e.timeout.String()
+	}
+	e.log.Warn("readiness check failed", zap.String("check", name), zap.String("detail", res.Detail), zap.Error(err))
+	return res
+}
+
+// ErrorType names err for a probe body: the Go type (as fmt's %T prints it) of the
+// outermost error in its chain that is not a plain wrapper from fmt.Errorf("…%w…") or
+// errors.Join; through those it follows the first wrapped error. So
+// fmt.Errorf("redis: %w", opErr) is reported as "*net.OpError", the type a reader can
+// act on, while the wrapper's own text (and the DSN it may hold) stays out. A type a
+// driver defines, such as *pgconn.ConnectError, is reported as is, not unwrapped.
+func ErrorType(err error) string {
+	for {
+		next := plainUnwrap(err)
+		if next == nil {
+			return fmt.Sprintf("%T", err)
+		}
+		err = next
+	}
+}
+
+func plainUnwrap(err error) error {
+	switch fmt.Sprintf("%T", err) {
+	case "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+	default:
+		return nil
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return u.Unwrap()
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if e != nil {
+				return e
+			}
+		}
+	}
+	return nil
+}

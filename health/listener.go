@@ -1,0 +1,202 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// DefaultProbeAddr is where the probe listener listens when ListenerConfig.Addr is empty.
+const DefaultProbeAddr = ":8079"
+
+// ListenerConfig is the probe listener's configuration (AppSpec.Probes). The zero value
+// listens on :8079 with 2 s per check.
+type ListenerConfig struct {
+	Addr         string        // host:port; "" means ":8079"
+	Disabled     bool          // no listener at all (the process serves probes itself)
+	CheckTimeout time.Duration // each readiness check's budget; 0 means 2s
+}
+
+// Validate returns a *cfgerr.Error naming each bad field: a negative CheckTimeout, an
+// Addr that is not host:port with a numeric port. Fields are checked even when
+// Disabled.
+func (c ListenerConfig) Validate() error {
+	var l cfgerr.List
+	c.validate(&l)
+	return l.Err()
+}
+
+func (c ListenerConfig) validate(l *cfgerr.List) {
+	validateTimeout(l, c.CheckTimeout)
+	if c.Addr == "" {
+		return
+	}
+	_, port, err := net.SplitHostPort(c.Addr)
+	if err != nil {
+		l.Addf("Addr", "must be host:port, got %q: %v", c.Addr, err)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		l.Addf("Addr", "port must be a number from 0 to 65535, got %q", port)
+	}
+}
+
+func (c ListenerConfig) addr() string {
+	if c.Addr == "" {
+		return DefaultProbeAddr
+	}
+	return c.Addr
+}
+
+// ListenerOptions are the probe listener's collaborators.
+type ListenerOptions struct {
+	Checks    map[string]Check // readiness dependencies, as in ReadinessOptions
+	Metrics   http.Handler     // served at /metrics when not nil
+	Lifecycle http.Handler     // served at /debug/lifecycle when not nil
+	Logger    *zap.Logger      // nil logs nothing
+}
+
+// Listener serves the probes on a port of its own, for processes without an HTTP
+// server and for those whose server must not answer probes: /readyz (NewReadiness),
+// /livez (Liveness), /startupz (Startup), and /metrics and /debug/lifecycle when given.
+// It runs stdlib net/http in one goroutine that it owns. The Host starts it at
+// bootstrap, before warmup, so it answers "unavailable" until Ready and "draining"
+// through the whole drain, and closes it last.
+type Listener struct {
+	cfg     ListenerConfig
+	handler http.Handler
+	log     *zap.Logger
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	srv     *http.Server
+	ln      net.Listener
+	served  chan struct{} // closed when the serve goroutine has returned
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// ErrListenerClosed is returned by Start after Close.
+var ErrListenerClosed = errors.New("probe listener: closed")
+
+// NewListener validates cfg and opts and returns a Listener ready to Start. It binds
+// nothing. Problems come back as one *cfgerr.Error naming each field ("Addr",
+// "CheckTimeout", `Checks["redis"]`, "Source").
+func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listener, error) {
+	var l cfgerr.List
+	cfg.validate(&l)
+	validateSource(&l, src)
+	validateChecks(&l, opts.Checks)
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	log := opts.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/readyz", &readiness{newEvaluator(src, opts.Checks, cfg.CheckTimeout, log)})
+	mux.Handle("/livez", Liveness())
+	mux.Handle("/startupz", newStartup(src, log))
+	if opts.Metrics != nil {
+		mux.Handle("/metrics", opts.Metrics)
+	}
+	if opts.Lifecycle != nil {
+		mux.Handle("/debug/lifecycle", opts.Lifecycle)
+	}
+	return &Listener{cfg: cfg, handler: mux, log: log}, nil
+}
+
+// Start binds the configured address now and serves the probes in a goroutine until
+// Close. An address that cannot be bound is an error naming it, e.g. "probe listener:
+// listen tcp 127.0.0.1:8079: bind: address already in use". A disabled Listener binds
+// nothing and returns nil. Start may be called once; after Close it returns
+// ErrListenerClosed.
+func (l *Listener) Start() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.closed:
+		return ErrListenerClosed
+	case l.started:
+		return errors.New("probe listener: already started")
+	}
+	l.started = true
+	if l.cfg.Disabled {
+		return nil
+	}
+	ln, err := net.Listen("tcp", l.cfg.addr())
+	if err != nil {
+		return fmt.Errorf("probe listener: %w", err)
+	}
+	errLog, _ := zap.NewStdLogAt(l.log.Named("probe"), zapcore.WarnLevel)
+	l.ln = ln
+	l.srv = &http.Server{
+		Handler:           l.handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       10 * time.Second,
+		// A readiness answer takes up to one CheckTimeout; /metrics may take longer.
+		WriteTimeout:   30*time.Second + l.cfg.CheckTimeout,
+		IdleTimeout:    60 * time.Second,
+		MaxHeaderBytes: 16 << 10,
+		ErrorLog:       errLog,
+	}
+	l.served = make(chan struct{})
+	go func() {
+		defer close(l.served)
+		if err := l.srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			l.log.Error("probe listener stopped serving", zap.Error(err))
+		}
+	}()
+	l.log.Info("probe listener started", zap.Stringer("addr", ln.Addr()))
+	return nil
+}
+
+// Addr returns the bound address (with the real port when Addr asked for port 0), or
+// nil before Start and when disabled.
+func (l *Listener) Addr() net.Addr {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.ln == nil {
+		return nil
+	}
+	return l.ln.Addr()
+}
+
+// Close stops the listener: first http.Server.Shutdown, which closes the listening
+// socket and idle connections and waits for probes in progress to be answered; if ctx
+// ends first, the remaining connections are closed hard and ctx's error is returned.
+// Then it waits for the serve goroutine to return. It does not wait for checks that
+// an answered probe abandoned at their timeout; those end on their own.
+//
+// Close is idempotent: later and concurrent calls wait for the first and return its
+// result. Close before Start makes Start fail.
+func (l *Listener) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() {
+		l.mu.Lock()
+		l.closed = true
+		srv, served := l.srv, l.served
+		l.mu.Unlock()
+		if srv == nil {
+			return
+		}
+		if err := srv.Shutdown(ctx); err != nil {
+			l.closeErr = fmt.Errorf("probe listener: shutdown: %w", err)
+			_ = srv.Close()
+		}
+		<-served
+	})
+	return l.closeErr
+}

@@ -1,0 +1,399 @@
+package health_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+func ok(context.Context) error { return nil }
+
+func TestReadinessAnswersFromStateAlone(t *testing.T) {
+	var ran atomic.Int32
+	count := health.CheckFunc(func(context.Context) error { ran.Add(1); return nil })
+	for _, tc := range []struct {
+		name   string
+		set    []health.Status
+		code   int
+		status string
+	}{
+		{"unavailable before ready", nil, 503, "unavailable"},
+		{"draining after ready", []health.Status{health.Ready, health.Draining}, 503, "draining"},
+		{"draining without ever being ready", []health.Status{health.Draining}, 503, "draining"},
+		{"draining is final", []health.Status{health.Draining, health.Ready}, 503, "draining"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s health.State
+			for _, st := range tc.set {
+				s.Set(st)
+			}
+			h := newReadiness(t, &s, health.ReadinessOptions{Checks: map[string]health.Check{"db": count}})
+			a := get(t, h, "/readyz")
+			if a.code != tc.code || a.report.Status != tc.status {
+				t.Fatalf("got %d %q, want %d %q", a.code, a.report.Status, tc.code, tc.status)
+			}
+			if want := `{"status":"` + tc.status + `","checks":{}}` + "\n"; a.body != want {
+				t.Fatalf("body %q, want %q", a.body, want)
+			}
+		})
+	}
+	if n := ran.Load(); n != 0 {
+		t.Fatalf("checks ran %d times while not Ready", n)
+	}
+}
+
+func TestReadinessReadyWithoutChecksIsOK(t *testing.T) {
+	a := get(t, newReadiness(t, ready(), health.ReadinessOptions{}), "/readyz")
+	if a.code != 200 || a.body != `{"status":"ok","checks":{}}`+"\n" {
+		t.Fatalf("got %d %q", a.code, a.body)
+	}
+}
+
+func TestReadinessAllChecksPass(t *testing.T) {
+	h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+		"redis": health.CheckFunc(ok), "postgres": health.CheckFunc(ok),
+	}})
+	a := get(t, h, "/readyz")
+	want := `{"status":"ok","checks":{"postgres":{"ok":true,"detail":"ok"},"redis":{"ok":true,"detail":"ok"}}}` + "\n"
+	if a.code != 200 || a.body != want {
+		t.Fatalf("got %d %s, want 200 %s", a.code, a.body, want)
+	}
+	if ct, cc := a.header.Get("Content-Type"), a.header.Get("Cache-Control"); ct != "application/json" || cc != "no-store" {
+		t.Fatalf("Content-Type %q, Cache-Control %q", ct, cc)
+	}
+}
+
+func TestReadinessFailingCheckShowsTypeNeverMessage(t *testing.T) {
+	const secret = "hunter2-s3cret"
+	leaky := health.CheckFunc(func(context.Context) error {
+		op := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused by postgres://app:" + secret + "@db")}
+		return fmt.Errorf("connect postgres://app:%s@db:5432/orders: %w", secret, op)
+	})
+	logger, logs := observed()
+	h := newReadiness(t, ready(), health.ReadinessOptions{
+		Checks: map[string]health.Check{"postgres": leaky, "redis": health.CheckFunc(ok)},
+		Logger: logger,
+	})
+	a := get(t, h, "/readyz")
+	if a.code != 503 || a.report.Status != "degraded" {
+		t.Fatalf("got %d %q, want 503 degraded", a.code, a.report.Status)
+	}
+	if got := a.report.Checks["postgres"]; got != (health.CheckResult{OK: false, Detail: "*net.OpError"}) {
+		t.Fatalf("postgres entry %+v", got)
+	}
+	if got := a.report.Checks["redis"]; !got.OK {
+		t.Fatalf("redis entry %+v: a failing sibling must not taint it", got)
+	}
+	if strings.Contains(a.body, secret) {
+		t.Fatalf("body leaks the password: %s", a.body)
+	}
+	if logs.FilterMessage("readiness check failed").FilterFieldKey("error").Len() != 1 {
+		t.Fatalf("the failure (with its message) should be logged once: %v", logs.All())
+	}
+}
+
+func TestReadinessHangingCheckIsOneTimedOutEntry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cancelledAfter atomic.Int64
+		start := time.Now()
+		h := newReadiness(t, ready(), health.ReadinessOptions{
+			CheckTimeout: 2 * time.Second,
+			Checks: map[string]health.Check{
+				// Ignores its ctx for an hour: the answer must not wait for it.
+				"stuck": health.CheckFunc(func(context.Context) error { time.Sleep(time.Hour); return nil }),
+				// Honours its ctx: records when it was cancelled.
+				"slow": health.CheckFunc(func(ctx context.Context) error {
+					<-ctx.Done()
+					cancelledAfter.Store(int64(time.Since(start)))
+					return ctx.Err()
+				}),
+				"fine": health.CheckFunc(ok),
+			},
+		})
+		a := get(t, h, "/readyz")
+		if elapsed := time.Since(start); elapsed != 2*time.Second {
+			t.Fatalf("answered after %v, want exactly the 2s CheckTimeout", elapsed)
+		}
+		want := `{"status":"degraded","checks":{"fine":{"ok":true,"detail":"ok"},` +
+			`"slow":{"ok":false,"detail":"timed out after 2s"},"stuck":{"ok":false,"detail":"timed out after 2s"}}}` + "\n"
+		if a.code != 503 || a.body != want {
+			t.Fatalf("got %d %s, want 503 %s", a.code, a.body, want)
+		}
+		synctest.Wait()
+		if got := time.Duration(cancelledAfter.Load()); got != 2*time.Second {
+			t.Fatalf("check's ctx cancelled after %v, want at its 2s timeout", got)
+		}
+		// The abandoned goroutine still ends, on its own, once its hour has passed.
+		time.Sleep(time.Hour)
+		synctest.Wait()
+	})
+}
+
+func TestReadinessTimeoutIsPerCheckNotPerSweep(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sleep := func(d time.Duration) health.Check {
+			return health.CheckFunc(func(ctx context.Context) error {
+				select {
+				case <-time.After(d):
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+			})
+		}
+		h := newReadiness(t, ready(), health.ReadinessOptions{
+			CheckTimeout: time.Second,
+			Checks:       map[string]health.Check{"a": sleep(900 * time.Millisecond), "b": sleep(900 * time.Millisecond), "c": sleep(900 * time.Millisecond)},
+		})
+		start := time.Now()
+		a := get(t, h, "/readyz")
+		if a.code != 200 {
+			t.Fatalf("got %d %s: each check fits its own 1s budget", a.code, a.body)
+		}
+		if elapsed := time.Since(start); elapsed != 900*time.Millisecond {
+			t.Fatalf("answered after %v, want 900ms (concurrent)", elapsed)
+		}
+	})
+}
+
+func TestReadinessDefaultTimeoutIsTwoSeconds(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+			"wait": health.CheckFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }),
+		}})
+		start := time.Now()
+		a := get(t, h, "/readyz")
+		if d := time.Since(start); d != health.DefaultCheckTimeout || a.report.Checks["wait"].Detail != "timed out after 2s" {
+			t.Fatalf("after %v: %s", d, a.body)
+		}
+	})
+}
+
+func TestReadinessProberGoneCancelsChecks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+			"wait": health.CheckFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }),
+		}})
+		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+		defer cancel()
+		rec := newRecorder()
+		start := time.Now()
+		h.ServeHTTP(rec, newRequest(ctx, "/readyz"))
+		if d := time.Since(start); d != 100*time.Millisecond {
+			t.Fatalf("answered after %v, want when the request ended (100ms)", d)
+		}
+		if !strings.Contains(rec.Body.String(), `"detail":"canceled"`) {
+			t.Fatalf("body %s", rec.Body)
+		}
+	})
+}
+
+func TestReadinessPanickingCheckIsReportedAndLogged(t *testing.T) {
+	logger, logs := observed()
+	h := newReadiness(t, ready(), health.ReadinessOptions{
+		Logger: logger,
+		Checks: map[string]health.Check{
+			"boom": health.CheckFunc(func(context.Context) error { panic("secret-in-panic") }),
+			"fine": health.CheckFunc(ok),
+		},
+	})
+	a := get(t, h, "/readyz")
+	if a.code != 503 || a.report.Checks["boom"] != (health.CheckResult{Detail: "panic"}) || !a.report.Checks["fine"].OK {
+		t.Fatalf("got %d %s", a.code, a.body)
+	}
+	if strings.Contains(a.body, "secret-in-panic") {
+		t.Fatalf("panic value served: %s", a.body)
+	}
+	if logs.FilterMessage("readiness check panicked").FilterFieldKey("stack").Len() != 1 {
+		t.Fatalf("panic not logged with its stack: %v", logs.All())
+	}
+}
+
+func TestReadinessExclude(t *testing.T) {
+	failing := health.CheckFunc(func(context.Context) error { return errors.New("down") })
+	h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+		"kafka": failing, "redis": health.CheckFunc(ok), "postgres": health.CheckFunc(ok),
+	}})
+	t.Run("skips the named checks", func(t *testing.T) {
+		for _, q := range []string{"?exclude=kafka", "?exclude=kafka,postgres", "?exclude=kafka&exclude=postgres", "?exclude=%20kafka%20,,"} {
+			a := get(t, h, "/readyz"+q)
+			if _, has := a.report.Checks["kafka"]; a.code != 200 || has || !a.report.Checks["redis"].OK {
+				t.Fatalf("%s: got %d %s", q, a.code, a.body)
+			}
+		}
+	})
+	t.Run("unknown name answers 400 naming it", func(t *testing.T) {
+		a := get(t, h, "/readyz?exclude=kafka,mongo,ldap")
+		if a.code != 400 || !strings.Contains(a.body, `"error":"unknown check in exclude: mongo, ldap"`) {
+			t.Fatalf("got %d %s", a.code, a.body)
+		}
+	})
+}
+
+func TestNewReadinessRefusesBadOptions(t *testing.T) {
+	var nilFunc health.CheckFunc
+	_, err := health.NewReadiness(nil, health.ReadinessOptions{
+		CheckTimeout: -time.Second,
+		Checks: map[string]health.Check{
+			"":      health.CheckFunc(ok),
+			"a,b":   health.CheckFunc(ok),
+			" pad":  health.CheckFunc(ok),
+			"nil":   nil,
+			"typed": nilFunc,
+			"redis": health.Redis(nil),
+			"good":  health.CheckFunc(ok),
+		},
+	})
+	ce, isConfig := errors.AsType[*cfgerr.Error](err)
+	if !isConfig {
+		t.Fatalf("err = %v (%T), want *cfgerr.Error", err, err)
+	}
+	var fields []string
+	for _, p := range ce.Problems {
+		fields = append(fields, p.Field)
+	}
+	want := []string{"Source", "CheckTimeout", `Checks[""]`, `Checks[" pad"]`, `Checks["a,b"]`, `Checks["nil"]`, `Checks["redis"]`, `Checks["typed"]`}
+	if strings.Join(fields, " ") != strings.Join(want, " ") {
+		t.Fatalf("fields %q, want %q (%v)", fields, want, err)
+	}
+	if !strings.Contains(err.Error(), "CheckTimeout: must be positive, got -1s") {
+		t.Fatalf("message %q", err)
+	}
+}
+
+func TestFromFunc(t *testing.T) {
+	logger, logs := observed()
+	for _, tc := range []struct {
+		name   string
+		src    health.Source
+		code   int
+		status string
+	}{
+		{"nil state is unavailable", health.FromFunc(func() *health.State { return nil }), 503, "unavailable"},
+		{"panic is unavailable", health.FromFunc(func() *health.State { panic("runtime not built: dsn=secret") }), 503, "unavailable"},
+		{"state is followed", health.FromFunc(ready), 200, "ok"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newReadiness(t, tc.src, health.ReadinessOptions{Logger: logger})
+			a := get(t, h, "/readyz")
+			if a.code != tc.code || a.report.Status != tc.status || strings.Contains(a.body, "secret") {
+				t.Fatalf("got %d %s", a.code, a.body)
+			}
+		})
+	}
+	if logs.FilterMessage("health source panicked; answering unavailable").Len() != 1 {
+		t.Fatalf("panic not logged once: %v", logs.All())
+	}
+	if _, err := health.NewReadiness(health.FromFunc(nil), health.ReadinessOptions{}); err == nil {
+		t.Fatal("FromFunc(nil) accepted: a nil func is a wiring mistake, refused at build")
+	}
+}
+
+func TestLivenessIsAlwaysOK(t *testing.T) {
+	for _, st := range []health.Status{health.Unavailable, health.Ready, health.Draining} {
+		a := get(t, health.Liveness(), "/livez")
+		if a.code != 200 || a.body != `{"status":"ok"}`+"\n" {
+			t.Fatalf("%v: got %d %s", st, a.code, a.body)
+		}
+	}
+}
+
+// statusOnly is a Source without Started: the handler must remember what it saw.
+type statusOnly struct{ s *health.State }
+
+func (s statusOnly) Status() health.Status { return s.s.Status() }
+
+func TestStartup(t *testing.T) {
+	t.Run("503 until ready, then 200 for good", func(t *testing.T) {
+		var s health.State
+		h := health.Startup(&s)
+		if a := get(t, h, "/startupz"); a.code != 503 || a.report.Status != "unavailable" {
+			t.Fatalf("before ready: %d %s", a.code, a.body)
+		}
+		s.Set(health.Ready)
+		if a := get(t, h, "/startupz"); a.code != 200 || a.body != `{"status":"ok"}`+"\n" {
+			t.Fatalf("ready: %d %s", a.code, a.body)
+		}
+		s.Set(health.Draining)
+		if a := get(t, h, "/startupz"); a.code != 200 {
+			t.Fatalf("draining: %d %s", a.code, a.body)
+		}
+	})
+	t.Run("a Ready phase no probe saw still counts", func(t *testing.T) {
+		var s health.State
+		h := health.Startup(&s)
+		s.Set(health.Ready)
+		s.Set(health.Unavailable)
+		if a := get(t, h, "/startupz"); a.code != 200 {
+			t.Fatalf("got %d %s", a.code, a.body)
+		}
+	})
+	t.Run("source without Started remembers", func(t *testing.T) {
+		var s health.State
+		h := health.Startup(statusOnly{&s})
+		s.Set(health.Ready)
+		get(t, h, "/startupz")
+		s.Set(health.Unavailable)
+		if a := get(t, h, "/startupz"); a.code != 200 {
+			t.Fatalf("got %d %s", a.code, a.body)
+		}
+	})
+	t.Run("draining before ready is started", func(t *testing.T) {
+		var s health.State
+		s.Set(health.Draining)
+		if a := get(t, health.Startup(&s), "/startupz"); a.code != 200 {
+			t.Fatalf("got %d %s", a.code, a.body)
+		}
+	})
+	t.Run("panicking source is 503", func(t *testing.T) {
+		h := health.Startup(health.FromFunc(func() *health.State { panic("x") }))
+		if a := get(t, h, "/startupz"); a.code != 503 {
+			t.Fatalf("got %d %s", a.code, a.body)
+		}
+	})
+}
+
+func TestStateDrainingIsFinalAndStartedSticks(t *testing.T) {
+	var s health.State
+	if s.Status() != health.Unavailable || s.Started() {
+		t.Fatal("zero State must be Unavailable and not started")
+	}
+	s.Set(health.Ready)
+	s.Set(health.Draining)
+	s.Set(health.Ready)
+	if s.Status() != health.Draining || !s.Started() || s.Status().String() != "draining" {
+		t.Fatalf("status %v started %v", s.Status(), s.Started())
+	}
+}
+
+func TestErrorType(t *testing.T) {
+	op := &net.OpError{Op: "dial", Err: errors.New("refused")}
+	type custom struct{ error }
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{op, "*net.OpError"},
+		{fmt.Errorf("redis: %w", op), "*net.OpError"},
+		{fmt.Errorf("a: %w", fmt.Errorf("b: %w", op)), "*net.OpError"},
+		{fmt.Errorf("two: %w %w", op, errors.New("x")), "*net.OpError"},
+		{errors.Join(nil, op, errors.New("x")), "*net.OpError"},
+		{errors.New("plain"), "*errors.errorString"},
+		{fmt.Errorf("no wrap %v", op), "*errors.errorString"},
+		{custom{op}, "health_test.custom"},
+		{context.DeadlineExceeded, "context.deadlineExceededError"},
+	} {
+		if got := health.ErrorType(tc.err); got != tc.want {
+			t.Errorf("ErrorType(%v) = %q, want %q", tc.err, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package health
+
+import (
+	"fmt"
+	"sync/atomic"
+)
+
+// Status is where a process stands for a load balancer.
+type Status int32
+
+const (
+	// Unavailable: not yet ready to take work (starting, or startup failed). The zero value.
+	Unavailable Status = iota
+	// Ready: every client is open and the entrypoints are bound.
+	Ready
+	// Draining: shutting down, or announced as leaving; still alive, not to be routed to.
+	Draining
+)
+
+func (s Status) String() string {
+	switch s {
+	case Unavailable:
+		return "unavailable"
+	case Ready:
+		return "ready"
+	case Draining:
+		return "draining"
+	}
+	return fmt.Sprintf("Status(%d)", int32(s))
+}
+
+// State holds a process's Status. The Host drives it: Unavailable until startup has
+// bound every entrypoint, Ready until shutdown begins or BeginDraining is called,
+// Draining from then on. Draining is final: once set, Set(Ready) does nothing.
+//
+// The zero value is Unavailable and ready to use; a State is safe for concurrent use.
+type State struct {
+	v       atomic.Int32
+	started atomic.Bool // has ever been Ready
+}
+
+// Status returns the current status.
+func (s *State) Status() Status { return Status(s.v.Load()) }
+
+// Set moves the state to st, unless it is already Draining.
+func (s *State) Set(st Status) {
+	for {
+		cur := s.v.Load()
+		if Status(cur) == Draining {
+			return
+		}
+		if s.v.CompareAndSwap(cur, int32(st)) {
+			if st == Ready {
+				s.started.Store(true)
+			}
+			return
+		}
+	}
+}
+
+// Started reports whether the state has ever been Ready. It stays true through the
+// drain, and after a return to Unavailable; the startup probe answers from it.
+func (s *State) Started() bool { return s.started.Load() }

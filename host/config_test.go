@@ -1,0 +1,123 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/host"
+)
+
+func env(kv ...string) host.Option {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return host.WithEnv(func(k string) (string, bool) { v, ok := m[k]; return v, ok })
+}
+
+func quiet() host.TelemetryConfig { return host.TelemetryConfig{Logger: zap.NewNop()} }
+
+func TestConfigError(t *testing.T) {
+	t.Run("every problem is listed at once with its field, and nothing starts", func(t *testing.T) {
+		j := &journal{}
+		reg := &hooks.Registry{}
+		reg.AddDrainPhase(hooks.DrainPhase{MaxDuration: -time.Second, Run: func(context.Context, time.Duration) error { return nil }})
+		reg.AddPreStart("", nil)
+		spec := host.AppSpec{
+			ServiceName: "orders",
+			Entrypoints: []host.Registration{
+				{Entrypoint: newFake("http", j)}, {Entrypoint: newFake("http", j)}, {Entrypoint: nil},
+			},
+			Lifecycle: reg,
+			Budgets:   host.Budgets{DrainGrace: -time.Second, StepTimeout: -1},
+			Telemetry: quiet(),
+		}
+		h, err := host.New(spec, env("SW_DRAIN_DELAY", "-1s", "SW_DEADLINE", "soon", "TERMINATION_GRACE_PERIOD", "thirty"))
+		if h != nil || host.ExitCode(err) != host.ExitConfig {
+			t.Fatalf("New = %v, %v; want a ConfigError", h, err)
+		}
+		var ce *host.ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatal(err)
+		}
+		fields := map[string]bool{}
+		for _, p := range ce.Problems {
+			fields[p.Field] = true
+		}
+		for _, want := range []string{
+			"SW_DRAIN_DELAY", "SW_DEADLINE", "TERMINATION_GRACE_PERIOD", "Budgets.DrainGrace", "Budgets.StepTimeout",
+			`Entrypoints["http"]`, "Entrypoints[2]", "Lifecycle.DrainPhases[0]", "Lifecycle.DrainPhases[0].MaxDuration",
+			"Lifecycle.pre_start[0]",
+		} {
+			if !fields[want] {
+				t.Errorf("no problem for %s in %v", want, ce)
+			}
+		}
+		if len(j.get()) != 0 {
+			t.Errorf("something ran: %v", j.get())
+		}
+	})
+
+	t.Run("fleet posture refuses an unguarded mutating step, naming it", func(t *testing.T) {
+		_, err := host.New(host.AppSpec{
+			ServiceName: "orders", Profile: fleet.Fleet, Telemetry: quiet(),
+			Warmups: []host.Step{{Name: "migrate", Start: func(context.Context) error { return nil },
+				Marks: fleet.Marks{MutatesSharedState: true}}},
+		}, env())
+		if err == nil || !strings.Contains(err.Error(), `Warmups["migrate"]`) {
+			t.Fatalf("New = %v", err)
+		}
+	})
+
+	t.Run("env overrides apply, seconds or durations", func(t *testing.T) {
+		h, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(), Probes: probesOff()},
+			env("SW_DRAIN_DELAY", "5s", "TERMINATION_GRACE_PERIOD", "45", "SW_STEP_TIMEOUT", "750ms"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := h.Budgets()
+		if b.DrainDelay != 5*time.Second || b.TerminationGracePeriod != 45*time.Second || b.StepTimeout != 750*time.Millisecond ||
+			b.DrainGrace != host.DefaultDrainGrace {
+			t.Errorf("budgets = %+v", b)
+		}
+	})
+}
+
+func TestWorstCase(t *testing.T) {
+	b := host.Budgets{DrainDelay: 5 * time.Second, DrainPhasesBudget: 3 * time.Second, DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second}
+	w := b.WorstCase(host.Units{Entrypoints: 2, DrainPhases: 1, PreShutdown: 1, WarmupStops: 1, HasContainer: true})
+	// 5 + (3+1) + (10+5) + 2*2 + 2 + 2 + 2 (scope) + 2 (flush) = 36
+	if w.Total != 36*time.Second {
+		t.Errorf("total = %s, want 36s: %s", w.Total, w)
+	}
+	if w.Fits(30*time.Second) || !w.Fits(40*time.Second) {
+		t.Errorf("fits: 30s %v, 40s %v", w.Fits(30*time.Second), w.Fits(40*time.Second))
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{nil, 0},
+		{&host.ConfigError{}, 78},
+		{errors.New("x"), 1},
+		{host.ErrShutdownTimeout, 1},
+		{&host.EntrypointError{Entrypoint: "a", Err: errors.New("x")}, 1},
+	} {
+		if got := host.ExitCode(c.err); got != c.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", c.err, got, c.want)
+		}
+	}
+}
+
+func probesOff() health.ListenerConfig { return health.ListenerConfig{Disabled: true} }

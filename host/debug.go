@@ -1,0 +1,71 @@
+package host
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/servicewright/servicewright/health"
+)
+
+// LeadershipReporter is implemented by entrypoints that campaign for leases; the
+// Host shows each key's state in /debug/lifecycle.
+type LeadershipReporter interface {
+	Leadership() map[string]LeaseStatus
+}
+
+// LeaseStatus is one lease as /debug/lifecycle shows it.
+type LeaseStatus struct {
+	Held  bool   `json:"held"`
+	Token uint64 `json:"token"`
+}
+
+// Lifecycle is the /debug/lifecycle document.
+type Lifecycle struct {
+	Service     string                 `json:"service"`
+	Instance    string                 `json:"instance"`
+	Phase       string                 `json:"phase"`
+	Shutdown    string                 `json:"shutdown"`
+	Ready       bool                   `json:"ready"`
+	Draining    bool                   `json:"draining"`
+	Entrypoints []EntrypointStatus     `json:"entrypoints"`
+	Leadership  map[string]LeaseStatus `json:"leadership"`
+}
+
+// EntrypointStatus is one entrypoint in /debug/lifecycle.
+type EntrypointStatus struct {
+	Name     string `json:"name"`
+	State    string `json:"state"`
+	InFlight int    `json:"in_flight"`
+}
+
+// Lifecycle returns a snapshot of where the Host stands.
+func (h *Host) Lifecycle() Lifecycle {
+	st := h.state.Status()
+	l := Lifecycle{
+		Service:     h.spec.ServiceName,
+		Instance:    h.instance,
+		Phase:       h.Stage().String(),
+		Shutdown:    h.shutdown.Phase().String(),
+		Ready:       st == health.Ready,
+		Draining:    st == health.Draining,
+		Entrypoints: make([]EntrypointStatus, 0, len(h.entries)),
+		Leadership:  map[string]LeaseStatus{},
+	}
+	for _, e := range h.entries {
+		l.Entrypoints = append(l.Entrypoints, EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)})
+		if lr, ok := e.reg.Entrypoint.(LeadershipReporter); ok {
+			for k, v := range lr.Leadership() {
+				l.Leadership[k] = v
+			}
+		}
+	}
+	return l
+}
+
+func (h *Host) lifecycleHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-store")
+		_ = json.NewEncoder(w).Encode(h.Lifecycle())
+	})
+}

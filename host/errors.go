@@ -1,0 +1,79 @@
+package host
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// ConfigError lists every problem found in a spec or in the environment, each with
+// the field or variable it concerns. Nothing was started when it is returned; the
+// process exits with ExitConfig.
+type ConfigError = cfgerr.Error
+
+// Problem is one entry of a ConfigError.
+type Problem = cfgerr.Problem
+
+// PanicError is what a panic in an entrypoint method, a hook or a warmup step becomes.
+// What names the unit and the method.
+type PanicError = safe.PanicError
+
+// Exit codes.
+const (
+	ExitOK      = 0
+	ExitFailure = 1  // startup failed, an essential entrypoint failed, or the exit blew its budget
+	ExitConfig  = 78 // EX_CONFIG: the spec or the environment is invalid
+)
+
+var (
+	// ErrShutdownTimeout is returned by Run when the exit itself overran: the
+	// Deadline expired, a drain outlived its window, or a step was abandoned.
+	// It is returned only when nothing else failed first.
+	ErrShutdownTimeout = errors.New("shutdown did not finish within its budgets")
+
+	// ErrServeReturned is the cause when an entrypoint's Serve returned nil
+	// before the Host asked it to stop.
+	ErrServeReturned = errors.New("serve returned before stop")
+
+	// ErrAlreadyRun is returned by a second call to Host.Run.
+	ErrAlreadyRun = errors.New("host: Run called more than once")
+)
+
+// EntrypointError is the cause of a shutdown forced by an essential entrypoint.
+type EntrypointError struct {
+	Entrypoint string
+	Err        error
+}
+
+func (e *EntrypointError) Error() string {
+	return fmt.Sprintf("entrypoint %q failed: %v", e.Entrypoint, e.Err)
+}
+
+func (e *EntrypointError) Unwrap() error { return e.Err }
+
+// StartupError is returned by Run when a startup step failed; Stage names the step.
+type StartupError struct {
+	Stage Stage
+	Err   error
+}
+
+func (e *StartupError) Error() string { return fmt.Sprintf("startup failed at %s: %v", e.Stage, e.Err) }
+
+func (e *StartupError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error returned by New, Run or Host.Run to a process exit code:
+// 0 for nil, ExitConfig for a ConfigError, ExitFailure for anything else. (A second
+// signal exits with 128+signum directly; see InstallSignalHandlers.)
+func ExitCode(err error) int {
+	var ce *ConfigError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ce):
+		return ExitConfig
+	default:
+		return ExitFailure
+	}
+}

@@ -1,0 +1,223 @@
+package host
+
+import (
+	"cmp"
+	"context"
+	"os"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// Host runs one service through Bootstrap → Warmup → Ready → Serve → Drain → Cleanup.
+// Create it with New; Run it once.
+type Host struct {
+	spec     AppSpec
+	opts     options
+	budgets  Budgets
+	instance string
+	tel      *telemetry
+	log      *zap.Logger
+
+	app       *fx.App // nil without a container
+	regs      []Registration
+	steps     []Step
+	lifecycle *hooks.Registry
+	checks    map[string]health.Check
+	probe     *health.Listener // nil when disabled
+
+	state    health.State
+	shutdown *Shutdown
+	ran      atomic.Bool
+	stage    atomic.Int32
+	entries  []*entry // one per registration, in bind order
+	mu       sync.Mutex
+}
+
+// Option changes how a Host is built.
+type Option func(*options)
+
+type options struct {
+	lookup   func(string) (string, bool)
+	observer func(Event)
+}
+
+// WithEnv replaces os.LookupEnv as the source of environment overrides (SW_*,
+// TERMINATION_GRACE_PERIOD, INSTANCE_ID, SW_LOG_LEVEL). Tests use it.
+func WithEnv(lookup func(string) (string, bool)) Option {
+	return func(o *options) { o.lookup = lookup }
+}
+
+// WithObserver calls fn, synchronously, each time the Host enters a stage.
+func WithObserver(fn func(Event)) Option {
+	return func(o *options) { o.observer = fn }
+}
+
+// New validates spec and the environment and builds the container, starting
+// nothing: no listener is opened and no OnStart hook runs. Every problem is reported
+// at once in a *ConfigError, which is also logged.
+func New(spec AppSpec, opts ...Option) (*Host, error) {
+	h := &Host{spec: spec, opts: options{lookup: os.LookupEnv}}
+	for _, o := range opts {
+		o(&h.opts)
+	}
+	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.opts.lookup)
+	if err != nil {
+		return nil, &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "Telemetry", Reason: err.Error()}}}
+	}
+	h.tel, h.log = tel, tel.log
+	h.instance = instanceID(&spec, h.opts.lookup)
+	h.log = h.log.With(zap.String("instance", h.instance))
+
+	var problems cfgerr.List
+	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
+	h.shutdown = newShutdown(h.budgets.Deadline)
+	h.lifecycle = &hooks.Registry{}
+	if spec.Lifecycle != nil {
+		for _, k := range hookKinds {
+			for _, hk := range spec.Lifecycle.Hooks(k) {
+				h.lifecycle.Add(k, hk)
+			}
+		}
+		for _, p := range spec.Lifecycle.DrainPhases() {
+			h.lifecycle.AddDrainPhase(p)
+		}
+	}
+	h.regs = slices.Clone(spec.Entrypoints)
+	h.steps = slices.Clone(spec.Warmups)
+	h.checks = make(map[string]health.Check, len(spec.Checks))
+	for name, c := range spec.Checks {
+		h.checks[name] = c
+	}
+	if spec.Container != nil {
+		h.buildContainer(&problems)
+	}
+	validate(&h.spec, h.regs, h.steps, h.lifecycle, h.checks, &problems)
+	if err := problems.Err(); err != nil {
+		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
+		_ = tel.flush(context.Background())
+		return nil, err
+	}
+	slices.SortStableFunc(h.regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
+	for _, r := range h.regs {
+		h.entries = append(h.entries, &entry{reg: r, name: r.Entrypoint.Name()})
+	}
+	if !spec.Probes.Disabled {
+		h.probe, err = health.NewListener(spec.Probes, &h.state, health.ListenerOptions{
+			Checks:    h.checks,
+			Metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
+			Lifecycle: h.lifecycleHandler(),
+			Logger:    h.log.Named("probes"),
+		})
+		if err != nil {
+			_ = tel.flush(context.Background())
+			return nil, err
+		}
+	}
+	h.logBudgets()
+	return h, nil
+}
+
+var hookKinds = []hooks.Kind{hooks.PreStart, hooks.PostStart, hooks.PreShutdown, hooks.PostShutdown}
+
+// Run is New followed by Host.Run. The caller owns signals: cancel ctx to stop.
+func Run(ctx context.Context, spec AppSpec, opts ...Option) error {
+	h, err := New(spec, opts...)
+	if err != nil {
+		return err
+	}
+	return h.Run(ctx)
+}
+
+// Shutdown returns the service's shutdown handle. It is also supplied to the container.
+func (h *Host) Shutdown() *Shutdown { return h.shutdown }
+
+// BeginDraining withdraws readiness without stopping anything: every entrypoint keeps
+// accepting, so the load balancer can take the replica out of rotation before the
+// stop arrives — call it from a Kubernetes preStop hook or an admin endpoint. It is
+// the first stage of shutdown alone; the Host still waits the full DrainDelay after
+// the stop, and it cannot be undone.
+func (h *Host) BeginDraining() {
+	h.state.Set(health.Draining)
+	h.tel.metrics.ready.Set(0)
+	h.log.Info("readiness withdrawn; still accepting until the stop")
+}
+
+// Readiness reports what the readiness probe answers from the Host's state alone.
+func (h *Host) Readiness() health.Status { return h.state.Status() }
+
+// Stage reports the stage the Host is in.
+func (h *Host) Stage() Stage { return Stage(h.stage.Load()) }
+
+// Budgets returns the budgets in force: the spec's, with defaults filled in and
+// environment overrides applied.
+func (h *Host) Budgets() Budgets { return h.budgets }
+
+// Instance returns this replica's identity.
+func (h *Host) Instance() string { return h.instance }
+
+// Logger returns the Host's logger.
+func (h *Host) Logger() *zap.Logger { return h.log }
+
+// Registry returns the Prometheus registry served at /metrics.
+func (h *Host) Registry() *prometheus.Registry { return h.tel.reg }
+
+// ProbeAddr returns the probe listener's address once it is listening, or "".
+func (h *Host) ProbeAddr() string {
+	if h.probe == nil || h.probe.Addr() == nil {
+		return ""
+	}
+	return h.probe.Addr().String()
+}
+
+// WorstCase sums the longest orderly exit of this service; see Budgets.WorstCase.
+func (h *Host) WorstCase() WorstCase {
+	u := Units{
+		Entrypoints:  len(h.regs),
+		DrainPhases:  len(h.lifecycle.DrainPhases()),
+		PreShutdown:  len(h.lifecycle.Hooks(hooks.PreShutdown)),
+		PostShutdown: len(h.lifecycle.Hooks(hooks.PostShutdown)),
+		HasContainer: h.app != nil,
+	}
+	for _, s := range h.steps {
+		if s.Stop != nil {
+			u.WarmupStops++
+		}
+	}
+	return h.budgets.WorstCase(u)
+}
+
+// logBudgets logs WorstCase figure by figure and warns when it cannot fit the
+// orchestrator's grace period, or when a Kubernetes pod has no drain delay.
+func (h *Host) logBudgets() {
+	w := h.WorstCase()
+	fields := []zap.Field{zap.Duration("worst_case", w.Total)}
+	for _, f := range w.Figures {
+		fields = append(fields, zap.Duration(f.Name, f.Value))
+	}
+	grace := h.budgets.TerminationGracePeriod
+	if grace > 0 {
+		fields = append(fields, zap.Duration("termination_grace_period", grace))
+	}
+	h.log.Info("shutdown budget", fields...)
+	if grace > 0 && !w.Fits(grace) {
+		h.log.Warn("the worst-case exit does not fit the termination grace period with 10% headroom: "+
+			"the orchestrator may kill the process mid-drain; shrink the budgets or raise the grace period",
+			zap.Duration("worst_case", w.Total), zap.Duration("termination_grace_period", grace),
+			zap.String("figures", w.String()))
+	}
+	if _, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST"); k8s && h.budgets.DrainDelay == 0 {
+		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
+			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
+			"to the readiness probe's period x failureThreshold plus a few seconds")
+	}
+}

@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what the tests need and this machine lacks: Debian packages (as root) and
+# the Go modules. With CI=true anything that cannot be installed fails the run.
+set -euo pipefail
+
+need=()
+command -v redis-server >/dev/null || need+=(redis-server)
+command -v haproxy >/dev/null || need+=(haproxy)
+command -v kcat >/dev/null || need+=(kcat)
+command -v wrk >/dev/null || need+=(wrk)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -gt 0 ]; then
+  echo "deps: installing ${need[*]}"
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq || true
+    apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  elif [ "${CI:-}" = true ]; then
+    echo "deps: missing ${need[*]} and cannot install them (not root or no apt-get)" >&2
+    exit 1
+  else
+    echo "deps: missing ${need[*]}; tests that need them will be skipped (install them, or run as root)" >&2
+  fi
+fi
+
+# A package service started by apt is not what the tests use; they start their own.
+if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server haproxy >/dev/null 2>&1 || true; fi
+
+go mod download
