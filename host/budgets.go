@@ -119,12 +119,12 @@ func parseDuration(v string, seconds bool) (time.Duration, error) {
 
 // Units counts what a service registers, for WorstCase.
 type Units struct {
-	Entrypoints   int
-	DrainPhases   int
-	PreShutdown   int
-	PostShutdown  int
-	WarmupStops   int
-	HasContainer  bool
+	Entrypoints  int
+	DrainPhases  int
+	PreShutdown  int
+	PostShutdown int
+	WarmupStops  int
+	HasContainer bool
 }
 
 // Figure is one term of WorstCase.
