@@ -1,0 +1,36 @@
+// Package host runs a service through one sequence —
+// Bootstrap → Warmup → Ready → Serve → Drain → Cleanup — so that a deploy, an
+// autoscaler or a node going away costs nobody a request, a message or a write.
+//
+// A service is an AppSpec: its entrypoints (what takes work from outside), warmup
+// steps, hooks, readiness checks, budgets and fx container. New validates all of it
+// and reports every problem in one *ConfigError; Run runs it.
+//
+// # Startup
+//
+// Telemetry comes first (zap, OpenTelemetry, Prometheus), so every later failure is
+// visible; then the spec is validated and the container built (New). Run opens the
+// probe listener (answering "unavailable"), runs the container's OnStart hooks,
+// warmup by priority group, pre_start hooks, and Bind on each entrypoint in Order;
+// then readiness turns true, post_start hooks run, and every Serve starts. A failure
+// in any of these tears down only what had started and is returned as a
+// *StartupError. A stop that arrives during startup is honoured at the next stage
+// boundary: nothing more is bound, readiness never turns true, and it is not a failure.
+//
+// # Shutdown
+//
+// A stop — ctx cancelled, Shutdown.Begin, a first SIGTERM under Main, or an essential
+// entrypoint's failure — runs, in order: readiness false; DrainDelay with every
+// entrypoint still accepting; drain phases sharing DrainPhasesBudget; Drain on each
+// bound entrypoint in reverse Order, in one DrainGrace window; Stop on each, each
+// under StepTimeout; pre_shutdown hooks with the container still open; warmup steps'
+// Stop and the container's OnStop hooks; telemetry flush; post_shutdown hooks; the
+// probe listener closes; and one "shutdown report" log line. A step that hangs is
+// abandoned and reported, never allowed to block the steps after it.
+//
+// # Errors and exit codes
+//
+// ExitCode maps what Run returns to 0 (graceful), 1 (a failure, or an exit that
+// overran its budgets) or 78 (invalid configuration). A budget overrun never masks
+// the failure that caused the shutdown. Main adds 128+signum for a second signal.
+package host
