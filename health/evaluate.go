@@ -150,7 +150,8 @@ func logPanic(log *zap.Logger, msg string, err error, fields ...zap.Field) {
 	log.Error(msg, fields...)
 }
 
-// unknown returns the names in exclude that are not checks, and the set to skip.
+// parseExclude reads ?exclude= values (comma-separated, possibly repeated): the set of
+// checks to skip, and the names that are not checks.
 func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown []string) {
 	for _, v := range values {
 		for name := range strings.SplitSeq(v, ",") {

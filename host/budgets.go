@@ -142,12 +142,11 @@ type WorstCase struct {
 
 // String lists the figures as "name=value" pairs followed by the total.
 func (w WorstCase) String() string {
-	var b strings.Builder
-	for _, f := range w.Figures {
-		fmt.Fprintf(&b, "%s=%s + ", f.Name, f.Value)
+	parts := make([]string, len(w.Figures))
+	for i, f := range w.Figures {
+		parts[i] = fmt.Sprintf("%s=%s", f.Name, f.Value)
 	}
-	fmt.Fprintf(&b, "= %s", w.Total)
-	return b.String()
+	return strings.Join(parts, " + ") + " = " + w.Total.String()
 }
 
 // Fits reports whether the worst case fits grace with at least 10% headroom.

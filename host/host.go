@@ -80,7 +80,9 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 
 	var problems cfgerr.List
 	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
-	h.shutdown = newShutdown(h.budgets.Deadline)
+	// Readiness turns false in the same call that begins the shutdown, before any
+	// goroutine hop, so the probe answers "draining" at once.
+	h.shutdown = newShutdown(h.budgets.Deadline, h.withdraw)
 	h.lifecycle = &hooks.Registry{}
 	if spec.Lifecycle != nil {
 		for _, k := range hookKinds {
@@ -147,9 +149,13 @@ func (h *Host) Shutdown() *Shutdown { return h.shutdown }
 // the first stage of shutdown alone; the Host still waits the full DrainDelay after
 // the stop, and it cannot be undone.
 func (h *Host) BeginDraining() {
+	h.withdraw()
+	h.log.Info("readiness withdrawn; still accepting until the stop")
+}
+
+func (h *Host) withdraw() {
 	h.state.Set(health.Draining)
 	h.tel.metrics.ready.Set(0)
-	h.log.Info("readiness withdrawn; still accepting until the stop")
 }
 
 // Readiness reports what the readiness probe answers from the Host's state alone.

@@ -62,6 +62,7 @@ func (r Result) String() string {
 // A Shutdown is safe for concurrent use. Only the Host creates one.
 type Shutdown struct {
 	deadline time.Duration
+	onBegin  func() // called once, synchronously, by the first Begin
 
 	mu          sync.Mutex
 	begun       bool
@@ -79,9 +80,10 @@ type Shutdown struct {
 	done        chan struct{}
 }
 
-func newShutdown(deadline time.Duration) *Shutdown {
+func newShutdown(deadline time.Duration, onBegin func()) *Shutdown {
 	return &Shutdown{
 		deadline: deadline,
+		onBegin:  onBegin,
 		began:    make(chan struct{}),
 		force:    make(chan struct{}),
 		drained:  make(chan struct{}),
@@ -113,6 +115,9 @@ func (s *Shutdown) begin(cooperative bool) {
 	s.phase.CompareAndSwap(int32(NotStarted), int32(Started))
 	if s.deadline > 0 {
 		s.timer = time.AfterFunc(s.deadline, s.expire)
+	}
+	if s.onBegin != nil {
+		s.onBegin()
 	}
 	close(s.began)
 }
@@ -203,7 +208,7 @@ func (s *Shutdown) complete() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	if s.phase.Load() == int32(Started) {
+	if Phase(s.phase.Load()) != Cleanup {
 		close(s.cleanup)
 	}
 	s.phase.Store(int32(Completed))

@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
 )
@@ -23,14 +22,12 @@ const courtesy = 50 * time.Millisecond
 // startup did. cause is the failure that made the service stop, or nil.
 func (r *run) teardown(cause error) error {
 	h := r.h
-	h.shutdown.Begin()
+	h.shutdown.Begin() // readiness turns false here (Host.withdraw)
 	begun := time.Now()
 	force := forceContext(r.ctx, h.shutdown.forcing())
 	defer force.cancel()
 
 	// 1–2. Withdraw readiness; let the balancers notice while everything accepts.
-	h.state.Set(health.Draining)
-	h.tel.metrics.ready.Set(0)
 	r.enter(StageAnnounce)
 	r.announce(force)
 

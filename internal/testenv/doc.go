@@ -41,6 +41,11 @@
 //		os.Exit(code)
 //	}
 //
+// The services are shared by every test of the package. A test that kills or restarts
+// one must not run in parallel with tests that use it, and must leave it running; a
+// test that needs a private server calls StartRedis or StartPostgres itself and stops
+// it in t.Cleanup.
+//
 // # Missing services
 //
 // When a binary is not installed the Start functions return an error wrapping
@@ -56,8 +61,8 @@
 // times out. Kernel caveat: that signal follows the OS thread that started the child;
 // the Go runtime keeps threads alive unless a goroutine exits while locked to one
 // (runtime.LockOSThread), so do not start services from such a goroutine. Temporary
-// directories are removed by Stop; a binary that dies without calling Stop leaves them
-// behind in the system's temporary directory.
+// directories are removed by Stop; those of a binary that died without Stop are removed
+// by the next Start in the same temporary directory.
 //
 // Under root (as in CI), PostgreSQL refuses to run, so its processes run as the
 // "postgres" user: the data directory is handed to that user and every parent of it

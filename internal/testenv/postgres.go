@@ -125,7 +125,7 @@ func (pg *Postgres) initdb() error {
 		base = "/tmp"
 	}
 	var err error
-	if pg.root, err = os.MkdirTemp(base, "testenv-postgres-*"); err != nil {
+	if pg.root, err = makeDir(base, "testenv-postgres-*"); err != nil {
 		return err
 	}
 	// MkdirTemp makes 0700; the postgres user must be able to reach data/ and sock/.
@@ -191,6 +191,7 @@ func (pg *Postgres) start() error {
 		"-c", "listen_addresses=127.0.0.1",
 		"-c", "fsync=off",
 		"-c", "full_page_writes=off",
+		"-c", "shared_buffers=32MB",
 	}
 	p, err := spawn(filepath.Join(pg.binDir, "postgres"), args, filepath.Join(pg.root, "postgres.log"), pg.cred)
 	if err != nil {

@@ -56,7 +56,7 @@ func StartRedis(opts ...RedisOption) (*Redis, error) {
 		return nil, missing(r.bin, "redis-server")
 	}
 	r.bin = bin
-	if r.dir, err = os.MkdirTemp("", "testenv-redis-*"); err != nil {
+	if r.dir, err = makeDir(os.TempDir(), "testenv-redis-*"); err != nil {
 		return nil, fmt.Errorf("testenv: redis: %w", err)
 	}
 	// A port taken between FreePort and the bind is retried with another one.

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -273,5 +274,10 @@ func TestServerDiesWithTestBinary(t *testing.T) {
 	if !waitAll([]int{pid}, 5*time.Second) {
 		syscall.Kill(pid, syscall.SIGKILL)
 		t.Fatalf("redis pid %d outlived its test binary", pid)
+	}
+	// The next start sweeps the directory the dead binary left behind.
+	sweepStale(filepath.Dir(dir))
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("stale dir %s not swept: %v", dir, err)
 	}
 }

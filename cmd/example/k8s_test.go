@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"gopkg.in/yaml.v3"
+
+	"github.com/servicewright/servicewright/host"
+)
+
+// manifest is the part of a Deployment the check reads.
+type manifest struct {
+	Kind string `yaml:"kind"`
+	Spec struct {
+		Template struct {
+			Spec struct {
+				Grace      int `yaml:"terminationGracePeriodSeconds"`
+				Containers []struct {
+					Name  string `yaml:"name"`
+					Ports []struct {
+						Name string `yaml:"name"`
+						Port int    `yaml:"containerPort"`
+					} `yaml:"ports"`
+					Env []struct {
+						Name  string `yaml:"name"`
+						Value string `yaml:"value"`
+					} `yaml:"env"`
+					Lifecycle struct {
+						PreStop struct {
+							Sleep struct {
+								Seconds int `yaml:"seconds"`
+							} `yaml:"sleep"`
+						} `yaml:"preStop"`
+					} `yaml:"lifecycle"`
+					Startup   probe `yaml:"startupProbe"`
+					Readiness probe `yaml:"readinessProbe"`
+					Liveness  probe `yaml:"livenessProbe"`
+				} `yaml:"containers"`
+			} `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type probe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+func readDeployment(t *testing.T) manifest {
+	t.Helper()
+	raw, err := os.ReadFile("../../testdata/k8s/orders.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var m manifest
+		if err := dec.Decode(&m); errors.Is(err, io.EOF) {
+			t.Fatal("no Deployment in the manifest")
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if m.Kind == "Deployment" {
+			return m
+		}
+	}
+}
+
+func TestKubernetesManifest(t *testing.T) {
+	m := readDeployment(t)
+	pod := m.Spec.Template.Spec
+	if len(pod.Containers) != 1 {
+		t.Fatalf("want one container, got %d", len(pod.Containers))
+	}
+	c := pod.Containers[0]
+	env := map[string]string{}
+	for _, e := range c.Env {
+		env[e.Name] = e.Value
+	}
+	ports := map[string]int{}
+	for _, p := range c.Ports {
+		ports[p.Name] = p.Port
+	}
+
+	// The example's own spec, under the manifest's environment.
+	s := spec(knobs{})
+	s.Telemetry.Logger = zap.NewNop()
+	h, err := host.New(s, host.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	_, port, err := net.SplitHostPort(env["PROBE_ADDR"])
+	if err != nil {
+		t.Fatalf("PROBE_ADDR %q: %v", env["PROBE_ADDR"], err)
+	}
+	if strconv.Itoa(ports["probes"]) != port {
+		t.Errorf("probes port %d does not match PROBE_ADDR %s", ports["probes"], env["PROBE_ADDR"])
+	}
+	for name, p := range map[string]struct {
+		probe probe
+		path  string
+	}{"startup": {c.Startup, "/startupz"}, "readiness": {c.Readiness, "/readyz"}, "liveness": {c.Liveness, "/livez"}} {
+		if p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port != "probes" {
+			t.Errorf("%s probe = %+v, want %s on the probes port", name, p.probe.HTTPGet, p.path)
+		}
+	}
+
+	grace := time.Duration(pod.Grace) * time.Second
+	preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
+	if preStop == 0 {
+		t.Error("no preStop sleep: endpoints may still route here when SIGTERM arrives")
+	}
+	if h.Budgets().TerminationGracePeriod != grace {
+		t.Errorf("TERMINATION_GRACE_PERIOD %s differs from terminationGracePeriodSeconds %s", h.Budgets().TerminationGracePeriod, grace)
+	}
+	w := h.WorstCase()
+	if need := preStop + w.Total; need > grace-grace/10 {
+		t.Errorf("terminationGracePeriodSeconds %s does not cover preStop %s + worst case %s with 10%% headroom (%s)",
+			grace, preStop, w.Total, w)
+	}
+	t.Logf("grace %s >= preStop %s + worst case %s", grace, preStop, w)
+}
