@@ -10,6 +10,8 @@ import (
 // knobs are the example's environment: listen addresses and the test knobs that make
 // its lifecycle observable (documented in the README as test knobs).
 type knobs struct {
+	backends
+
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
 	hookDelay   time.Duration // EXAMPLE_HOOK_DELAY: the pre_shutdown hook blocks this long
@@ -36,5 +38,6 @@ func readKnobs() (knobs, error) {
 	dur("EXAMPLE_WARMUP_DELAY", &k.warmupDelay)
 	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
 	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
+	k.backends = readBackends(&l)
 	return k, l.Err()
 }

@@ -43,6 +43,7 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
+		Container: k.module(),
 		Probes:    health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		Budgets:   host.Budgets{DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second},
 	}

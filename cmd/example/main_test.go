@@ -10,12 +10,14 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/servicewright/servicewright/internal/proctest"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
 
-var bin string
+var (
+	bin string
+	env testenv.Env // real Redis and PostgreSQL, started once for the package
+)
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "example-bin")
@@ -27,14 +29,8 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testenv.Run(m, &env, testenv.WithRedis(), testenv.WithPostgres())
 	os.RemoveAll(dir)
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
 	os.Exit(code)
 }
 

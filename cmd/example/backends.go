@@ -1,0 +1,68 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// backends are the real services the example uses when their variables are set:
+// REDIS_URL, DATABASE_URL, KAFKA_BROKERS. Unset, it runs on embedded stand-ins.
+type backends struct {
+	redisURL    string
+	databaseURL string
+}
+
+func readBackends(l *cfgerr.List) backends {
+	b := backends{redisURL: os.Getenv("REDIS_URL"), databaseURL: os.Getenv("DATABASE_URL")}
+	if b.redisURL != "" {
+		if _, err := redis.ParseURL(b.redisURL); err != nil {
+			l.Addf("REDIS_URL", "not a Redis URL: %v", err)
+		}
+	}
+	if b.databaseURL != "" {
+		if _, err := pgxpool.ParseConfig(b.databaseURL); err != nil {
+			l.Addf("DATABASE_URL", "not a PostgreSQL URL or DSN")
+		}
+	}
+	return b
+}
+
+// module provides a client for each configured backend, closes it with the
+// container, and registers a readiness check named after it.
+func (b backends) module() fx.Option {
+	var opts []fx.Option
+	if b.redisURL != "" {
+		opts = append(opts,
+			fx.Provide(func(lc fx.Lifecycle) *redis.Client {
+				o, _ := redis.ParseURL(b.redisURL) // validated by readBackends
+				c := redis.NewClient(o)
+				lc.Append(fx.StopHook(c.Close))
+				return c
+			}),
+			host.Check("redis", func(c *redis.Client) health.Check { return health.Redis(c) }),
+		)
+	}
+	if b.databaseURL != "" {
+		opts = append(opts,
+			fx.Provide(func(lc fx.Lifecycle) (*pgxpool.Pool, error) {
+				p, err := pgxpool.New(context.Background(), b.databaseURL)
+				if err != nil {
+					return nil, fmt.Errorf("DATABASE_URL: %w", err)
+				}
+				lc.Append(fx.StopHook(p.Close))
+				return p, nil
+			}),
+			host.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
+		)
+	}
+	return fx.Options(opts...)
+}

@@ -1,0 +1,112 @@
+package httpentry
+
+import (
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// An Option adds an optional part to a Server. Middleware that is not asked for costs
+// nothing per request.
+type Option func(*options)
+
+type options struct {
+	listener net.Listener
+	log      *zap.Logger
+	reg      prometheus.Registerer
+	tracer   trace.TracerProvider
+	isStream func(*http.Request) bool
+	matcher  bool // WithStreamMatcher was used
+	problems cfgerr.List
+}
+
+// WithListener makes Bind use l instead of listening on Config.Addr, which must then
+// be empty. The Server takes ownership of l: Drain or Stop closes it.
+func WithListener(l net.Listener) Option {
+	return func(o *options) {
+		if l == nil {
+			o.problems.Addf("WithListener", "listener must not be nil")
+		}
+		o.listener = l
+	}
+}
+
+// WithLogger sets the logger for handler panics, refused hijacks and net/http's own
+// errors (TLS handshakes, malformed requests). The default discards them. A nil
+// logger is ignored.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// WithMetrics registers the Server's RED metrics with reg, each with a constant label
+// entrypoint=Config.Name so that two servers can share a registry:
+//
+//	servicewright_http_requests_total{code,method}            counter
+//	servicewright_http_request_duration_seconds{code,method}  histogram
+//	servicewright_http_in_flight                              gauge
+//	servicewright_http_refused_draining_total                 counter
+//	servicewright_http_panics_total                           counter
+//
+// requests_total and the histogram count admitted requests, when their handler
+// returns; a refused request is counted only in refused_draining_total. method is
+// the request's method when it is a standard one and "other" otherwise; code is
+// the status sent, "101" for a hijacked connection and "aborted" when the handler
+// aborted the response. in_flight counts admitted requests whose handler runs and
+// hijacked connections still open. A registration that fails (a name already
+// taken) makes New fail, and nothing is left registered. A nil reg is ignored.
+func WithMetrics(reg prometheus.Registerer) Option {
+	return func(o *options) {
+		if reg != nil {
+			o.reg = reg
+		}
+	}
+}
+
+// WithTracing wraps the handler in otelhttp, starting a server span per admitted
+// request with tp. The W3C trace-context and baggage headers are extracted; the
+// global OpenTelemetry propagator and meter provider are not used. A nil tp is
+// ignored.
+func WithTracing(tp trace.TracerProvider) Option {
+	return func(o *options) {
+		if tp != nil {
+			o.tracer = tp
+		}
+	}
+}
+
+// WithStreamMatcher replaces the rule that tells which requests are streams, whose
+// ctx the spread drain cancels (see StreamContext). The default, IsStreamRequest,
+// matches Server-Sent Events and protocol upgrades such as WebSocket. A nil match
+// makes no request a stream; hijacked connections are still tracked and closed.
+// match runs for every admitted request, so it must be cheap.
+func WithStreamMatcher(match func(r *http.Request) bool) Option {
+	return func(o *options) {
+		o.isStream, o.matcher = match, true
+	}
+}
+
+// IsStreamRequest is the default stream matcher: it reports whether r asks for
+// Server-Sent Events (its Accept header names text/event-stream) or to upgrade its
+// connection to another protocol (it has an Upgrade header, as a WebSocket
+// handshake does).
+func IsStreamRequest(r *http.Request) bool {
+	if len(r.Header["Upgrade"]) > 0 {
+		return true
+	}
+	for _, v := range r.Header["Accept"] {
+		if strings.Contains(v, "text/event-stream") {
+			return true
+		}
+	}
+	return false
+}

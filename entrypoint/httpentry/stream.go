@@ -1,0 +1,284 @@
+package httpentry
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// ErrStreamDrained is the context.Cause of a stream's ctx when the Server ends the
+// stream: the spread drain reached it, or Stop cut it. A handler that sees it can end
+// its response cleanly, for instance with a final event telling the client to
+// reconnect.
+var ErrStreamDrained = errors.New("httpentry: stream closed by the server's drain")
+
+// streamKey finds a request's *stream in its ctx.
+type streamKey struct{}
+
+// StreamContext returns the ctx the Server cancels, with cause ErrStreamDrained,
+// when the spread drain reaches the stream r belongs to or Stop cuts it. It is also
+// cancelled when the client goes away or the stream otherwise ends.
+//
+// A request is a stream when the stream matcher says so (by default: Server-Sent
+// Events and protocol upgrades, see IsStreamRequest); its r.Context() is then this
+// very ctx, so a handler that already watches r.Context() is drained without change.
+// For a request that is not a stream, or that is not served by a Server, it returns
+// r.Context().
+//
+// Calling StreamContext declares that the handler watches the stream's ctx. This
+// matters for a hijacked connection (a WebSocket): when the drain reaches one whose
+// handler called StreamContext, it only cancels the ctx and lets the handler close
+// the connection its own way (a close frame, then Close); one whose handler never
+// called it is closed by the Server. Unlike a plain request's ctx, a hijacked
+// stream's ctx is not cancelled when its handler returns, only when the connection
+// is closed, reached by the drain, or cut by Stop.
+func StreamContext(r *http.Request) context.Context {
+	if st, ok := r.Context().Value(streamKey{}).(*stream); ok {
+		st.watched.Store(true)
+		return st.ctx
+	}
+	return r.Context()
+}
+
+// A stream is a long-lived request (SSE, a WebSocket) that the spread drain ends on
+// its own, and, once hijacked, the connection left behind.
+type stream struct {
+	set     *streamSet
+	seq     uint64 // registration order; the drain reaches older streams first
+	ctx     context.Context
+	cancel  context.CancelCauseFunc
+	unhook  func() bool   // detaches ctx from the request's ctx; nil when not attached
+	done    chan struct{} // closed by end
+	watched atomic.Bool   // StreamContext was called
+
+	mu    sync.Mutex
+	conn  *hijackedConn // set by Hijack
+	leave func()        // the Gate unit, handed over when a hijacking handler returns
+	ended bool
+}
+
+// newStream registers a stream for a request whose ctx is parent. The stream's ctx
+// carries parent's values but not its cancellation; when attach is set, parent's
+// cancellation (the client went away) is forwarded until the request is hijacked.
+func (ss *streamSet) newStream(parent context.Context, attach bool) *stream {
+	st := &stream{set: ss, done: make(chan struct{})}
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	st.ctx, st.cancel = context.WithValue(ctx, streamKey{}, st), cancel
+	if attach {
+		st.unhook = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
+	}
+	if !ss.add(st) {
+		// A drain has taken its snapshot already; this one would be missed.
+		st.cancel(ErrStreamDrained)
+	}
+	return st
+}
+
+// detach stops forwarding the request ctx's cancellation to the stream's.
+func (st *stream) detach() {
+	if st.unhook != nil {
+		st.unhook()
+	}
+}
+
+// reach is what the spread drain does to a stream: cancel its ctx, and close its
+// hijacked connection if no handler watches the ctx.
+func (st *stream) reach() {
+	st.cancel(ErrStreamDrained)
+	st.mu.Lock()
+	c := st.conn
+	st.mu.Unlock()
+	if c != nil && !st.watched.Load() {
+		c.Close()
+	}
+}
+
+// cut is what Stop does to a stream: cancel its ctx and close its hijacked
+// connection, watched or not.
+func (st *stream) cut() {
+	st.cancel(ErrStreamDrained)
+	st.mu.Lock()
+	c := st.conn
+	st.mu.Unlock()
+	if c != nil {
+		c.Close()
+	}
+}
+
+// hijacked records that the stream's request took over its connection: the stream
+// now lives until c is closed rather than until its handler returns. A stream the
+// drain reached before it hijacked, with nobody watching, is closed at once.
+func (st *stream) hijacked(c *hijackedConn) {
+	st.detach()
+	st.mu.Lock()
+	st.conn = c
+	st.mu.Unlock()
+	if errors.Is(context.Cause(st.ctx), ErrStreamDrained) && !st.watched.Load() {
+		c.Close()
+	}
+}
+
+// handOver gives the stream the Gate unit of its hijacking handler, which has
+// returned, so that the unit is released when the connection closes. If it closed
+// already, the unit is released now.
+func (st *stream) handOver(leave func()) {
+	st.mu.Lock()
+	if !st.ended {
+		st.leave = leave
+		leave = nil
+	}
+	st.mu.Unlock()
+	if leave != nil {
+		leave()
+	}
+}
+
+// end finishes the stream: cancels its ctx with cause, unregisters it, wakes whoever
+// waits for it and releases a handed-over Gate unit. Later calls do nothing.
+func (st *stream) end(cause error) {
+	st.mu.Lock()
+	if st.ended {
+		st.mu.Unlock()
+		return
+	}
+	st.ended = true
+	leave := st.leave
+	st.leave = nil
+	st.mu.Unlock()
+
+	st.cancel(cause)
+	st.set.remove(st)
+	close(st.done)
+	if leave != nil {
+		leave()
+	}
+}
+
+// hijackedConn is the connection a handler gets from Hijack. Closing it ends its
+// stream, so the Server knows the connection is gone.
+type hijackedConn struct {
+	net.Conn
+	st   *stream
+	once sync.Once
+	err  error
+}
+
+func (c *hijackedConn) Close() error {
+	c.once.Do(func() {
+		c.err = c.Conn.Close()
+		c.st.end(net.ErrClosed)
+	})
+	return c.err
+}
+
+// streamSet holds the streams that have not ended.
+type streamSet struct {
+	mu     sync.Mutex
+	seq    uint64
+	m      map[*stream]struct{}
+	sealed bool // a Drain took its snapshot; late streams are drained on arrival
+}
+
+// add registers st and reports true, or reports false when the set is sealed (st is
+// registered all the same, so Stop still finds it).
+func (ss *streamSet) add(st *stream) bool {
+	ss.mu.Lock()
+	defer ss.mu.Unlock()
+	if ss.m == nil {
+		ss.m = make(map[*stream]struct{})
+	}
+	ss.seq++
+	st.seq = ss.seq
+	ss.m[st] = struct{}{}
+	return !ss.sealed
+}
+
+func (ss *streamSet) remove(st *stream) {
+	ss.mu.Lock()
+	delete(ss.m, st)
+	ss.mu.Unlock()
+}
+
+// snapshot returns the streams, oldest first; with seal set, a stream registered
+// later has its ctx cancelled as soon as it registers.
+func (ss *streamSet) snapshot(seal bool) []*stream {
+	ss.mu.Lock()
+	ss.sealed = ss.sealed || seal
+	list := make([]*stream, 0, len(ss.m))
+	for st := range ss.m {
+		list = append(list, st)
+	}
+	ss.mu.Unlock()
+	slices.SortFunc(list, func(a, b *stream) int { return cmp.Compare(a.seq, b.seq) })
+	return list
+}
+
+// minSpreadTick is the least time the spread sleeps between two closings: with many
+// streams it closes a small batch per tick rather than waking for each one.
+const minSpreadTick = 10 * time.Millisecond
+
+// spread reaches the streams one after another, oldest first, evenly over window:
+// stream i of n at i×window/n. It returns nil once it has reached them all, or
+// ctx.Err() if ctx ends first, leaving the rest. It does not wait for the streams
+// to end.
+func spread(ctx context.Context, window time.Duration, list []*stream) error {
+	n := len(list)
+	start := time.Now()
+	var t *time.Timer
+	for i := 0; i < n; {
+		elapsed := time.Since(start)
+		for i < n && slot(i, n, window) <= elapsed {
+			list[i].reach()
+			i++
+		}
+		if i == n {
+			break
+		}
+		wait := max(slot(i, n, window)-elapsed, minSpreadTick)
+		if t == nil {
+			t = time.NewTimer(wait)
+			defer t.Stop()
+		} else {
+			t.Reset(wait)
+		}
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+func slot(i, n int, window time.Duration) time.Duration {
+	return time.Duration(float64(window) * float64(i) / float64(n))
+}
+
+// spreadWindow is the window a spread gets: limit, shortened to fit before ctx's
+// deadline with a tenth of the time left (at most half a second) to spare, so that
+// the last streams reached have a moment to end before the deadline.
+func spreadWindow(ctx context.Context, limit time.Duration) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		left := time.Until(dl)
+		limit = min(limit, left-min(left/10, 500*time.Millisecond))
+	}
+	return max(limit, 0)
+}
+
+// waitEnded waits for every stream in list to end, or returns ctx.Err().
+func waitEnded(ctx context.Context, list []*stream) error {
+	for _, st := range list {
+		select {
+		case <-st.done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
