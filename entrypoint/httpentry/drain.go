@@ -1,0 +1,165 @@
+package httpentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+)
+
+// DrainStreams is a drain phase: it closes the streams open now, spread evenly over
+// min(StreamDrainWindow, allowed), while the server still admits and serves every
+// request, so that streaming clients move to other replicas a few at a time before
+// Drain. Its signature is that of a drain phase's Run, so it can be registered as
+// one (hooks.DrainPhase{Name: "http-streams", Run: srv.DrainStreams}).
+//
+// First it disables keep-alives, so that a client whose stream ends reconnects
+// through its load balancer rather than on the same connection: an HTTP/1
+// connection closes after its current response (idle ones at once), an HTTP/2 one is
+// sent a GOAWAY when it falls idle. Then it reaches each stream in turn, oldest
+// first: its ctx is cancelled with cause ErrStreamDrained, and a hijacked connection
+// whose handler does not watch StreamContext is closed. It returns nil once every
+// stream it reached has ended.
+//
+// When ctx is done first, it returns ctx.Err() and leaves the streams not yet
+// reached, or not yet ended, to Drain.
+//
+// It refuses no request. Streams opened while it runs are left to Drain. Before
+// Serve or after Drain began it does nothing and returns nil.
+func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
+	s.mu.Lock()
+	serving := s.state == stateServing
+	s.mu.Unlock()
+	if !serving {
+		return nil
+	}
+	s.srv.SetKeepAlivesEnabled(false)
+	list := s.streams.snapshot(false)
+	if err := spread(ctx, spreadWindow(ctx, min(s.cfg.StreamDrainWindow, allowed)), list); err != nil {
+		return err
+	}
+	return waitEnded(ctx, list)
+}
+
+// Drain stops intake and lets what was admitted finish, closing streams a few at a
+// time so that their clients reconnect elsewhere gradually.
+//
+// In order, Drain disables keep-alives (HTTP/1 connections close after their current
+// response, idle ones at once; HTTP/2 ones are sent a GOAWAY); closes the Gate, so
+// that every request not yet admitted, including one arriving on a connection that
+// is already open, is answered 503 with Retry-After, Connection: close and the JSON
+// body {"code":"draining",…}; and then, concurrently, calls http.Server.Shutdown,
+// which closes the listener and idle connections and waits for active ones, and
+// spreads the closing of the streams still open over min(StreamDrainWindow, the time
+// left on ctx), as DrainStreams does. It returns nil once every admitted request
+// has returned, every hijacked connection is closed and the http.Server has stopped.
+//
+// When ctx is done first, Drain returns an error wrapping ctx.Err() that tells how
+// much is still in flight, and leaves it to Stop; the listener is closed by then.
+//
+// Drain cancels the ctx of streams only, not of other requests, and closes no
+// hijacked connection whose handler watches StreamContext: it waits for them. Before
+// Serve it closes the listener and returns nil; after Stop it does nothing.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	prev := s.state
+	if prev == stateBound || prev == stateServing {
+		s.state = stateDraining
+	}
+	if prev == stateServing {
+		close(s.draining)
+	}
+	done := s.serveDone
+	s.mu.Unlock()
+	switch {
+	case prev == stateNew || prev == stateStopped:
+		return nil
+	case done == nil: // bound, never served
+		s.gate.Close()
+		return s.closeListener()
+	}
+
+	s.srv.SetKeepAlivesEnabled(false)
+	s.gate.Close()
+	list := s.streams.snapshot(true)
+
+	shut := make(chan error, 1)
+	go func() { shut <- s.srv.Shutdown(ctx) }()
+	spreadErr := spread(ctx, spreadWindow(ctx, s.cfg.StreamDrainWindow), list)
+	waitErr := s.gate.Wait(ctx) // admitted requests, and hijacked connections
+	shutErr := <-shut
+
+	if spreadErr != nil || waitErr != nil || ctx.Err() != nil {
+		return fmt.Errorf("%s: drain: %d requests and connections still in flight: %w",
+			s.cfg.Name, s.InFlight(), context.Cause(ctx))
+	}
+	if shutErr != nil {
+		return fmt.Errorf("%s: drain: %w", s.cfg.Name, shutErr)
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: drain: %w", s.cfg.Name, ctx.Err())
+	}
+	if s.serveErr != nil {
+		return fmt.Errorf("%s: serve: %w", s.cfg.Name, s.serveErr)
+	}
+	return nil
+}
+
+// Stop cuts off whatever Drain left: it closes the Gate, calls http.Server.Close,
+// which closes the listener and every connection (each running handler's ctx is
+// cancelled), cancels every stream's ctx with cause ErrStreamDrained and closes
+// every hijacked connection, watched or not. It then waits for the running
+// handlers to return and returns nil.
+//
+// When ctx is done first, Stop returns an error wrapping ctx.Err() that tells how
+// many handlers are still running; they are left running (a handler that ignores its
+// ctx and its writes failing cannot be stopped from outside).
+//
+// Stop may be called without Drain, and more than once. Before Serve it closes the
+// listener; before Bind it does nothing.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	prev := s.state
+	if prev != stateNew {
+		s.state = stateStopped
+	}
+	done := s.serveDone
+	s.mu.Unlock()
+	switch {
+	case prev == stateNew:
+		return nil
+	case done == nil:
+		s.gate.Close()
+		return s.closeListener()
+	}
+	s.cutAll()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: stop: http.Server did not return: %w", s.cfg.Name, ctx.Err())
+	}
+	if err := s.gate.Wait(ctx); err != nil {
+		return fmt.Errorf("%s: stop: %d handlers still running: %w", s.cfg.Name, s.InFlight(), err)
+	}
+	return nil
+}
+
+// cutAll closes everything at once: the Gate, the http.Server with its connections,
+// and every stream.
+func (s *Server) cutAll() {
+	s.gate.Close()
+	s.srv.Close() // its only error is the listener's, closed by Drain already or now
+	for _, st := range s.streams.snapshot(true) {
+		st.cut()
+	}
+}
+
+func (s *Server) closeListener() error {
+	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("%s: close listener: %w", s.cfg.Name, err)
+	}
+	return nil
+}

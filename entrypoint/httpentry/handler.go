@@ -1,0 +1,200 @@
+package httpentry
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// serveHTTP is the root handler of every request: admission through the Gate, stream
+// tracking, panic recovery and metrics, around the user's handler. Past the Gate, a
+// plain request costs one small allocation (the response wrapper).
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	leave, ok := s.gate.Enter()
+	if !ok {
+		s.refuse(w)
+		return
+	}
+	var start time.Time
+	if s.metrics != nil {
+		start = time.Now()
+	}
+	rw := &response{ResponseWriter: w, srv: s, req: r}
+	defer s.finish(rw, leave, start)
+	if s.isStream != nil && s.isStream(r) {
+		rw.stream = s.streams.newStream(r.Context(), true)
+		r = r.WithContext(rw.stream.ctx)
+	}
+	s.next.ServeHTTP(rw, r)
+}
+
+// refuse answers a request that arrived after Drain closed the Gate: a 503 the
+// client may retry elsewhere, on a connection the server then closes, so that a
+// keep-alive client does not send its next request here too. The response is
+// complete (Content-Length, no reset), so the client can tell a refusal from a
+// failure.
+func (s *Server) refuse(w http.ResponseWriter) {
+	s.refused.Add(1)
+	if s.metrics != nil {
+		s.metrics.refused.Inc()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Retry-After", s.retryAfter)
+	h.Set("Connection", "close") // on HTTP/2, net/http turns this into a GOAWAY
+	h.Set("Content-Length", strconv.Itoa(len(drainingBody)))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	io.WriteString(w, drainingBody)
+}
+
+// finish runs when a handler returns or panics. A panic other than
+// http.ErrAbortHandler is logged, counted and answered with a 500 when nothing was
+// sent yet; when the response had started, the connection is aborted instead, so
+// that the client cannot take a cut-short body for a whole one. ErrAbortHandler is
+// re-panicked, as net/http expects, once the request is accounted for.
+func (s *Server) finish(w *response, leave func(), start time.Time) {
+	v := recover()
+	abort := v != nil && v == http.ErrAbortHandler
+	if v != nil && !abort {
+		abort = s.recovered(w, v)
+	}
+	w.release(leave)
+	if s.metrics != nil {
+		s.metrics.observe(w, start, abort)
+	}
+	if abort {
+		panic(http.ErrAbortHandler)
+	}
+}
+
+// recovered handles a handler's panic and reports whether the connection must be
+// aborted.
+func (s *Server) recovered(w *response, v any) (abort bool) {
+	s.panics.Add(1)
+	if s.metrics != nil {
+		s.metrics.panics.Inc()
+	}
+	r := w.req
+	fields := []zap.Field{
+		zap.String("method", r.Method),
+		zap.String("path", r.URL.Path),
+		zap.Any("panic", v),
+		zap.ByteString("stack", debug.Stack()),
+	}
+	if r.Pattern != "" {
+		fields = append(fields, zap.String("pattern", r.Pattern))
+	}
+	s.log.Error("http handler panicked", fields...)
+
+	switch {
+	case w.hijacked:
+		w.stream.cut()
+		return false
+	case w.status != 0:
+		return true
+	}
+	h := w.Header()
+	clear(h) // whatever the handler set was meant for another response
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(internalBody)))
+	w.WriteHeader(http.StatusInternalServerError)
+	io.WriteString(w, internalBody)
+	return false
+}
+
+// response wraps net/http's ResponseWriter to learn the status sent and to track a
+// hijacked connection. It forwards Flush, Hijack and ReadFrom, and Unwrap lets
+// http.ResponseController reach the rest (deadlines, full duplex).
+type response struct {
+	http.ResponseWriter
+	srv      *Server
+	req      *http.Request // as it reached the Server
+	stream   *stream       // nil unless the request is a stream or hijacked
+	status   int           // 0 until the response's header is committed
+	hijacked bool
+}
+
+// release gives back the request's Gate unit once its handler returned. A hijacked
+// connection keeps the unit until it is closed, so Drain waits for it and InFlight
+// counts it.
+func (w *response) release(leave func()) {
+	st := w.stream
+	switch {
+	case st == nil:
+		leave()
+	case w.hijacked:
+		st.handOver(leave)
+	default:
+		st.detach()
+		st.end(context.Canceled)
+		leave()
+	}
+}
+
+func (w *response) WriteHeader(code int) {
+	// 1xx other than 101 are informational: the final header is still to come.
+	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *response) Write(p []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(p)
+}
+
+func (w *response) Flush() { _ = w.FlushError() }
+
+func (w *response) FlushError() error {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w *response) ReadFrom(src io.Reader) (int64, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
+		return rf.ReadFrom(src)
+	}
+	return io.Copy(struct{ io.Writer }{w.ResponseWriter}, src)
+}
+
+func (w *response) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// Hijack takes over the connection as net/http's Hijack does, and tracks it: the
+// spread drain and Stop close it unless closed first. The net.Conn returned wraps
+// the connection so that its Close is seen; it is not a *net.TCPConn or a
+// *tls.Conn.
+func (w *response) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	h, ok := w.ResponseWriter.(http.Hijacker)
+	if !ok {
+		return nil, nil, fmt.Errorf("httpentry: hijack: %w", http.ErrNotSupported)
+	}
+	c, brw, err := h.Hijack()
+	if err != nil {
+		return nil, nil, err
+	}
+	st := w.stream
+	if st == nil {
+		st = w.srv.streams.newStream(w.req.Context(), false)
+		w.stream = st
+	}
+	hc := &hijackedConn{Conn: c, st: st}
+	w.hijacked = true
+	st.hijacked(hc)
+	return hc, brw, nil
+}

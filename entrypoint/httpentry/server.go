@@ -1,0 +1,259 @@
+package httpentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+var _ interface {
+	entrypoint.Entrypoint
+	entrypoint.InFlighter
+} = (*Server)(nil)
+
+// state is where a Server is in its lifecycle. It only moves forward.
+type state int
+
+const (
+	stateNew      state = iota // made by New
+	stateBound                 // Bind holds the listener
+	stateServing               // Serve started the http.Server
+	stateDraining              // Drain was called
+	stateStopped               // Stop was called
+)
+
+func (s state) String() string {
+	switch s {
+	case stateNew:
+		return "new"
+	case stateBound:
+		return "bound"
+	case stateServing:
+		return "serving"
+	case stateDraining:
+		return "draining"
+	case stateStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
+// refuses new requests and lets the admitted ones finish while spreading the close
+// of streams, and Stop cuts whatever is left. Make one with New.
+type Server struct {
+	cfg        Config
+	srv        *http.Server
+	next       http.Handler // the user's handler, wrapped by otelhttp when tracing
+	log        *zap.Logger
+	metrics    *metrics // nil without WithMetrics
+	isStream   func(*http.Request) bool
+	retryAfter string
+
+	gate    entrypoint.Gate
+	streams streamSet
+	panics  atomic.Uint64
+	refused atomic.Uint64
+
+	mu        sync.Mutex
+	state     state
+	ln        net.Listener
+	serveDone chan struct{} // closed when the http.Server's Serve has returned
+	serveErr  error         // what it returned, unless ErrServerClosed; read after serveDone
+	draining  chan struct{} // closed once Drain has closed the Gate
+}
+
+// New checks cfg and the options and returns a Server that will serve handler. It
+// returns a *cfgerr.Error listing every problem, with its field, when cfg or an
+// option is invalid (the certificate files are read and checked here), and starts
+// nothing: no socket is opened until Bind.
+//
+// With WithMetrics, the metrics are registered here; nothing is registered when New
+// fails.
+func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
+	o := options{log: zap.NewNop(), isStream: IsStreamRequest}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var l cfgerr.List
+	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
+	if handler == nil {
+		l.Addf("handler", "must not be nil")
+	}
+	l.Merge("", o.problems.Err())
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+
+	s := &Server{
+		cfg:        cfg,
+		next:       handler,
+		log:        o.log.With(zap.String("entrypoint", cfg.Name)),
+		isStream:   o.isStream,
+		retryAfter: retryAfterHeader(cfg.RetryAfter),
+		ln:         o.listener,
+		draining:   make(chan struct{}),
+	}
+	if o.tracer != nil {
+		s.next = otelhttp.NewHandler(handler, cfg.Name,
+			otelhttp.WithTracerProvider(o.tracer),
+			otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(
+				propagation.TraceContext{}, propagation.Baggage{})),
+		)
+	}
+	s.srv = &http.Server{
+		Handler:           http.HandlerFunc(s.serveHTTP),
+		TLSConfig:         tlsCfg,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout,
+		ReadTimeout:       cfg.ReadTimeout,
+		WriteTimeout:      cfg.WriteTimeout,
+		IdleTimeout:       cfg.IdleTimeout,
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+	}
+	// net/http's own complaints (TLS handshakes, malformed requests) go to the logger.
+	if stdLog, err := zap.NewStdLogAt(s.log, zap.WarnLevel); err == nil {
+		s.srv.ErrorLog = stdLog
+	}
+	if o.reg != nil {
+		m, err := newMetrics(o.reg, cfg.Name, s.InFlight)
+		if err != nil {
+			if errAlreadyRegistered(err) {
+				l.Addf("WithMetrics", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
+			} else {
+				l.Addf("WithMetrics", "%v", err)
+			}
+			return nil, l.Err()
+		}
+		s.metrics = m
+	}
+	return s, nil
+}
+
+// Name returns Config.Name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// Addr returns the address the Server listens on, or nil before Bind. With Addr
+// ":0", it tells which port was picked.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// InFlight reports the requests whose handler is running plus the hijacked
+// connections still open.
+func (s *Server) InFlight() int { return s.gate.InFlight() }
+
+// Stats are a Server's counters since it was made.
+type Stats struct {
+	Panics          uint64 // handlers that panicked, http.ErrAbortHandler excluded
+	RefusedDraining uint64 // requests refused with 503 because the server was draining
+}
+
+// Stats returns the Server's counters, with or without WithMetrics.
+func (s *Server) Stats() Stats {
+	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load()}
+}
+
+// Bind opens the listening socket on Config.Addr (or takes the listener given with
+// WithListener) but serves nothing yet: connections wait in the socket's backlog
+// until Serve. A failure to listen is returned naming the address, e.g.
+// "http: listen tcp 127.0.0.1:8080: bind: address already in use", and leaves the
+// Server unbound. Bind honours ctx while it listens. Calling it twice is an error.
+func (s *Server) Bind(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	}
+	if s.ln == nil {
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.cfg.Name, err)
+		}
+		s.ln = ln
+	}
+	s.state = stateBound
+	return nil
+}
+
+// Serve starts the http.Server on the bound listener, in a goroutine the Server owns,
+// and returns nil once stop is closed, with the listener still open and requests
+// still served normally: the Host withdraws readiness and waits out the drain delay
+// before it calls Drain. Requests' contexts carry ctx's values but not its
+// cancellation.
+//
+// If the http.Server fails before stop is closed (the listener breaks), Serve returns
+// its error. If ctx is done before stop, the Host has given up on the entrypoint:
+// Serve closes everything as Stop does, waits for the http.Server to return and
+// returns ctx.Err().
+//
+// Serve returns an error if called before Bind or twice. It returns nil at once,
+// serving nothing, if Drain or Stop was called first.
+func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
+	s.mu.Lock()
+	switch s.state {
+	case stateNew, stateServing:
+		st := s.state
+		s.mu.Unlock()
+		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
+	case stateDraining, stateStopped:
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = stateServing
+	base := context.WithoutCancel(ctx)
+	s.srv.BaseContext = func(net.Listener) context.Context { return base }
+	done := make(chan struct{})
+	s.serveDone = done
+	ln := s.ln
+	s.mu.Unlock()
+
+	go s.run(ln, done)
+
+	select {
+	case <-stop:
+		return nil
+	case <-done:
+		if s.serveErr != nil {
+			return fmt.Errorf("%s: serve: %w", s.cfg.Name, s.serveErr)
+		}
+		return nil // Drain or Stop came before stop
+	case <-ctx.Done():
+		s.cutAll()
+		<-done
+		return ctx.Err()
+	}
+}
+
+// run is the serving goroutine.
+func (s *Server) run(ln net.Listener, done chan<- struct{}) {
+	defer close(done)
+	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
+		if s.srv.TLSConfig != nil {
+			return s.srv.ServeTLS(ln, "", "")
+		}
+		return s.srv.Serve(ln)
+	})
+	if !errors.Is(err, http.ErrServerClosed) {
+		s.serveErr = err
+	}
+}

@@ -1,0 +1,132 @@
+// Command bench measures the figures of DESIGN §6, each beside the baseline it is
+// compared with, measured in the same run, and prints one table (also written to
+// BENCH.md with a description of the machine). Every figure is the median of several
+// runs. Run it with `make bench`.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// row is one line of the report.
+type row struct {
+	Figure   string
+	Target   string
+	Measured string
+	Baseline string
+	Verdict  string
+}
+
+func main() {
+	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
+	out := flag.String("out", "BENCH.md", "where to write the report")
+	flag.Parse()
+
+	dir, err := os.MkdirTemp("", "sw-bench")
+	check(err)
+	defer os.RemoveAll(dir)
+
+	var rows []row
+	for _, f := range figures {
+		fmt.Fprintf(os.Stderr, "bench: %s\n", f.name)
+		rs, err := f.run(env{dir: dir, runs: *runs})
+		if err != nil {
+			rows = append(rows, row{Figure: f.name, Measured: "error: " + err.Error(), Verdict: "FAIL"})
+			continue
+		}
+		rows = append(rows, rs...)
+	}
+	report := render(rows)
+	fmt.Print(report)
+	check(os.WriteFile(*out, []byte("# Benchmarks\n\n"+machine()+"\n"+report+"\nProduced by `make bench`.\n"), 0o644))
+	for _, r := range rows {
+		if r.Verdict == "FAIL" {
+			os.Exit(1)
+		}
+	}
+}
+
+// env is what a figure gets to work with.
+type env struct {
+	dir  string
+	runs int
+}
+
+// figure measures one or more rows.
+type figure struct {
+	name string
+	run  func(env) ([]row, error)
+}
+
+var figures = []figure{
+	{"gate", gateFigure},
+	{"readiness", readinessFigure},
+	{"process", processFigures},
+}
+
+func render(rows []row) string {
+	var b strings.Builder
+	b.WriteString("| figure | target | measured (median) | baseline, same run | verdict |\n|---|---|---|---|---|\n")
+	for _, r := range rows {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Figure, r.Target, r.Measured, r.Baseline, r.Verdict)
+	}
+	return b.String()
+}
+
+func machine() string {
+	cpu := "unknown"
+	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(raw), "\n") {
+			if strings.HasPrefix(l, "model name") {
+				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
+				break
+			}
+		}
+	}
+	kernel, _ := exec.Command("uname", "-r").Output()
+	return fmt.Sprintf("Machine: %d cores (%s), %s, %s/%s, Linux %s, measured %s.\n",
+		runtime.NumCPU(), cpu, runtime.Version(), runtime.GOOS, runtime.GOARCH,
+		strings.TrimSpace(string(kernel)), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+// build compiles pkg into dir.
+func build(dir, pkg string) (string, error) {
+	bin := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd.Stderr = os.Stderr
+	return bin, cmd.Run()
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}

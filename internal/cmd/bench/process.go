@@ -1,0 +1,111 @@
+package main
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// processFigures measures, for the example service and for the bare net/http
+// baseline alike: exec → first 200 from /readyz, and SIGTERM → exit when idle.
+func processFigures(e env) ([]row, error) {
+	example, err := build(e.dir, "github.com/servicewright/servicewright/cmd/example")
+	if err != nil {
+		return nil, err
+	}
+	baseline, err := build(e.dir, "github.com/servicewright/servicewright/internal/cmd/baseline")
+	if err != nil {
+		return nil, err
+	}
+	var exReady, exExit, baseReady, baseExit []float64
+	for range e.runs {
+		r, x, err := startStop(example, "SW_DRAIN_DELAY=0s")
+		if err != nil {
+			return nil, fmt.Errorf("example: %w", err)
+		}
+		exReady, exExit = append(exReady, r), append(exExit, x)
+		r, x, err = startStop(baseline)
+		if err != nil {
+			return nil, fmt.Errorf("baseline: %w", err)
+		}
+		baseReady, baseExit = append(baseReady, r), append(baseExit, x)
+	}
+	ready, bReady := median(exReady), median(baseReady)
+	exit, bExit := median(exExit), median(baseExit)
+	return []row{
+		{
+			Figure:   "exec → /readyz 200, no external dependency",
+			Target:   "≤ 50 ms",
+			Measured: fmt.Sprintf("%.1f ms", ready),
+			Baseline: fmt.Sprintf("bare net/http %.1f ms", bReady),
+			Verdict:  verdict(ready <= 50),
+		},
+		{
+			Figure:   "SIGTERM → exit, idle, DrainDelay=0",
+			Target:   "≤ 20 ms over the baseline",
+			Measured: fmt.Sprintf("%.1f ms (+%.1f ms)", exit, exit-bExit),
+			Baseline: fmt.Sprintf("bare net/http %.1f ms", bExit),
+			Verdict:  verdict(exit-bExit <= 20),
+		},
+	}, nil
+}
+
+// startStop starts bin, waits for /readyz to answer 200, sends SIGTERM and waits for
+// the exit. It returns both durations in milliseconds.
+func startStop(bin string, env ...string) (readyMS, exitMS float64, err error) {
+	probe, err := freeAddr()
+	if err != nil {
+		return 0, 0, err
+	}
+	httpAddr, err := freeAddr()
+	if err != nil {
+		return 0, 0, err
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + httpAddr, "SW_LOG_LEVEL=warn"}, env...)...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	began := time.Now()
+	if err := cmd.Start(); err != nil {
+		return 0, 0, err
+	}
+	defer cmd.Process.Kill()
+	client := http.Client{Timeout: time.Second}
+	for {
+		resp, err := client.Get("http://" + probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Since(began) > 10*time.Second {
+			return 0, 0, fmt.Errorf("%s not ready after 10s", bin)
+		}
+		time.Sleep(200 * time.Microsecond)
+	}
+	ready := time.Since(began)
+	client.CloseIdleConnections()
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		return 0, 0, err
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, 0, fmt.Errorf("exit: %w", err)
+	}
+	return ms(ready), ms(time.Since(sent)), nil
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
