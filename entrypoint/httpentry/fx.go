@@ -1,0 +1,114 @@
+package httpentry
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// RoutesGroup is the fx value group Provider collects Routes from.
+const RoutesGroup = "http.routes"
+
+// Route is one pattern of the Server's http.ServeMux, contributed to the fx value
+// group RoutesGroup, usually with AsRoute.
+type Route struct {
+	Pattern string // a ServeMux pattern, e.g. "GET /orders/{id}"
+	Handler http.Handler
+}
+
+// Params are what Provider's constructor takes from the fx container. Every field is
+// optional, but there must be a Handler or at least one Route.
+type Params struct {
+	fx.In
+
+	// Handler serves the requests no Route matches (it is mounted at "/"), or every
+	// request when there are no Routes.
+	Handler http.Handler `optional:"true"`
+	// Routes are mounted on a ServeMux. Every server made by Provider in the same
+	// container gets all of them.
+	Routes []Route `group:"http.routes"`
+
+	// When present, they turn on WithLogger, WithMetrics and WithTracing.
+	Logger         *zap.Logger           `optional:"true"`
+	Registerer     prometheus.Registerer `optional:"true"`
+	TracerProvider trace.TracerProvider  `optional:"true"`
+}
+
+// Provider returns an fx constructor for a Server configured by cfg and opts, for
+// host.Provide:
+//
+//	host.Provide(httpentry.Provider(httpentry.Config{Addr: ":8080"}), 10)
+//
+// The constructor takes its handler, and its logger, metrics registry and tracer
+// provider when the container has them, from Params; opts are applied after those,
+// so they win. A Route whose pattern is invalid or conflicts with another, and a
+// missing handler, are reported in New's *cfgerr.Error.
+func Provider(cfg Config, opts ...Option) func(Params) (*Server, error) {
+	return func(p Params) (*Server, error) {
+		h, err := p.handler()
+		if err != nil {
+			return nil, err
+		}
+		all := []Option{WithLogger(p.Logger), WithMetrics(p.Registerer), WithTracing(p.TracerProvider)}
+		return New(cfg, h, append(all, opts...)...)
+	}
+}
+
+// handler mounts the routes, and Handler as the fallback, on a ServeMux.
+func (p Params) handler() (http.Handler, error) {
+	if len(p.Routes) == 0 {
+		if p.Handler == nil {
+			return nil, &cfgerr.Error{Problems: []cfgerr.Problem{{
+				Field:  "handler",
+				Reason: fmt.Sprintf("none: provide an http.Handler or Routes in the fx group %q", RoutesGroup),
+			}}}
+		}
+		return p.Handler, nil
+	}
+	mux := http.NewServeMux()
+	var l cfgerr.List
+	mount := func(field, pattern string, h http.Handler) {
+		if h == nil {
+			l.Addf(field, "handler must not be nil")
+			return
+		}
+		// ServeMux panics on a bad or conflicting pattern.
+		err := safe.Call("", func() error { mux.Handle(pattern, h); return nil })
+		if pe, ok := errors.AsType[*safe.PanicError](err); ok {
+			l.Addf(field, "%v", pe.Value)
+		}
+	}
+	for _, r := range p.Routes {
+		mount(fmt.Sprintf("Routes[%q]", r.Pattern), r.Pattern, r.Handler)
+	}
+	if p.Handler != nil {
+		mount("Handler", "/", p.Handler)
+	}
+	return mux, l.Err()
+}
+
+// AsRoute provides, into the fx value group RoutesGroup, the Route that ctor makes.
+// ctor takes its dependencies from the container and returns a Route, optionally
+// with an error:
+//
+//	httpentry.AsRoute(func(db *Store) httpentry.Route {
+//		return httpentry.Route{Pattern: "GET /orders/{id}", Handler: getOrder(db)}
+//	})
+//
+// A ctor of any other shape is an error when the fx app is built.
+func AsRoute(ctor any) fx.Option {
+	t := reflect.TypeOf(ctor)
+	if t == nil || t.Kind() != reflect.Func || t.NumOut() == 0 || t.Out(0) != reflect.TypeFor[Route]() {
+		return fx.Error(fmt.Errorf("httpentry.AsRoute: constructor must be a func returning httpentry.Route, got %T", ctor))
+	}
+	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(`group:"`+RoutesGroup+`"`)))
+}
