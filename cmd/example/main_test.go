@@ -161,4 +161,3 @@ func TestProcess(t *testing.T) {
 		}
 	})
 }
-
