@@ -67,9 +67,6 @@ func (s *Server) Drain(ctx context.Context) error {
 	if prev == stateBound || prev == stateServing {
 		s.state = stateDraining
 	}
-	if prev == stateServing {
-		close(s.draining)
-	}
 	done := s.serveDone
 	s.mu.Unlock()
 	switch {
@@ -82,6 +79,9 @@ func (s *Server) Drain(ctx context.Context) error {
 
 	s.srv.SetKeepAlivesEnabled(false)
 	s.gate.Close()
+	if prev == stateServing {
+		close(s.draining)
+	}
 	list := s.streams.snapshot(true)
 
 	shut := make(chan error, 1)

@@ -1,0 +1,60 @@
+// Package httpentry runs an HTTP server on net/http as a servicewright entrypoint, so
+// that a deploy, an autoscaler or a node going away costs nobody a request.
+//
+// # Lifecycle
+//
+// The Host drives a Server through the entrypoint sequence:
+//
+//  1. New checks the Config (timeouts, header limit, certificate files) and returns a
+//     *cfgerr.Error naming every bad field. Nothing is opened.
+//  2. Bind listens on Config.Addr. Connections wait in the socket's backlog.
+//  3. Serve runs http.Server.Serve in a goroutine the Server owns and returns nil when
+//     the Host's stop channel closes, with the listener still open. Through the drain
+//     delay that follows, while load balancers notice that readiness is gone,
+//     requests are served exactly as before.
+//  4. Drain phases (optional): DrainStreams, registered as a phase, closes the
+//     streams spread over a window while everything is still served.
+//  5. Drain closes the Gate: from then on a request that arrives, even on a
+//     keep-alive connection that is already open, is answered 503 with Retry-After,
+//     Connection: close and {"code":"draining"}, a complete response the client may
+//     retry elsewhere. Keep-alives are off; http.Server.Shutdown closes the listener
+//     and idle connections and waits for active ones; the streams still open are
+//     closed spread over the window. On ctx expiry Drain returns and leaves the rest.
+//  6. Stop calls http.Server.Close and closes every stream and hijacked connection.
+//
+// # Streams
+//
+// A stream is a long-lived request: Server-Sent Events or a WebSocket. Closing
+// thousands at the same instant would send their clients to reconnect at the same
+// instant, so the Server closes them one after another over StreamDrainWindow,
+// oldest first. A request is a stream when the stream matcher says so — by default,
+// when it asks for text/event-stream or to upgrade its connection (IsStreamRequest);
+// WithStreamMatcher changes the rule. A stream's r.Context() is the ctx the drain
+// cancels, with cause ErrStreamDrained: an SSE handler that returns when its
+// r.Context() is done is drained without change, and one that checks
+// context.Cause can send a final event first. StreamContext returns that ctx.
+//
+// Every hijacked connection is tracked, stream or not: Hijack hands out a wrapper
+// whose Close the Server sees. The connection keeps its request's place in the Gate
+// until it is closed, so InFlight counts it and Drain waits for it. When the drain
+// reaches it, its ctx is cancelled; if its handler called StreamContext the handler
+// is trusted to close it (with a WebSocket close frame, say), otherwise the Server
+// closes it. Stop closes them all.
+//
+// # Handlers
+//
+// A handler that panics is answered 500 with {"code":"internal"}, logged with its
+// method and path, and counted; the server keeps serving. When the response had
+// already started, the connection is aborted instead, so that the client does not
+// take a truncated body for a whole one. http.ErrAbortHandler passes through.
+//
+// Tracing (otelhttp) and Prometheus RED metrics are options; without them the
+// request path is the Gate, a response wrapper and a deferred recover.
+//
+// # Not done
+//
+// The package does not route (pass an http.ServeMux, or Routes through fx), does not
+// serve probes (the health package does), and does not speak h2c. On HTTP/2 a
+// client whose stream DrainStreams ended may reconnect on the same connection until
+// Drain sends its GOAWAY; that stream is then closed again by Drain's spread.
+package httpentry

@@ -1,0 +1,152 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+)
+
+var _ Lock = (*MemoryLock)(nil)
+
+// MemoryLock is a Lock for the replicas of one process (tests, a single-process
+// deployment, the example on embedded defaults). It has the same semantics as
+// RedisLock, including fencing tokens and expiry, and reads the clock through
+// time.Now, so under testing/synctest its leases expire in virtual time.
+//
+// The zero value is ready to use. A MemoryLock must not be copied after first use.
+type MemoryLock struct {
+	mu     sync.Mutex
+	leases map[string]memLease
+	fences map[string]uint64
+}
+
+type memLease struct {
+	owner   string
+	token   uint64
+	expires time.Time
+}
+
+// NewMemoryLock returns an empty MemoryLock.
+func NewMemoryLock() *MemoryLock { return &MemoryLock{} }
+
+// current returns key's live lease, dropping a lapsed one. Called with mu held.
+func (m *MemoryLock) current(key string, now time.Time) (memLease, bool) {
+	l, ok := m.leases[key]
+	if ok && !now.Before(l.expires) {
+		delete(m.leases, key)
+		return memLease{}, false
+	}
+	return l, ok
+}
+
+func (m *MemoryLock) init() {
+	if m.leases == nil {
+		m.leases = map[string]memLease{}
+		m.fences = map[string]uint64{}
+	}
+}
+
+// Acquire implements Lock.
+func (m *MemoryLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
+	if err := checkAcquire(key, owner, ttl); err != nil {
+		return Lease{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Lease{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	now := time.Now()
+	if _, held := m.current(key, now); held {
+		return Lease{}, fmt.Errorf("acquire %q: %w", key, ErrHeld)
+	}
+	if m.fences[key] >= MaxToken {
+		return Lease{}, fmt.Errorf("acquire %q: %w", key, ErrFenceExhausted)
+	}
+	m.fences[key]++
+	tok := m.fences[key]
+	m.leases[key] = memLease{owner: owner, token: tok, expires: now.Add(ttl)}
+	return Lease{Key: key, Owner: owner, Token: tok, TTL: ttl}, nil
+}
+
+// Renew implements Lock.
+func (m *MemoryLock) Renew(ctx context.Context, lease Lease) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	now := time.Now()
+	cur, ok := m.current(lease.Key, now)
+	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {
+		return fmt.Errorf("renew %q token %d: %w", lease.Key, lease.Token, ErrNotHeld)
+	}
+	cur.expires = now.Add(lease.TTL)
+	m.leases[lease.Key] = cur
+	return nil
+}
+
+// Release implements Lock.
+func (m *MemoryLock) Release(ctx context.Context, lease Lease) error {
+	if err := checkLease(lease); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	cur, ok := m.current(lease.Key, time.Now())
+	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {
+		return fmt.Errorf("release %q token %d: %w", lease.Key, lease.Token, ErrNotHeld)
+	}
+	delete(m.leases, lease.Key)
+	return nil
+}
+
+// AdvanceFence implements Lock.
+func (m *MemoryLock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
+	if err := checkKey(key); err != nil {
+		return err
+	}
+	if floor >= MaxToken {
+		return fmt.Errorf("advance %q to %d: %w", key, floor, ErrFenceOutOfRange)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	if m.fences[key] >= MaxToken {
+		return fmt.Errorf("advance %q: %w", key, ErrFenceExhausted)
+	}
+	m.fences[key] = max(m.fences[key], floor)
+	return nil
+}
+
+// Inspect implements Lock.
+func (m *MemoryLock) Inspect(ctx context.Context, key string) (Holder, error) {
+	if err := checkKey(key); err != nil {
+		return Holder{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return Holder{}, err
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.init()
+	now := time.Now()
+	h := Holder{Fence: m.fences[key]}
+	if cur, ok := m.current(key, now); ok {
+		h.Owner, h.Token, h.TTL = cur.owner, cur.token, cur.expires.Sub(now)
+	}
+	return h, nil
+}
