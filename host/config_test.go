@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/health"
@@ -121,3 +122,30 @@ func TestExitCode(t *testing.T) {
 }
 
 func probesOff() health.ListenerConfig { return health.ListenerConfig{Disabled: true} }
+
+func TestBudgetWarnings(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	_, err := host.New(host.AppSpec{
+		ServiceName: "x", Probes: probesOff(), Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
+		Entrypoints: []host.Registration{{Entrypoint: newFake("a", &journal{})}},
+	}, env("TERMINATION_GRACE_PERIOD", "10", "KUBERNETES_SERVICE_HOST", "10.0.0.1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget := logs.FilterMessage("shutdown budget").All()
+	if len(budget) != 1 {
+		t.Fatalf("no shutdown budget line: %v", logs.All())
+	}
+	fields := budget[0].ContextMap()
+	for _, f := range []string{"worst_case", "drain_delay", "drain", "stop", "telemetry_flush", "termination_grace_period"} {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("shutdown budget lacks %s: %v", f, fields)
+		}
+	}
+	if logs.FilterMessageSnippet("does not fit the termination grace period").Len() != 1 {
+		t.Error("no warning that 21s does not fit 10s")
+	}
+	if logs.FilterMessageSnippet("Kubernetes with DrainDelay 0").Len() != 1 {
+		t.Error("no warning about DrainDelay 0 under Kubernetes")
+	}
+}

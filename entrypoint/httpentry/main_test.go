@@ -3,6 +3,7 @@ package httpentry
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -134,10 +135,14 @@ func dialRaw(t *testing.T, addr net.Addr) *rawConn {
 	return &rawConn{t: t, Conn: c, br: bufio.NewReader(c)}
 }
 
-// do sends a request with the extra header lines and reads its response header.
-func (c *rawConn) do(method, path string, headers ...string) *http.Response {
+// do sends a request with the extra header lines and body, and reads the whole
+// response. The response's Body is already drained; its text is returned.
+func (c *rawConn) do(method, path, body string, headers ...string) (*http.Response, string) {
 	c.t.Helper()
-	req := method + " " + path + " HTTP/1.1\r\nHost: test\r\n" + strings.Join(headers, "") + "\r\n"
+	if body != "" {
+		headers = append(headers, fmt.Sprintf("Content-Length: %d\r\n", len(body)))
+	}
+	req := method + " " + path + " HTTP/1.1\r\nHost: test\r\n" + strings.Join(headers, "") + "\r\n" + body
 	if _, err := io.WriteString(c, req); err != nil {
 		c.t.Fatalf("write request: %v", err)
 	}
@@ -145,7 +150,12 @@ func (c *rawConn) do(method, path string, headers ...string) *http.Response {
 	if err != nil {
 		c.t.Fatalf("read response to %s %s: %v", method, path, err)
 	}
-	return resp
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatalf("read body of %s %s: %v", method, path, err)
+	}
+	resp.Body.Close()
+	return resp, string(b)
 }
 
 // readToEOF reads what is left and reports the error that ended it (nil for EOF).
