@@ -21,11 +21,11 @@ type report struct {
 }
 
 type drainRecord struct {
-	Entrypoint string        `json:"entrypoint"`
-	InFlight   int           `json:"in_flight_at_start"`
-	Left       int           `json:"left"`
-	Took       time.Duration `json:"took"`
-	Error      string        `json:"error,omitempty"`
+	Entrypoint string `json:"entrypoint"`
+	InFlight   int    `json:"in_flight_at_start"`
+	Left       int    `json:"left"`
+	Took       string `json:"took"`
+	Error      string `json:"error,omitempty"`
 }
 
 func (r *report) stage(s Stage, d time.Duration) {
@@ -35,7 +35,7 @@ func (r *report) stage(s Stage, d time.Duration) {
 }
 
 func (r *report) drained(name string, before, left int, took time.Duration, err error) {
-	rec := drainRecord{Entrypoint: name, InFlight: before, Left: left, Took: took}
+	rec := drainRecord{Entrypoint: name, InFlight: before, Left: left, Took: took.String()}
 	if err != nil {
 		rec.Error = err.Error()
 	}

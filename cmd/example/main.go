@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"go.uber.org/fx"
+
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
@@ -43,7 +45,7 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: k.module(),
+		Container: fx.Options(k.module(), storeModule(), httpModule(envOr("HTTP_ADDR", ":8080"))),
 		Probes:    health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		Budgets:   host.Budgets{DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second},
 	}

@@ -90,9 +90,9 @@ func (s *Server) Drain(ctx context.Context) error {
 	waitErr := s.gate.Wait(ctx) // admitted requests, and hijacked connections
 	shutErr := <-shut
 
-	if spreadErr != nil || waitErr != nil || ctx.Err() != nil {
+	if spreadErr != nil || waitErr != nil || (shutErr != nil && ctx.Err() != nil) {
 		return fmt.Errorf("%s: drain: %d requests and connections still in flight: %w",
-			s.cfg.Name, s.InFlight(), context.Cause(ctx))
+			s.cfg.Name, s.InFlight(), ctx.Err())
 	}
 	if shutErr != nil {
 		return fmt.Errorf("%s: drain: %w", s.cfg.Name, shutErr)
@@ -102,8 +102,8 @@ func (s *Server) Drain(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("%s: drain: %w", s.cfg.Name, ctx.Err())
 	}
-	if s.serveErr != nil {
-		return fmt.Errorf("%s: serve: %w", s.cfg.Name, s.serveErr)
+	if err := s.takeServeErr(); err != nil { // failed after Serve returned, unreported
+		return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
 	}
 	return nil
 }

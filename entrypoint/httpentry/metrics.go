@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -16,6 +17,24 @@ type metrics struct {
 	refused  prometheus.Counter
 	panics   prometheus.Counter
 	codes    [600]string // status code → label, made once so observing allocates nothing
+
+	// cache holds, per method and status code, the series a request is counted in, so
+	// that a request costs no label hashing once its combination was seen. Each
+	// method's table is made on first use.
+	cache [len(methodLabels)]atomic.Pointer[[500]atomic.Pointer[series]]
+}
+
+// series are the two metrics one (code, method) pair is counted in.
+type series struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+// methodLabels are the method label's values; methodIndex maps a request's method
+// to one of them.
+var methodLabels = [...]string{
+	http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+	http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace, "other",
 }
 
 // newMetrics registers the metrics with reg under the constant label
@@ -72,29 +91,63 @@ func (m *metrics) observe(w *response, start time.Time, aborted bool) {
 	case code == 0:
 		code = http.StatusOK
 	}
-	var label string
-	switch {
-	case aborted:
-		label = "aborted"
-	case code >= 100 && code < len(m.codes):
-		label = m.codes[code]
-	default:
-		label = strconv.Itoa(code)
+	var sr *series
+	if aborted || code < 100 || code >= len(m.codes) {
+		label := "aborted"
+		if !aborted {
+			label = strconv.Itoa(code)
+		}
+		method := methodLabels[methodIndex(w.req.Method)]
+		sr = &series{m.requests.WithLabelValues(label, method), m.duration.WithLabelValues(label, method)}
+	} else {
+		sr = m.seriesFor(methodIndex(w.req.Method), code)
 	}
-	method := methodLabel(w.req.Method)
-	m.requests.WithLabelValues(label, method).Inc()
-	m.duration.WithLabelValues(label, method).Observe(time.Since(start).Seconds())
+	sr.requests.Inc()
+	sr.duration.Observe(time.Since(start).Seconds())
 }
 
-// methodLabel keeps the method label's values few: any non-standard method is
-// "other".
-func methodLabel(m string) string {
-	switch m {
-	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
-		http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
-		return m
+// seriesFor returns the cached series of method index mi and code, making it on
+// first use. Two requests racing to make it store equal values.
+func (m *metrics) seriesFor(mi, code int) *series {
+	tab := m.cache[mi].Load()
+	if tab == nil {
+		m.cache[mi].CompareAndSwap(nil, new([500]atomic.Pointer[series]))
+		tab = m.cache[mi].Load()
 	}
-	return "other"
+	slot := &tab[code-100]
+	if sr := slot.Load(); sr != nil {
+		return sr
+	}
+	label, method := m.codes[code], methodLabels[mi]
+	sr := &series{m.requests.WithLabelValues(label, method), m.duration.WithLabelValues(label, method)}
+	slot.Store(sr)
+	return sr
+}
+
+// methodIndex keeps the method label's values few: any non-standard method is
+// "other".
+func methodIndex(m string) int {
+	switch m {
+	case http.MethodGet:
+		return 0
+	case http.MethodHead:
+		return 1
+	case http.MethodPost:
+		return 2
+	case http.MethodPut:
+		return 3
+	case http.MethodPatch:
+		return 4
+	case http.MethodDelete:
+		return 5
+	case http.MethodConnect:
+		return 6
+	case http.MethodOptions:
+		return 7
+	case http.MethodTrace:
+		return 8
+	}
+	return len(methodLabels) - 1
 }
 
 // errAlreadyRegistered tells whether err is prometheus's complaint about a name

@@ -22,7 +22,6 @@ type options struct {
 	reg      prometheus.Registerer
 	tracer   trace.TracerProvider
 	isStream func(*http.Request) bool
-	matcher  bool // WithStreamMatcher was used
 	problems cfgerr.List
 }
 
@@ -91,7 +90,7 @@ func WithTracing(tp trace.TracerProvider) Option {
 // match runs for every admitted request, so it must be cheap.
 func WithStreamMatcher(match func(r *http.Request) bool) Option {
 	return func(o *options) {
-		o.isStream, o.matcher = match, true
+		o.isStream = match
 	}
 }
 

@@ -72,7 +72,7 @@ type Server struct {
 	state     state
 	ln        net.Listener
 	serveDone chan struct{} // closed when the http.Server's Serve has returned
-	serveErr  error         // what it returned, unless ErrServerClosed; read after serveDone
+	serveErr  error         // what it returned, unless ErrServerClosed, until reported
 	draining  chan struct{} // closed once Drain has closed the Gate
 }
 
@@ -233,8 +233,8 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	case <-stop:
 		return nil
 	case <-done:
-		if s.serveErr != nil {
-			return fmt.Errorf("%s: serve: %w", s.cfg.Name, s.serveErr)
+		if err := s.takeServeErr(); err != nil {
+			return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
 		}
 		return nil // Drain or Stop came before stop
 	case <-ctx.Done():
@@ -254,6 +254,18 @@ func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 		return s.srv.Serve(ln)
 	})
 	if !errors.Is(err, http.ErrServerClosed) {
+		s.mu.Lock()
 		s.serveErr = err
+		s.mu.Unlock()
 	}
+}
+
+// takeServeErr returns the http.Server's failure once, so that Serve and Drain do
+// not both report it.
+func (s *Server) takeServeErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.serveErr
+	s.serveErr = nil
+	return err
 }

@@ -1,0 +1,103 @@
+package httpentry
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+)
+
+func text(s string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, s) })
+}
+
+// build makes an fx app providing Provider's Server and returns it, or the error.
+func build(t *testing.T, opts ...fx.Option) (*Server, error) {
+	t.Helper()
+	var s *Server
+	app := fx.New(append(opts, fx.NopLogger, fx.Provide(Provider(Config{Addr: "127.0.0.1:0"})), fx.Populate(&s))...)
+	return s, app.Err()
+}
+
+// serveOnce passes one request through the Server's root handler, without sockets.
+func serveOnce(s *Server, target string) (int, string) {
+	rec := httptest.NewRecorder()
+	s.srv.Handler.ServeHTTP(rec, httptest.NewRequest("GET", target, nil))
+	return rec.Code, rec.Body.String()
+}
+
+func TestProvider(t *testing.T) {
+	t.Run("routes from the group are mounted, with the Handler as fallback", func(t *testing.T) {
+		s, err := build(t,
+			AsRoute(func() Route { return Route{Pattern: "GET /a", Handler: text("a")} }),
+			AsRoute(func(l *zap.Logger) (Route, error) { return Route{Pattern: "GET /b", Handler: text("b")}, nil }),
+			fx.Supply(zap.NewNop()),
+			fx.Provide(func() http.Handler { return text("fallback") }),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for target, want := range map[string]string{"/a": "a", "/b": "b", "/c": "fallback"} {
+			if code, body := serveOnce(s, target); code != 200 || body != want {
+				t.Errorf("GET %s = %d %q, want %q", target, code, body, want)
+			}
+		}
+	})
+
+	t.Run("a lone Handler serves everything", func(t *testing.T) {
+		s, err := build(t, fx.Provide(func() http.Handler { return text("h") }))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, body := serveOnce(s, "/anything"); body != "h" {
+			t.Errorf("body = %q, want h", body)
+		}
+	})
+
+	t.Run("the container's registry turns metrics on", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		s, err := build(t,
+			fx.Provide(func() http.Handler { return text("h") }),
+			fx.Supply(fx.Annotate(reg, fx.As(new(prometheus.Registerer)))),
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.metrics == nil {
+			t.Fatal("metrics off with a registry in the container")
+		}
+		serveOnce(s, "/")
+		if got := gathered(t, reg)[`servicewright_http_requests_total{code="200",entrypoint="http",method="GET"}`]; got != 1 {
+			t.Errorf("requests_total = %v, want 1", got)
+		}
+	})
+
+	t.Run("conflicting routes are a config error", func(t *testing.T) {
+		_, err := build(t,
+			AsRoute(func() Route { return Route{Pattern: "GET /a", Handler: text("a")} }),
+			AsRoute(func() Route { return Route{Pattern: "GET /a", Handler: text("again")} }),
+		)
+		if err == nil || !strings.Contains(err.Error(), `Routes["GET /a"]`) {
+			t.Errorf("err = %v, want a problem naming the route", err)
+		}
+	})
+
+	t.Run("no handler at all is a config error", func(t *testing.T) {
+		_, err := build(t)
+		if err == nil || !strings.Contains(err.Error(), "handler") {
+			t.Errorf("err = %v, want a handler problem", err)
+		}
+	})
+
+	t.Run("AsRoute refuses a constructor that does not make a Route", func(t *testing.T) {
+		_, err := build(t, AsRoute(func() http.Handler { return text("x") }))
+		if err == nil || !strings.Contains(err.Error(), "must be a func returning httpentry.Route") {
+			t.Errorf("err = %v, want AsRoute's refusal", err)
+		}
+	})
+}

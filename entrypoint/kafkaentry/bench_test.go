@@ -1,0 +1,115 @@
+package kafkaentry_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
+)
+
+// BenchmarkConsume compares the Consumer with the plain kafka-go loop it replaces —
+// FetchMessage, handle, and a synchronous CommitMessages of every partition's last
+// offset every 100 messages — on the same topic of the package's broker. Each
+// iteration consumes the whole topic in a new group; both report msgs/s, and the
+// parent logs their ratio (the target is ≥ 0.90). Closing the reader is not timed.
+func BenchmarkConsume(b *testing.B) {
+	const partitions, n, batch = 4, 20000, 100
+	topic := newTopic(b, partitions)
+	value := strings.Repeat("x", 100)
+	for i := 0; i < n; i += 1000 {
+		vs := make([]string, 1000)
+		for j := range vs {
+			vs[j] = fmt.Sprintf("%06d-%s", i+j, value)
+		}
+		produce(b, topic, vs...)
+	}
+	ctx := context.Background()
+	var handled atomic.Int64
+	handle := func(context.Context, kafka.Message) error { handled.Add(1); return nil }
+	rates := map[string]float64{}
+
+	b.Run("raw-kafka-go", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			group := newGroup(b)
+			b.StartTimer()
+			r := kafka.NewReader(kafka.ReaderConfig{
+				Brokers: broker.Brokers(), GroupID: group, GroupTopics: []string{topic},
+				MaxWait: 100 * time.Millisecond, MaxBytes: kafkaentry.DefaultMaxBytes, ReadLagInterval: -1,
+			})
+			last := map[int]kafka.Message{}
+			commit := func() {
+				msgs := make([]kafka.Message, 0, len(last))
+				for _, m := range last {
+					msgs = append(msgs, m)
+				}
+				if err := r.CommitMessages(ctx, msgs...); err != nil {
+					b.Fatal(err)
+				}
+				clear(last)
+			}
+			for i := range n {
+				m, err := r.FetchMessage(ctx)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = handle(ctx, m)
+				last[m.Partition] = m
+				if (i+1)%batch == 0 {
+					commit()
+				}
+			}
+			commit()
+			b.StopTimer()
+			if err := r.Close(); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		rates[b.Name()] = float64(n*b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rates[b.Name()], "msgs/s")
+	})
+
+	b.Run("kafkaentry", func(b *testing.B) {
+		for range b.N {
+			b.StopTimer()
+			cfg := config(b, topic)
+			cfg.CommitBatch = batch
+			handled.Store(0)
+			done := make(chan struct{})
+			h := func(ctx context.Context, m kafka.Message) error {
+				_ = handle(ctx, m)
+				if handled.Load() == n {
+					close(done)
+				}
+				return nil
+			}
+			b.StartTimer()
+			c, err := kafkaentry.New(cfg, h)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := start(b, c)
+			<-done
+			b.StopTimer()
+			r.mustShutdown(b)
+			if st := c.Stats(); st.Committed != n {
+				b.Fatalf("committed %d messages, want %d", st.Committed, n)
+			}
+			b.StartTimer()
+		}
+		rates[b.Name()] = float64(n*b.N) / b.Elapsed().Seconds()
+		b.ReportMetric(rates[b.Name()], "msgs/s")
+	})
+
+	raw, ours := rates[b.Name()+"/raw-kafka-go"], rates[b.Name()+"/kafkaentry"]
+	if raw > 0 && ours > 0 {
+		b.Logf("kafkaentry/raw-kafka-go throughput ratio: %.2f (target ≥ 0.90)", ours/raw)
+	}
+}

@@ -1,0 +1,299 @@
+package kafkaentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
+// answered.
+var ErrBrokersUnreachable = errors.New("kafkaentry: no broker reachable")
+
+// ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
+// AutoCreateTopics is off. The message names the topics.
+var ErrUnknownTopic = errors.New("kafkaentry: topic does not exist")
+
+// Bind checks that a broker answers (each dial bounded by DialTimeout) and that the
+// consumed topics and the dead-letter topic exist — creating the missing ones when
+// AutoCreateTopics is set — and then subscribes: it creates the kafka-go Reader,
+// which joins the consumer group at once, in the background. From then on the
+// group may assign partitions to this member and kafka-go prefetches up to
+// QueueCapacity messages, but no handler runs before Serve, and nothing is committed
+// for messages that were not handled. Bind also makes the dead-letter writer.
+//
+// An error leaves nothing open: the Host calls neither Drain nor Stop after a failed
+// Bind. Calling Bind twice is an error.
+func (c *Consumer) Bind(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != stateNew {
+		return fmt.Errorf("kafkaentry %q: Bind called twice", c.cfg.Name)
+	}
+	addr, err := c.reachable(ctx)
+	if err == nil {
+		err = c.ensureTopics(ctx, addr)
+	}
+	var r reader
+	if err == nil {
+		err = safe.Call("kafka.NewReader", func() error { r = kafka.NewReader(c.readerConfig()); return nil })
+	}
+	if err != nil {
+		return fmt.Errorf("kafkaentry %q: bind: %w", c.cfg.Name, err)
+	}
+	c.reader = r
+	c.dlq = c.opts.dlq
+	if c.cfg.OnFailure.deadLetter && c.dlq == nil {
+		c.ownDLQ = NewWriter(c.cfg.Brokers, WriterDialer(c.dialer))
+		c.dlq = c.ownDLQ
+	}
+	c.state = stateBound
+	c.log.Info("bound", zap.Strings("brokers", c.cfg.Brokers), zap.String("group", c.cfg.GroupID),
+		zap.Strings("topics", c.cfg.Topics), zap.Stringer("on_failure", c.cfg.OnFailure))
+	return nil
+}
+
+// Health reports whether a broker answers: it dials the brokers at once, each dial
+// bounded by DialTimeout and ctx, and returns nil as soon as one of them answers an
+// ApiVersions request. Otherwise it returns an error wrapping ErrBrokersUnreachable
+// that lists each broker's failure. It does not look at the consumer's own state, so
+// it may be used before Bind and after Stop; the Consumer is thus a health.Check.
+func (c *Consumer) Health(ctx context.Context) error {
+	_, err := c.reachable(ctx)
+	return err
+}
+
+// reachable probes every broker concurrently and returns the first that answers.
+// It waits for the other probes (cancelled) before returning, so it leaves no
+// goroutine behind.
+func (c *Consumer) reachable(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		addr string
+		err  error
+	}
+	results := make(chan result, len(c.cfg.Brokers))
+	var wg sync.WaitGroup
+	for _, addr := range c.cfg.Brokers {
+		wg.Go(func() { results <- result{addr, c.probe(ctx, addr)} })
+	}
+	var errs []error
+	found := ""
+	for range c.cfg.Brokers {
+		r := <-results
+		if r.err == nil && found == "" {
+			found = r.addr
+			cancel()
+		} else if r.err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", r.addr, r.err))
+		}
+	}
+	wg.Wait()
+	if found != "" {
+		return found, nil
+	}
+	return "", fmt.Errorf("%w: %w", ErrBrokersUnreachable, errors.Join(errs...))
+}
+
+// probe dials addr and asks for its API versions, all within DialTimeout and ctx.
+func (c *Consumer) probe(ctx context.Context, addr string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
+	defer cancel()
+	conn, err := c.dialer.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	// kafka-go's Conn ignores ctx once dialled: a deadline bounds the request and
+	// closing the connection ends it early when ctx is cancelled.
+	if dl, ok := ctx.Deadline(); ok {
+		_ = conn.SetDeadline(dl)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
+	defer stop()
+	if _, err := conn.ApiVersions(); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return err
+	}
+	return nil
+}
+
+// ensureTopics asks addr for the metadata of every topic the consumer uses and
+// creates the missing ones when AutoCreateTopics is set.
+func (c *Consumer) ensureTopics(ctx context.Context, addr string) error {
+	topics := slices.Clone(c.cfg.Topics)
+	if c.cfg.OnFailure.deadLetter {
+		topics = append(topics, c.cfg.OnFailure.topic)
+	}
+	// A Transport of our own, closed after use, so that no idle connection (and its
+	// goroutines) outlives Bind.
+	transport := &kafka.Transport{
+		Dial:     (&net.Dialer{Timeout: c.cfg.DialTimeout}).DialContext,
+		TLS:      c.dialer.TLS,
+		SASL:     c.dialer.SASLMechanism,
+		ClientID: c.dialer.ClientID,
+	}
+	defer transport.CloseIdleConnections()
+	client := &kafka.Client{Addr: kafka.TCP(addr), Transport: transport, Timeout: 2 * c.cfg.DialTimeout}
+
+	meta, err := client.Metadata(ctx, &kafka.MetadataRequest{Topics: topics})
+	if err != nil {
+		return fmt.Errorf("read topic metadata: %w", err)
+	}
+	var missing []string
+	var errs []error
+	for _, t := range topics {
+		i := slices.IndexFunc(meta.Topics, func(m kafka.Topic) bool { return m.Name == t })
+		switch {
+		case i < 0 || errors.Is(meta.Topics[i].Error, kafka.UnknownTopicOrPartition):
+			missing = append(missing, t)
+		case meta.Topics[i].Error != nil:
+			errs = append(errs, fmt.Errorf("topic %q: %w", t, meta.Topics[i].Error))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	if !c.cfg.AutoCreateTopics {
+		return fmt.Errorf("%w: %s (create it, or set AutoCreateTopics)", ErrUnknownTopic, quoteAll(missing))
+	}
+	req := &kafka.CreateTopicsRequest{}
+	for _, t := range missing {
+		// -1: the broker's num.partitions and default.replication.factor.
+		req.Topics = append(req.Topics, kafka.TopicConfig{Topic: t, NumPartitions: -1, ReplicationFactor: -1})
+	}
+	resp, err := client.CreateTopics(ctx, req)
+	if err != nil {
+		return fmt.Errorf("create topics %s: %w", quoteAll(missing), err)
+	}
+	for _, t := range missing {
+		if err := resp.Errors[t]; err != nil && !errors.Is(err, kafka.TopicAlreadyExists) {
+			errs = append(errs, fmt.Errorf("create topic %q: %w", t, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	c.log.Info("created missing topics", zap.Strings("topics", missing))
+	return nil
+}
+
+func quoteAll(ss []string) string {
+	q := make([]string, len(ss))
+	for i, s := range ss {
+		q[i] = fmt.Sprintf("%q", s)
+	}
+	return strings.Join(q, ", ")
+}
+
+// readerConfig is the kafka-go configuration. Commits are synchronous in kafka-go
+// (CommitInterval 0): the consumer batches them itself, so that it knows when an
+// offset is committed, and the last commit cannot be lost in Reader.Close (kafka-go
+// issue #715).
+func (c *Consumer) readerConfig() kafka.ReaderConfig {
+	rc := kafka.ReaderConfig{
+		Brokers:               c.cfg.Brokers,
+		GroupID:               c.cfg.GroupID,
+		GroupTopics:           c.cfg.Topics,
+		Dialer:                c.dialer,
+		QueueCapacity:         c.cfg.QueueCapacity,
+		MinBytes:              c.cfg.MinBytes,
+		MaxBytes:              c.cfg.MaxBytes,
+		MaxWait:               c.cfg.MaxWait,
+		ReadLagInterval:       -1,
+		StartOffset:           c.cfg.StartOffset,
+		WatchPartitionChanges: true,
+		ErrorLogger:           zapLogger(c.log, zapcore.WarnLevel),
+	}
+	if c.log.Core().Enabled(zapcore.DebugLevel) {
+		rc.Logger = zapLogger(c.log, zapcore.DebugLevel)
+	}
+	return rc
+}
+
+func zapLogger(l *zap.Logger, lvl zapcore.Level) kafka.Logger {
+	l = l.WithOptions(zap.AddCallerSkip(1))
+	return kafka.LoggerFunc(func(msg string, args ...any) {
+		if ce := l.Check(lvl, "kafka-go: "+strings.TrimSpace(fmt.Sprintf(msg, args...))); ce != nil {
+			ce.Write()
+		}
+	})
+}
+
+// closeReader closes the reader (leaving the group) in a goroutine and waits for it
+// at most CloseTimeout and until ctx is done. kafka-go's Close is known to hang
+// (issues #428, #1248): one that does not return in time is abandoned — its
+// goroutine left to finish on its own — and reported as such. A later call waits
+// for the same Close again.
+func (c *Consumer) closeReader(ctx context.Context) (abandoned bool, err error) {
+	c.mu.Lock()
+	if c.reader == nil {
+		c.mu.Unlock()
+		return false, nil
+	}
+	if c.closeDone == nil {
+		done, r := make(chan struct{}), c.reader
+		c.closeDone = done
+		go func() {
+			err := safe.Call("kafka Reader.Close", r.Close)
+			c.mu.Lock()
+			c.closeErr = err
+			c.mu.Unlock()
+			close(done)
+		}()
+	}
+	done := c.closeDone
+	c.mu.Unlock()
+
+	start := time.Now()
+	t := time.NewTimer(c.cfg.CloseTimeout)
+	defer t.Stop()
+	select {
+	case <-done:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.closeErr != nil {
+			return false, fmt.Errorf("close reader: %w", c.closeErr)
+		}
+		return false, nil
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	c.log.Warn("kafka reader close did not return in time; abandoned (the group notices when the session times out)",
+		zap.Duration("waited", time.Since(start)), zap.Duration("close_timeout", c.cfg.CloseTimeout))
+	return true, nil
+}
+
+// closeWriter closes the dead-letter writer Bind made, waiting at most
+// CloseTimeout and until ctx is done.
+func (c *Consumer) closeWriter(ctx context.Context) {
+	c.mu.Lock()
+	w := c.ownDLQ
+	c.ownDLQ = nil
+	c.mu.Unlock()
+	if w == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
+	defer cancel()
+	if err := safe.Bounded(ctx, "dead-letter writer Close", 0, func(context.Context) error { return w.Close() }); err != nil {
+		c.log.Warn("dead-letter writer close failed", zap.Error(err))
+	}
+}

@@ -1,0 +1,317 @@
+package kafkaentry_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/segmentio/kafka-go"
+
+	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+func noop(context.Context, kafka.Message) error { return nil }
+
+func TestNew(t *testing.T) {
+	t.Run("lists every problem with its field", func(t *testing.T) {
+		_, err := kafkaentry.New(kafkaentry.Config{
+			Brokers:      []string{"localhost", "host:notaport", ":9092"},
+			Topics:       []string{"ok", "bad topic", "ok"},
+			MaxWait:      -time.Second,
+			CloseTimeout: -1,
+			Workers:      -2,
+			Retry:        kafkaentry.Retry{Attempts: -1, Initial: time.Second, Max: time.Millisecond},
+			OnFailure:    kafkaentry.DeadLetter(""),
+		}, nil)
+		var ce *cfgerr.Error
+		if !errors.As(err, &ce) {
+			t.Fatalf("New = %v, want a *cfgerr.Error", err)
+		}
+		var fields []string
+		for _, p := range ce.Problems {
+			fields = append(fields, p.Field)
+		}
+		want := []string{
+			"Brokers[0]", "Brokers[1]", "Brokers[2]", "GroupID", "Topics[1]", "Topics[2]", "Workers",
+			"Retry.Attempts", "MaxWait", "CloseTimeout", "Retry.Max", "OnFailure", "handler",
+		}
+		if !slices.Equal(fields, want) {
+			t.Errorf("problems on %v, want %v\n%v", fields, want, err)
+		}
+	})
+
+	t.Run("no brokers, no topics", func(t *testing.T) {
+		_, err := kafkaentry.New(kafkaentry.Config{GroupID: "g"}, noop)
+		if err == nil || !strings.Contains(err.Error(), "Brokers: must list at least one broker") ||
+			!strings.Contains(err.Error(), "Topics: must list at least one topic") {
+			t.Errorf("New = %v", err)
+		}
+	})
+
+	t.Run("a dead-letter topic that is also consumed", func(t *testing.T) {
+		_, err := kafkaentry.New(kafkaentry.Config{
+			Brokers: []string{"127.0.0.1:9092"}, GroupID: "g", Topics: []string{"orders"},
+			OnFailure: kafkaentry.DeadLetter("orders"),
+		}, noop)
+		if err == nil || !strings.Contains(err.Error(), "OnFailure") {
+			t.Errorf("New = %v, want an OnFailure problem", err)
+		}
+	})
+
+	t.Run("defaults", func(t *testing.T) {
+		c, err := kafkaentry.New(kafkaentry.Config{Brokers: []string{"127.0.0.1:9092"}, GroupID: "g", Topics: []string{"t"}}, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := c.Config()
+		if c.Name() != "kafka" || cfg.Workers != 1 || cfg.Retry.Attempts != 3 || cfg.OnFailure.String() != "StopEntrypoint" ||
+			cfg.CloseTimeout != kafkaentry.DefaultCloseTimeout || cfg.CommitBatch != kafkaentry.DefaultCommitBatch {
+			t.Errorf("defaults not applied: %+v", cfg)
+		}
+	})
+}
+
+func TestBind(t *testing.T) {
+	t.Run("a missing topic is named", func(t *testing.T) {
+		cfg := config(t, "no-such-topic")
+		c, err := kafkaentry.New(cfg, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Bind(context.Background())
+		if !errors.Is(err, kafkaentry.ErrUnknownTopic) || !strings.Contains(err.Error(), `"no-such-topic"`) {
+			t.Fatalf("Bind = %v, want ErrUnknownTopic naming the topic", err)
+		}
+	})
+
+	t.Run("a missing dead-letter topic is named", func(t *testing.T) {
+		cfg := config(t, newTopic(t, 1))
+		cfg.OnFailure = kafkaentry.DeadLetter("no-such-dlq")
+		c, err := kafkaentry.New(cfg, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Bind(context.Background()); !errors.Is(err, kafkaentry.ErrUnknownTopic) || !strings.Contains(err.Error(), `"no-such-dlq"`) {
+			t.Fatalf("Bind = %v, want ErrUnknownTopic naming the dead-letter topic", err)
+		}
+	})
+
+	t.Run("AutoCreateTopics creates the missing topics", func(t *testing.T) {
+		topic := "auto-" + newGroup(t)
+		cfg := config(t, topic)
+		cfg.AutoCreateTopics = true
+		cfg.OnFailure = kafkaentry.DeadLetter(topic + ".dlq")
+		col := newCollector()
+		c, err := kafkaentry.New(cfg, col.handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := start(t, c)
+		produce(t, topic, "hello")
+		col.waitCount(t, 1)
+		r.mustShutdown(t)
+		produce(t, topic+".dlq", "the dead-letter topic exists too")
+	})
+
+	t.Run("unreachable brokers", func(t *testing.T) {
+		cfg := config(t, "whatever")
+		cfg.Brokers = []string{closedPort(t), closedPort(t)}
+		cfg.DialTimeout = time.Second
+		c, err := kafkaentry.New(cfg, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Bind(context.Background())
+		if !errors.Is(err, kafkaentry.ErrBrokersUnreachable) || !strings.Contains(err.Error(), cfg.Brokers[1]) {
+			t.Fatalf("Bind = %v, want ErrBrokersUnreachable listing each broker", err)
+		}
+		if err := c.Health(context.Background()); !errors.Is(err, kafkaentry.ErrBrokersUnreachable) {
+			t.Errorf("Health = %v, want ErrBrokersUnreachable", err)
+		}
+		// The Host never drains or stops an entrypoint whose Bind failed, but doing
+		// so is harmless.
+		if err := errors.Join(c.Drain(context.Background()), c.Stop(context.Background())); err != nil {
+			t.Error(err)
+		}
+	})
+
+	t.Run("one reachable broker is enough", func(t *testing.T) {
+		cfg := config(t, newTopic(t, 1))
+		cfg.Brokers = append([]string{closedPort(t)}, broker.Brokers()...)
+		c, err := kafkaentry.New(cfg, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Health(context.Background()); err != nil {
+			t.Errorf("Health = %v", err)
+		}
+		start(t, c).mustShutdown(t)
+	})
+}
+
+func TestLifecycleMisuse(t *testing.T) {
+	c, err := kafkaentry.New(config(t, newTopic(t, 1)), noop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Serve(context.Background(), make(chan struct{})); err == nil {
+		t.Error("Serve before Bind succeeded")
+	}
+	r := start(t, c)
+	if err := c.Bind(context.Background()); err == nil {
+		t.Error("a second Bind succeeded")
+	}
+	r.mustShutdown(t)
+	if err := errors.Join(c.Drain(context.Background()), c.Stop(context.Background())); err != nil {
+		t.Errorf("a second Drain and Stop: %v", err)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	topic, dlq := newTopic(t, 1), newTopic(t, 1)
+	produceToPartition(t, topic, 0, "a", "bad", "b")
+	reg := prometheus.NewPedanticRegistry()
+	col := newCollector()
+	col.fn = func(m kafka.Message) error {
+		if string(m.Value) == "bad" {
+			return kafkaentry.ErrUndecodable
+		}
+		return nil
+	}
+	cfg := config(t, topic)
+	cfg.Name = "orders"
+	cfg.OnFailure = kafkaentry.DeadLetter(dlq)
+	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithRegisterer(reg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, c)
+	col.waitCount(t, 2)
+	r.mustShutdown(t)
+
+	for name, want := range map[string]float64{
+		"servicewright_kafka_messages_handled_total":       2,
+		"servicewright_kafka_messages_failed_total":        1,
+		"servicewright_kafka_messages_dead_lettered_total": 1,
+		"servicewright_kafka_committed_offset":             3,
+		"servicewright_kafka_in_flight":                    0,
+	} {
+		if got := gathered(t, reg, name); got != want {
+			t.Errorf("%s = %v, want %v", name, got, want)
+		}
+	}
+	if got := gathered(t, reg, "servicewright_kafka_messages_consumed_total"); got < 3 {
+		t.Errorf("consumed %v, want at least 3", got)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := 0
+	for _, mf := range mfs {
+		series += len(mf.GetMetric())
+	}
+	if series != 6 {
+		t.Errorf("%d series, want 6", series)
+	}
+
+	// A second consumer with another name shares the registry.
+	if _, err := kafkaentry.New(config(t, topic), noop, kafkaentry.WithRegisterer(reg)); err != nil {
+		t.Errorf("a second consumer: %v", err)
+	}
+	// The same name twice is refused.
+	cfg2 := config(t, topic)
+	cfg2.Name = "orders"
+	if _, err := kafkaentry.New(cfg2, noop, kafkaentry.WithRegisterer(reg)); err == nil {
+		t.Error("a second consumer named orders registered its metrics")
+	}
+}
+
+// gathered returns the value of the one series of metric name.
+func gathered(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		if len(mf.GetMetric()) != 1 {
+			t.Fatalf("%s has %d series, want 1", name, len(mf.GetMetric()))
+		}
+		m := mf.GetMetric()[0]
+		switch {
+		case m.GetCounter() != nil:
+			return m.GetCounter().GetValue()
+		case m.GetGauge() != nil:
+			return m.GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
+}
+
+// TestKcat produces with librdkafka's kcat, an independent client, and consumes
+// with the Consumer.
+func TestKcat(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("kcat not found (apt-get install -y kcat); CI must not skip")
+		}
+		t.Skip("kcat not found (apt-get install -y kcat)")
+	}
+	const n = 1000
+	topic := newTopic(t, 3)
+	want := values("kcat", n)
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, kcat, "-P", "-b", broker.Brokers()[0], "-t", topic, "-K", ":")
+	var in bytes.Buffer
+	for _, v := range want {
+		in.WriteString(v + ":" + v + "\n")
+	}
+	cmd.Stdin = &in
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat -P: %v\n%s", err, out)
+	}
+
+	col := newCollector()
+	c, err := kafkaentry.New(config(t, topic), col.handle)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, c)
+	col.waitCount(t, n)
+	r.mustShutdown(t)
+	got := col.handled()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("consumed %d messages, want the %d kcat produced", len(got), n)
+	}
+}
+
+// closedPort returns a loopback address nothing listens on.
+func closedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return addr
+}

@@ -1,0 +1,274 @@
+package kafkaentry
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// Defaults for the zero fields of a Config.
+const (
+	DefaultName           = "kafka"
+	DefaultMinBytes       = 1
+	DefaultMaxBytes       = 10 << 20 // 10 MiB
+	DefaultMaxWait        = 500 * time.Millisecond
+	DefaultQueueCapacity  = 100
+	DefaultCommitInterval = time.Second
+	DefaultCommitBatch    = 100
+	DefaultWorkers        = 1
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultCloseTimeout   = 5 * time.Second
+
+	DefaultRetryAttempts = 3
+	DefaultRetryInitial  = 100 * time.Millisecond
+	DefaultRetryMax      = 5 * time.Second
+)
+
+// Config describes a consumer-group entrypoint. Zero fields take the defaults above;
+// negative ones are errors.
+type Config struct {
+	// Name identifies the entrypoint in logs, metrics and errors. Default "kafka".
+	Name string
+
+	// Brokers is the bootstrap list, each "host:port". Required.
+	Brokers []string
+
+	// GroupID is the consumer group. Offsets are committed for it. Required.
+	GroupID string
+
+	// Topics are the topics the group consumes. Required; each must exist at Bind
+	// unless AutoCreateTopics is set.
+	Topics []string
+
+	// StartOffset is where a partition with no committed offset starts:
+	// kafka.FirstOffset (the default, also for 0) or kafka.LastOffset.
+	StartOffset int64
+
+	// MinBytes, MaxBytes and MaxWait shape each fetch request: the broker answers
+	// once it has MinBytes (default 1) or after MaxWait (default 500ms), with at most
+	// MaxBytes (default 10 MiB). MaxWait also bounds how long kafka-go's Reader.Close
+	// waits for a fetch in progress (kafka-go issue #428), so keep it short.
+	MinBytes int
+	MaxBytes int
+	MaxWait  time.Duration
+
+	// QueueCapacity is how many messages kafka-go prefetches ahead of the handlers.
+	// Default 100. Prefetched messages that were never handled are not committed.
+	QueueCapacity int
+
+	// CommitInterval and CommitBatch batch the offset commits: the offsets of
+	// handled messages are committed once CommitBatch messages (default 100) were
+	// handled since the last commit, or CommitInterval (default 1s) after the last
+	// commit, whichever comes first. Commits run beside the handlers, never in their
+	// way. CommitBatch = 1 commits as soon as each commit round trip allows. Drain
+	// always commits synchronously what was handled.
+	CommitInterval time.Duration
+	CommitBatch    int
+
+	// Workers is how many handlers run at once. Messages are spread over the
+	// workers by partition, so each partition's messages are still handled one at
+	// a time, in offset order. Default 1.
+	Workers int
+
+	// Retry says how often a failing message is tried before OnFailure applies.
+	Retry Retry
+
+	// OnFailure is what happens to a message whose attempts are exhausted (or whose
+	// handler returned ErrUndecodable): DeadLetter(topic) or StopEntrypoint(), the
+	// default.
+	OnFailure FailurePolicy
+
+	// DialTimeout bounds each broker dial: the reachability checks of Bind and
+	// Health, and the connections of the Reader. Default 5s.
+	DialTimeout time.Duration
+
+	// CloseTimeout bounds the wait for kafka-go's Reader.Close (leaving the group),
+	// which is known to hang (kafka-go issues #428, #1248). A Close that takes
+	// longer is abandoned and logged. Default 5s.
+	CloseTimeout time.Duration
+
+	// AutoCreateTopics makes Bind create missing topics (the consumed ones and the
+	// dead-letter topic) with the broker's default partitions and replication,
+	// instead of failing.
+	AutoCreateTopics bool
+}
+
+// Retry is the retry schedule for a failing message. The wait before retry n is
+// drawn uniformly from [step/2, step], where step starts at Initial and doubles up
+// to Max, so replicas that fail together do not retry together.
+type Retry struct {
+	// Attempts is how many times the handler is called for one message, the first
+	// call included. Default 3; 1 means no retry.
+	Attempts int
+	// Initial is the first step. Default 100ms.
+	Initial time.Duration
+	// Max caps the step. Default 5s, or Initial when that is larger.
+	Max time.Duration
+}
+
+// FailurePolicy says what happens to a message the handler could not handle. The
+// zero value is StopEntrypoint.
+type FailurePolicy struct {
+	deadLetter bool
+	topic      string
+}
+
+// DeadLetter writes a failed message to topic — key, value and headers as they came,
+// plus headers saying where it came from and why it failed (see HeaderTopic and the
+// other Header constants) — and then commits past it, so the partition moves on.
+func DeadLetter(topic string) FailurePolicy { return FailurePolicy{deadLetter: true, topic: topic} }
+
+// StopEntrypoint makes the entrypoint fail: Serve (or Drain, once Serve has
+// returned) returns a *HandlerError and the message's offset is not committed, so
+// the group delivers it again after the service restarts. The Host shuts an
+// essential entrypoint's service down with exit code 1.
+func StopEntrypoint() FailurePolicy { return FailurePolicy{} }
+
+// DeadLetterTopic returns the dead-letter topic, or "" for StopEntrypoint.
+func (p FailurePolicy) DeadLetterTopic() string { return p.topic }
+
+func (p FailurePolicy) String() string {
+	if p.deadLetter {
+		return "DeadLetter(" + strconv.Quote(p.topic) + ")"
+	}
+	return "StopEntrypoint"
+}
+
+// withDefaults returns c with its zero fields set to the defaults.
+func (c Config) withDefaults() Config {
+	def := func(p *time.Duration, d time.Duration) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	defInt := func(p *int, d int) {
+		if *p == 0 {
+			*p = d
+		}
+	}
+	if c.Name == "" {
+		c.Name = DefaultName
+	}
+	if c.StartOffset == 0 {
+		c.StartOffset = kafka.FirstOffset
+	}
+	defInt(&c.MinBytes, DefaultMinBytes)
+	defInt(&c.MaxBytes, DefaultMaxBytes)
+	def(&c.MaxWait, DefaultMaxWait)
+	defInt(&c.QueueCapacity, DefaultQueueCapacity)
+	def(&c.CommitInterval, DefaultCommitInterval)
+	defInt(&c.CommitBatch, DefaultCommitBatch)
+	defInt(&c.Workers, DefaultWorkers)
+	def(&c.DialTimeout, DefaultDialTimeout)
+	def(&c.CloseTimeout, DefaultCloseTimeout)
+	defInt(&c.Retry.Attempts, DefaultRetryAttempts)
+	def(&c.Retry.Initial, DefaultRetryInitial)
+	def(&c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
+	c.Brokers = slices.Clone(c.Brokers)
+	c.Topics = slices.Clone(c.Topics)
+	return c
+}
+
+// validate records every problem of a defaulted config in l.
+func (c Config) validate(l *cfgerr.List) {
+	if len(c.Brokers) == 0 {
+		l.Addf("Brokers", "must list at least one broker")
+	}
+	for i, b := range c.Brokers {
+		if err := checkHostPort(b); err != "" {
+			l.Addf("Brokers["+strconv.Itoa(i)+"]", "%q: %s", b, err)
+		}
+	}
+	if c.GroupID == "" {
+		l.Addf("GroupID", "must not be empty")
+	}
+	if len(c.Topics) == 0 {
+		l.Addf("Topics", "must list at least one topic")
+	}
+	for i, t := range c.Topics {
+		if err := checkTopic(t); err != "" {
+			l.Addf("Topics["+strconv.Itoa(i)+"]", "%q: %s", t, err)
+		} else if slices.Index(c.Topics, t) < i {
+			l.Addf("Topics["+strconv.Itoa(i)+"]", "%q is listed twice", t)
+		}
+	}
+	if c.StartOffset != kafka.FirstOffset && c.StartOffset != kafka.LastOffset {
+		l.Addf("StartOffset", "must be kafka.FirstOffset (-2) or kafka.LastOffset (-1), got %d", c.StartOffset)
+	}
+	for _, f := range []struct {
+		field string
+		v     int
+	}{
+		{"MinBytes", c.MinBytes}, {"MaxBytes", c.MaxBytes}, {"QueueCapacity", c.QueueCapacity},
+		{"CommitBatch", c.CommitBatch}, {"Workers", c.Workers}, {"Retry.Attempts", c.Retry.Attempts},
+	} {
+		if f.v < 0 {
+			l.Addf(f.field, "must not be negative, got %d", f.v)
+		}
+	}
+	if c.MinBytes > c.MaxBytes && c.MaxBytes > 0 {
+		l.Addf("MinBytes", "must not exceed MaxBytes (%d), got %d", c.MaxBytes, c.MinBytes)
+	}
+	for _, f := range []struct {
+		field string
+		v     time.Duration
+	}{
+		{"MaxWait", c.MaxWait}, {"CommitInterval", c.CommitInterval}, {"DialTimeout", c.DialTimeout},
+		{"CloseTimeout", c.CloseTimeout}, {"Retry.Initial", c.Retry.Initial}, {"Retry.Max", c.Retry.Max},
+	} {
+		if f.v < 0 {
+			l.Addf(f.field, "must not be negative, got %v", f.v)
+		}
+	}
+	if c.Retry.Initial > 0 && c.Retry.Max > 0 && c.Retry.Max < c.Retry.Initial {
+		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", c.Retry.Initial, c.Retry.Max)
+	}
+	if c.OnFailure.deadLetter {
+		switch t := c.OnFailure.topic; {
+		case t == "":
+			l.Addf("OnFailure", "DeadLetter needs a topic")
+		case checkTopic(t) != "":
+			l.Addf("OnFailure", "dead-letter topic %q: %s", t, checkTopic(t))
+		case slices.Contains(c.Topics, t):
+			l.Addf("OnFailure", "dead-letter topic %q is also consumed; failures would loop", t)
+		}
+	}
+}
+
+// checkHostPort returns what is wrong with a "host:port" broker address, or "".
+func checkHostPort(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "must be host:port"
+	}
+	if host == "" {
+		return "host must not be empty"
+	}
+	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
+		return "port must be a number from 1 to 65535"
+	}
+	return ""
+}
+
+// checkTopic returns what is wrong with a topic name by Kafka's rules, or "".
+func checkTopic(t string) string {
+	switch {
+	case t == "":
+		return "must not be empty"
+	case t == "." || t == "..":
+		return `must not be "." or ".."`
+	case len(t) > 249:
+		return "must not be longer than 249 characters"
+	}
+	for _, r := range t {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return "may hold only ASCII letters, digits, '.', '_' and '-'"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,331 @@
+package kafkaentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// Handler handles one message. It returns nil once the message's effects are done,
+// and only then may its offset be committed; any error (or a panic) makes the
+// consumer retry it, and then apply Config.OnFailure. Return an error wrapping
+// ErrUndecodable for a message that can never succeed, so that it is not retried.
+//
+// ctx is cancelled by Stop (not by Drain, which waits for the handler); a handler
+// that fails because ctx was cancelled is neither retried nor dead-lettered, and its
+// message stays uncommitted. The same message may be handled again after a crash, a
+// drain that ran out of time, or a rebalance: handlers must be idempotent.
+type Handler func(ctx context.Context, msg kafka.Message) error
+
+// ErrUndecodable marks a message that no retry can fix, e.g. one whose value does not
+// decode. A handler error wrapping it skips the remaining attempts and goes straight
+// to Config.OnFailure.
+var ErrUndecodable = errors.New("kafkaentry: undecodable message")
+
+// HandlerError is the error of a message whose handling failed for good under
+// OnFailure: StopEntrypoint. Its offset was not committed.
+type HandlerError struct {
+	Entrypoint string
+	Topic      string
+	Partition  int
+	Offset     int64
+	Attempts   int
+	Err        error // the last attempt's error; a *safe.PanicError for a panic
+}
+
+func (e *HandlerError) Error() string {
+	return fmt.Sprintf("kafkaentry %q: message %s/%d@%d failed after %d attempt(s): %v",
+		e.Entrypoint, e.Topic, e.Partition, e.Offset, e.Attempts, e.Err)
+}
+
+// Unwrap returns the handler's error.
+func (e *HandlerError) Unwrap() error { return e.Err }
+
+var _ interface {
+	entrypoint.Entrypoint
+	entrypoint.InFlighter
+} = (*Consumer)(nil)
+
+// Consumer is a Kafka consumer-group entrypoint. Make one with New; the Host drives it
+// through Bind, Serve, Drain and Stop.
+type Consumer struct {
+	cfg     Config
+	handler Handler
+	what    string // names the handler in a *safe.PanicError
+	log     *zap.Logger
+	dialer  *kafka.Dialer
+	opts    options
+	metrics *metrics
+
+	gate      entrypoint.Gate // admits messages to the handlers; Drain closes it
+	offsets   offsetTable
+	commitSem chan struct{} // one commit at a time
+	kick      chan struct{} // tells the commit loop a batch is due
+	stats     counters
+
+	// Closed once, by the first of Drain and Stop: retry waits end and queued
+	// messages are released.
+	draining  chan struct{}
+	drainOnce sync.Once
+	// Closed once a message failed under StopEntrypoint; failErr says which.
+	failed chan struct{}
+
+	mu           sync.Mutex
+	state        state
+	reader       reader
+	dlq          MessageWriter
+	ownDLQ       *kafka.Writer // the dead-letter writer Bind made, closed by Drain or Stop
+	fetchCancel  context.CancelFunc
+	runCancel    context.CancelFunc // cancels the handlers' and the commit loop's ctx
+	commitQuit   chan struct{}      // closed to stop the commit loop
+	done         chan struct{}      // closed when every goroutine Serve started has exited
+	failErr      error
+	failReported bool          // failErr was returned by Serve, Drain or Stop
+	closeDone    chan struct{} // closed when the reader's Close returned
+	closeErr     error
+	drainStats   DrainStats
+}
+
+// New checks cfg and returns a consumer that calls handler for each message. It
+// connects to nothing; Bind does. Every problem with cfg or opts is reported at once
+// in a *cfgerr.Error (the Host's ConfigError) naming each field.
+func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
+	o := options{log: zap.NewNop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg = cfg.withDefaults()
+	var l cfgerr.List
+	cfg.validate(&l)
+	if handler == nil {
+		l.Addf("handler", "must not be nil")
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+
+	dialer := &kafka.Dialer{DualStack: true, ClientID: "servicewright"}
+	if o.dialer != nil {
+		d := *o.dialer
+		dialer = &d
+	}
+	dialer.Timeout = cfg.DialTimeout
+
+	c := &Consumer{
+		cfg:        cfg,
+		handler:    handler,
+		what:       fmt.Sprintf("kafkaentry %q handler", cfg.Name),
+		log:        o.log.With(zap.String("entrypoint", cfg.Name)),
+		dialer:     dialer,
+		opts:       o,
+		commitSem:  make(chan struct{}, 1),
+		kick:       make(chan struct{}, 1),
+		draining:   make(chan struct{}),
+		failed:     make(chan struct{}),
+		commitQuit: make(chan struct{}),
+	}
+	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
+	if err != nil {
+		return nil, fmt.Errorf("kafkaentry %q: %w", cfg.Name, err)
+	}
+	c.metrics = m
+	return c, nil
+}
+
+// Name returns Config.Name.
+func (c *Consumer) Name() string { return c.cfg.Name }
+
+// Config returns the configuration with defaults applied.
+func (c *Consumer) Config() Config { return c.cfg }
+
+// Serve starts the fetch loop, the workers and the commit loop in goroutines the
+// Consumer owns, and returns nil once stop is closed — with all of them still
+// running: messages are handled and committed through the drain delay, until Drain.
+//
+// Serve returns a *HandlerError when a message fails for good under
+// OnFailure: StopEntrypoint, before stop; fetching has stopped by then, and the
+// Host's Drain commits what was handled. If ctx is done before stop, the Host has
+// given up on the entrypoint: Serve cancels the handlers and returns ctx.Err()
+// without waiting for them. Serve returns an error before Bind or when called twice,
+// and nil at once when Drain or Stop came first.
+func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
+	c.mu.Lock()
+	switch c.state {
+	case stateNew:
+		c.mu.Unlock()
+		return fmt.Errorf("kafkaentry %q: Serve called before Bind", c.cfg.Name)
+	case stateServing:
+		c.mu.Unlock()
+		return fmt.Errorf("kafkaentry %q: Serve called twice", c.cfg.Name)
+	case stateDraining, stateStopped:
+		c.mu.Unlock()
+		return nil
+	}
+	c.state = stateServing
+	runCtx, runCancel := context.WithCancel(context.WithoutCancel(ctx))
+	fetchCtx, fetchCancel := context.WithCancel(runCtx)
+	c.runCancel, c.fetchCancel = runCancel, fetchCancel
+	c.done = make(chan struct{})
+	queues := make([]chan kafka.Message, c.cfg.Workers)
+	var wg sync.WaitGroup
+	for i := range queues {
+		queues[i] = make(chan kafka.Message, workerQueue)
+		wg.Go(func() { c.workLoop(runCtx, queues[i]) })
+	}
+	wg.Go(func() { c.fetchLoop(fetchCtx, queues) })
+	wg.Go(func() { c.commitLoop(runCtx, c.commitQuit) })
+	done := c.done
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	c.mu.Unlock()
+	c.log.Info("consuming", zap.Strings("topics", c.cfg.Topics), zap.String("group", c.cfg.GroupID),
+		zap.Int("workers", c.cfg.Workers))
+
+	select {
+	case <-stop:
+		return nil
+	case <-c.draining:
+		return nil
+	case <-c.failed:
+		return c.takeFailure()
+	case <-ctx.Done():
+		runCancel()
+		return ctx.Err()
+	}
+}
+
+// Stop stops everything at once: it cancels the handlers' ctx, stops fetching,
+// commits the offsets of messages already handled (unless Drain did and closed the
+// reader), closes the reader and the dead-letter writer, and waits for the
+// goroutines to exit. Messages cut short stay uncommitted and are delivered again.
+//
+// Each wait is bounded by ctx and the reader's close also by CloseTimeout; a close
+// that does not return in time is abandoned and logged. Stop returns ctx.Err() when
+// handlers that ignore cancellation are still running at ctx's deadline; they are
+// abandoned. It also returns a *HandlerError that neither Serve nor Drain returned.
+// Without Bind it does nothing; a second Stop returns nil.
+func (c *Consumer) Stop(ctx context.Context) error {
+	c.mu.Lock()
+	prev := c.state
+	if prev == stateNew || prev == stateStopped {
+		c.mu.Unlock()
+		return nil
+	}
+	c.state = stateStopped
+	c.beginDrainLocked()
+	if c.runCancel != nil {
+		c.runCancel()
+	}
+	readerClosing := c.closeDone != nil
+	done := c.done
+	c.mu.Unlock()
+	c.gate.Close()
+
+	var errs []error
+	if !readerClosing {
+		if _, err := c.commit(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("commit: %w", err))
+		}
+	}
+	if _, err := c.closeReader(ctx); err != nil {
+		errs = append(errs, err)
+	}
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			errs = append(errs, fmt.Errorf("%d handler(s) still running, abandoned: %w", c.gate.InFlight(), ctx.Err()))
+		}
+	}
+	c.closeWriter(ctx)
+	if err := c.takeFailure(); err != nil {
+		errs = append(errs, err)
+	}
+	c.log.Info("stopped", zap.Uint64("uncommitted", c.offsets.uncommittedCount()))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("kafkaentry %q: stop: %w", c.cfg.Name, err)
+	}
+	return nil
+}
+
+// beginDrainLocked stops intake: no new fetch, no new retry wait. c.mu is held.
+func (c *Consumer) beginDrainLocked() {
+	c.drainOnce.Do(func() {
+		close(c.draining)
+		close(c.commitQuit)
+	})
+	if c.fetchCancel != nil {
+		c.fetchCancel()
+	}
+}
+
+// fail records the first failure under StopEntrypoint and stops fetching.
+func (c *Consumer) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failErr != nil {
+		return
+	}
+	c.failErr = err
+	close(c.failed)
+	if c.fetchCancel != nil {
+		c.fetchCancel()
+	}
+}
+
+// takeFailure returns the failure once, to whichever of Serve, Drain and Stop
+// reports it first.
+func (c *Consumer) takeFailure() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.failErr == nil || c.failReported {
+		return nil
+	}
+	c.failReported = true
+	return c.failErr
+}
+
+// InFlight reports how many messages are being handled, retry waits and dead-letter
+// writes included.
+func (c *Consumer) InFlight() int { return c.gate.InFlight() }
+
+type state int
+
+const (
+	stateNew state = iota
+	stateBound
+	stateServing
+	stateDraining
+	stateStopped
+)
+
+func (s state) String() string {
+	switch s {
+	case stateNew:
+		return "new"
+	case stateBound:
+		return "bound"
+	case stateServing:
+		return "serving"
+	case stateDraining:
+		return "draining"
+	case stateStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// counters are the Consumer's running totals, read by Stats.
+type counters struct {
+	consumed, handled, failed, deadLettered, released, committed atomic.Uint64
+}

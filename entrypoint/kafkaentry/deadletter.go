@@ -1,0 +1,122 @@
+package kafkaentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+	"unicode/utf8"
+
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// Headers added to a dead-lettered message. Headers of the original message with
+// these keys are replaced; all others are kept.
+const (
+	HeaderTopic     = "x-original-topic"     // the topic the message came from
+	HeaderPartition = "x-original-partition" // its partition, in decimal
+	HeaderOffset    = "x-original-offset"    // its offset, in decimal
+	HeaderGroup     = "x-consumer-group"     // the group that gave up on it
+	HeaderAttempts  = "x-attempts"           // how many times the handler was called, in decimal
+	HeaderErrorType = "x-error-type"         // "panic", "undecodable", "timeout", "canceled" or the error's Go type
+	HeaderError     = "x-error"              // the error's message, cut to MaxErrorHeaderBytes
+	HeaderFailedAt  = "x-failed-at"          // when the consumer gave up, RFC 3339 in UTC
+)
+
+// MaxErrorHeaderBytes bounds the HeaderError value, so that a huge error message
+// cannot make the dead-letter record too large to produce.
+const MaxErrorHeaderBytes = 1024
+
+// deadLetterMessage builds the dead-letter record for msg: same key, value and
+// headers, plus the Header* headers.
+func deadLetterMessage(topic, group string, msg *kafka.Message, cause error, attempts int, now time.Time) kafka.Message {
+	ours := []kafka.Header{
+		{Key: HeaderTopic, Value: []byte(msg.Topic)},
+		{Key: HeaderPartition, Value: strconv.AppendInt(nil, int64(msg.Partition), 10)},
+		{Key: HeaderOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
+		{Key: HeaderGroup, Value: []byte(group)},
+		{Key: HeaderAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
+		{Key: HeaderErrorType, Value: []byte(errorType(cause))},
+		{Key: HeaderError, Value: []byte(truncate(cause.Error(), MaxErrorHeaderBytes))},
+		{Key: HeaderFailedAt, Value: now.UTC().AppendFormat(nil, time.RFC3339Nano)},
+	}
+	headers := make([]kafka.Header, 0, len(msg.Headers)+len(ours))
+	for _, h := range msg.Headers {
+		if !slices.ContainsFunc(ours, func(o kafka.Header) bool { return o.Key == h.Key }) {
+			headers = append(headers, h)
+		}
+	}
+	return kafka.Message{Topic: topic, Key: msg.Key, Value: msg.Value, Headers: append(headers, ours...)}
+}
+
+// errorType names the kind of a handler failure without its message: a class the
+// package knows, or the error's Go type when that says more than "an error".
+func errorType(err error) string {
+	if _, ok := errors.AsType[*safe.PanicError](err); ok {
+		return "panic"
+	}
+	switch {
+	case errors.Is(err, ErrUndecodable):
+		return "undecodable"
+	case errors.Is(err, context.DeadlineExceeded):
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	switch t := fmt.Sprintf("%T", err); t {
+	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
+		return "error"
+	default:
+		return t
+	}
+}
+
+// truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const ellipsis = "…"
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + ellipsis
+}
+
+// deadLetter writes msg to the dead-letter topic, retrying a failed write on the
+// retry schedule for as long as it takes, and marks the message done once written.
+// It reports false when the message was given up on instead: Stop cut the write, or a
+// drain began during a wait between writes. A message is never committed past
+// without being written.
+func (c *Consumer) deadLetter(ctx context.Context, msg *kafka.Message, cause error, attempts int) bool {
+	dm := deadLetterMessage(c.cfg.OnFailure.topic, c.cfg.GroupID, msg, cause, attempts, time.Now())
+	b := c.newBackoff()
+	for {
+		err := c.dlq.WriteMessages(ctx, dm)
+		if err == nil {
+			c.stats.deadLettered.Add(1)
+			if tm := c.metrics.topic(msg.Topic); tm != nil {
+				tm.deadLettered.Inc()
+			}
+			c.log.Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
+				zap.Int("attempts", attempts), zap.String("error_type", errorType(cause)), zap.Error(cause))...)
+			c.marked(msg)
+			return true
+		}
+		if ctx.Err() != nil {
+			return false
+		}
+		wait := b.next()
+		c.log.Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
+			zap.Error(err), zap.Duration("retry_in", wait))...)
+		if !c.pause(ctx, wait) {
+			return false
+		}
+	}
+}

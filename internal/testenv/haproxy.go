@@ -1,0 +1,115 @@
+package testenv
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Backend is one server behind HAProxy: where it serves traffic, and where HAProxy
+// health-checks it (GET /readyz, expecting 200).
+type Backend struct {
+	Name      string
+	Addr      string // host:port for traffic
+	ProbePort int    // port of the /readyz check
+}
+
+// HAProxy is a real haproxy process load-balancing Backends round-robin. It is
+// configured like kube-proxy in front of a Service: no retries and no redispatch, so
+// a request sent to a replica that refuses or resets it fails — the failures a
+// graceful drain exists to prevent stay visible.
+type HAProxy struct {
+	cmd  *exec.Cmd
+	dir  string
+	addr string
+	done chan struct{}
+}
+
+// StartHAProxy starts haproxy on a free loopback port in front of backends, checking
+// each backend's /readyz every interval, marking it down after one failure.
+func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) {
+	bin, err := exec.LookPath("haproxy")
+	if err != nil {
+		return nil, fmt.Errorf("%w: haproxy (apt-get install haproxy)", ErrMissing)
+	}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "sw-haproxy-")
+	if err != nil {
+		return nil, err
+	}
+	var servers strings.Builder
+	for _, b := range backends {
+		fmt.Fprintf(&servers, "  server %s %s check port %d\n", b.Name, b.Addr, b.ProbePort)
+	}
+	ms := interval.Milliseconds()
+	cfg := fmt.Sprintf(`global
+  maxconn 4096
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  timeout http-keep-alive 30s
+  retries 0
+  no option redispatch
+frontend fe
+  bind 127.0.0.1:%d
+  default_backend be
+backend be
+  balance roundrobin
+  option httpchk GET /readyz
+  http-check expect status 200
+  default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
+%s`, port, ms, ms, ms, servers.String())
+	path := filepath.Join(dir, "haproxy.cfg")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return nil, err
+	}
+	h := &HAProxy{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+	h.cmd = exec.Command(bin, "-db", "-f", path)
+	h.cmd.Stdout, h.cmd.Stderr = os.Stderr, os.Stderr
+	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	if err := h.cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	go func() { _ = h.cmd.Wait(); close(h.done) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.DialTimeout("tcp", h.addr, 100*time.Millisecond)
+		if err == nil {
+			c.Close()
+			return h, nil
+		}
+		select {
+		case <-h.done:
+			os.RemoveAll(dir)
+			return nil, fmt.Errorf("haproxy exited at start (config %s)", path)
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = h.Stop()
+			return nil, fmt.Errorf("haproxy not listening on %s after 10s", h.addr)
+		}
+	}
+}
+
+// Addr is the frontend's address.
+func (h *HAProxy) Addr() string { return h.addr }
+
+// Stop kills haproxy, waits for it and removes its directory. It is idempotent.
+func (h *HAProxy) Stop() error {
+	if h.cmd.Process != nil {
+		_ = h.cmd.Process.Kill()
+	}
+	<-h.done
+	return os.RemoveAll(h.dir)
+}

@@ -1,0 +1,268 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// errNoAnswer: an acquire was not answered within CampaignEvery. The call goes on;
+// if it lands, it is released.
+var errNoAnswer = errors.New("leader: acquire not answered in time")
+
+// campaignState is what the campaign loop remembers between campaigns.
+type campaignState struct {
+	freeSince  time.Time // since when the lease has been seen free; zero while held or unknown
+	want       *Lease    // our handoff request, while we ask
+	wantFails  int       // failed acquires in a row while asking
+	quietUntil time.Time // no asking before this, after giving a request up
+	keep       uint64    // token of a lease whose body never returned: left to lapse, not released
+}
+
+// run is the campaign loop: campaign, lead a term when one is won, wait, again, until
+// quit is closed or a fatal error stops it.
+func (l *Leadership) run(base, camp context.Context, done chan<- struct{}) {
+	defer close(done)
+	st := &campaignState{}
+	defer func() {
+		l.dropWant(base, st)
+		// An acquire in flight releases what it lands; give it ReleaseTimeout.
+		ctx, cancel := context.WithTimeout(base, l.spec.ReleaseTimeout)
+		defer cancel()
+		_ = l.acq.Wait(ctx)
+	}()
+	if err := l.loop(base, camp, st); err != nil {
+		l.fail(err)
+	}
+}
+
+func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
+	wait, step := time.Duration(0), l.cfg.backoffInit
+	for sleep(wait, l.quit) {
+		lease, sent, err := l.campaign(camp, st)
+		if err != nil {
+			return err
+		}
+		if lease == nil {
+			wait = l.campaignWait()
+			continue
+		}
+		if closed(l.quit) { // won just as Drain came: do not start a term
+			l.release(base, *lease, "acquire that landed while stopping")
+			return nil
+		}
+		reason, kept, err := l.reign(base, *lease, sent)
+		if kept {
+			st.keep = lease.Token
+		}
+		if err != nil {
+			return err
+		}
+		switch reason {
+		case ReasonStopped:
+			return nil
+		case ReasonFailed:
+			wait = step/2 + rand.N(step/2+1)
+			step = min(step*2, l.cfg.backoffMx)
+			if step <= 0 {
+				step = l.cfg.backoffMx
+			}
+			l.log.Info("leadership: campaigning again after backoff", zap.Duration("retry_in", wait))
+		default:
+			wait, step = l.campaignWait(), l.cfg.backoffInit
+		}
+	}
+	return nil
+}
+
+// campaignWait draws the wait before the next campaign from [0.8, 1] × CampaignEvery,
+// so that replicas spread out but none waits longer than CampaignEvery.
+func (l *Leadership) campaignWait() time.Duration {
+	ce := l.spec.CampaignEvery
+	return ce - rand.N(ce/5+1)
+}
+
+// campaign makes one attempt at the lease. It returns the lease and when its acquire
+// was sent when won, nothing when not, and an error only when campaigning must stop
+// for good.
+func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*Lease, time.Time, error) {
+	s := &l.spec
+	if s.MayCampaign != nil {
+		ok, err := call(&l.bg, ctx, s.CampaignEvery, "MayCampaign", s.MayCampaign)
+		if isFatal(err) {
+			return nil, time.Time{}, err
+		}
+		if err != nil || !ok {
+			if err != nil {
+				l.log.Warn("leadership: MayCampaign failed; sitting this campaign out", zap.Error(err))
+			}
+			l.dropWant(ctx, st)
+			return nil, time.Time{}, nil
+		}
+	}
+	held, known, err := l.look(ctx, st)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	p := planAcquire
+	if held {
+		p = planWait
+	}
+	if s.Handoff == HandoffOnRequest {
+		if p, err = l.planHandoff(ctx, st, held, known); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	if p == planWait {
+		return nil, time.Time{}, nil
+	}
+	if s.FenceFloor != nil {
+		if err := l.advanceFence(ctx); err != nil {
+			return nil, time.Time{}, err
+		}
+	}
+	lease, sent, err := l.acquire(ctx, s.Key)
+	l.afterAcquire(ctx, st, p == planAsk, err)
+	switch {
+	case err == nil:
+		return &lease, sent, nil
+	case isFatal(err):
+		return nil, time.Time{}, err
+	case errors.Is(err, ErrHeld):
+		l.log.Debug("leadership: lease held by another replica")
+	default:
+		l.log.Warn("leadership: acquire failed", zap.Error(err))
+	}
+	return nil, time.Time{}, nil
+}
+
+// look reads the lease: held reports another holder, known that the read worked. A
+// lease of our own outside a term is an acquire whose answer was lost after it
+// landed; it is released (unless its body is still running) and counts as free.
+func (l *Leadership) look(ctx context.Context, st *campaignState) (held, known bool, err error) {
+	s := &l.spec
+	h, err := call(&l.bg, ctx, s.CampaignEvery, "inspect lease", func(ctx context.Context) (Holder, error) {
+		return s.Lock.Inspect(ctx, s.Key)
+	})
+	if isFatal(err) {
+		return false, false, err
+	}
+	if err != nil {
+		l.log.Warn("leadership: cannot read the lease; trying to acquire anyway", zap.Error(err))
+		st.freeSince = time.Time{}
+		return false, false, nil
+	}
+	if h.Held() && h.Owner == s.Owner && h.Token != st.keep {
+		l.release(ctx, Lease{Key: s.Key, Owner: s.Owner, Token: h.Token, TTL: s.TTL}, "acquire whose answer was lost")
+		h = Holder{}
+	}
+	if h.Held() {
+		st.freeSince = time.Time{}
+		return true, true, nil
+	}
+	if st.freeSince.IsZero() {
+		st.freeSince = time.Now()
+	}
+	return false, true, nil
+}
+
+// advanceFence moves the lock's counter to the store's fence floor. An unreadable
+// floor or a failed advance is skipped: the claim refuses a token that is too low.
+func (l *Leadership) advanceFence(ctx context.Context) error {
+	s := &l.spec
+	floor, err := call(&l.bg, ctx, s.CampaignEvery, "FenceFloor", s.FenceFloor)
+	if err == nil {
+		err = do(&l.bg, ctx, s.CampaignEvery, "advance fence", func(ctx context.Context) error {
+			return s.Lock.AdvanceFence(ctx, s.Key, floor)
+		})
+	}
+	if isFatal(err) {
+		return err
+	}
+	if err != nil {
+		l.log.Warn("leadership: fence floor not applied; acquiring without it", zap.Error(err))
+	}
+	return nil
+}
+
+// acquire sends one Acquire for key and waits for its answer up to CampaignEvery, or
+// until ctx is done. The call itself is never cancelled (its ctx only expires after a
+// TTL, when whatever it could land has lapsed): one that lands after we stopped
+// waiting is released. The time returned is when the call was sent; a term's
+// deadlines count from it.
+func (l *Leadership) acquire(ctx context.Context, key string) (Lease, time.Time, error) {
+	s := &l.spec
+	type result struct {
+		lease Lease
+		err   error
+	}
+	var (
+		mu     sync.Mutex
+		gaveUp bool
+		ch     = make(chan result, 1)
+		sent   = time.Now()
+		actx   = context.WithoutCancel(ctx)
+	)
+	l.acq.Go(func() {
+		cctx, cancel := context.WithTimeout(actx, s.TTL)
+		defer cancel()
+		var r result
+		r.err = safe.Call("acquire", func() (err error) {
+			r.lease, err = s.Lock.Acquire(cctx, key, s.Owner, s.TTL)
+			return err
+		})
+		mu.Lock()
+		late := gaveUp
+		if !late {
+			ch <- r
+		}
+		mu.Unlock()
+		if late && r.err == nil {
+			l.release(actx, r.lease, "acquire that landed after the campaign stopped waiting")
+		}
+	})
+	t := time.NewTimer(s.CampaignEvery)
+	defer t.Stop()
+	select {
+	case r := <-ch:
+		return r.lease, sent, r.err
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	gaveUp = true
+	mu.Unlock()
+	select {
+	case r := <-ch: // answered as we gave up
+		if r.err != nil || ctx.Err() == nil {
+			return r.lease, sent, r.err
+		}
+		l.release(actx, r.lease, "acquire that landed while stopping")
+	default:
+	}
+	return Lease{}, sent, fmt.Errorf("acquire %q: %w after %v", key, errNoAnswer, s.CampaignEvery)
+}
+
+// release frees lease within ReleaseTimeout; failures are logged (the lease then
+// lapses at its TTL).
+func (l *Leadership) release(ctx context.Context, lease Lease, what string) {
+	err := do(&l.bg, context.WithoutCancel(ctx), l.spec.ReleaseTimeout, "release", func(ctx context.Context) error {
+		return l.spec.Lock.Release(ctx, lease)
+	})
+	log := l.log.With(zap.String("lock", lease.Key), zap.Uint64("token", lease.Token), zap.String("what", what))
+	switch {
+	case err == nil:
+		log.Info("leadership: released")
+	case errors.Is(err, ErrNotHeld):
+		log.Debug("leadership: nothing to release; the lease is gone already")
+	default:
+		log.Warn("leadership: release failed; the lease lapses at its TTL", zap.Error(err))
+	}
+}

@@ -1,0 +1,268 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+var _ interface {
+	entrypoint.Entrypoint
+	entrypoint.InFlighter
+} = (*Leadership)(nil)
+
+// Status is one lease as /debug/lifecycle shows it.
+type Status struct {
+	Held  bool   `json:"held"`
+	Token uint64 `json:"token"`
+}
+
+// Leadership is an entrypoint that keeps one replica of a fleet running lead at a
+// time. Every replica campaigns for a renewing lease; the one that holds it runs lead
+// until its term ends, then releases the lease and campaigns again. Make one with
+// NewLeadership.
+//
+// Register it with fleet.LeadershipMarks (RequiresLongRunning): every replica runs
+// the campaign, so it needs no singleton guard, and a serverless process cannot keep
+// a lease.
+type Leadership struct {
+	spec Spec
+	lead func(context.Context, *Term) error
+	cfg  *config
+	log  *zap.Logger
+	m    *metrics
+
+	term atomic.Pointer[Term] // the current term, nil between terms
+
+	mu         sync.Mutex
+	served     bool
+	quit       chan struct{} // closed by Drain and Stop: no new campaign, end the term
+	cut        chan struct{} // closed by Stop: cancel everything now
+	quitDone   bool
+	cutDone    bool
+	cancelCamp context.CancelFunc // cancels the campaign calls (Drain)
+	cancelBase context.CancelFunc // cancels everything (Stop)
+	done       chan struct{}      // closed when the campaign loop has exited
+	halted     error
+
+	bg  tracker // bodies, renewals, bounded calls
+	acq tracker // acquires, which are never cancelled
+}
+
+// NewLeadership returns a Leadership for spec that runs lead in each term it wins.
+// It validates spec (see Spec.Validate) and the options, and returns a *cfgerr.Error
+// (host.ConfigError) listing every problem; it starts nothing.
+//
+// lead gets the term and a ctx that is cancelled YieldGrace after term.Ended is
+// closed. It should work in units, check term.Live() between them, pass term.Token
+// with every write, and return when Ended is closed. Returning nil ends the term
+// ("released"); returning an error ends it too ("failed"), and the replica campaigns
+// again after a backoff; an error wrapping ErrConfig stops campaigning for good.
+func NewLeadership(spec Spec, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
+	cfg := newConfig(opts)
+	var l cfgerr.List
+	l.Merge("", spec.Validate())
+	if lead == nil {
+		l.Addf("lead", "must not be nil")
+	}
+	l.Merge("", cfg.problems.Err())
+	m, err := newMetrics(cfg.reg)
+	if err != nil {
+		l.Addf("WithRegisterer", "%v", err)
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	spec = spec.withDefaults()
+	return &Leadership{
+		spec: spec,
+		lead: lead,
+		cfg:  cfg,
+		log:  cfg.log.With(zap.String("entrypoint", spec.Name), zap.String("key", spec.Key), zap.String("owner", spec.Owner)),
+		m:    m,
+		quit: make(chan struct{}),
+		cut:  make(chan struct{}),
+	}, nil
+}
+
+// Name returns Spec.Name ("leadership:" + Key by default).
+func (l *Leadership) Name() string { return l.spec.Name }
+
+// Spec returns the spec with its defaults applied.
+func (l *Leadership) Spec() Spec { return l.spec }
+
+// Bind checks the lock backend once, without failing on it: a backend that does not
+// answer within CampaignEvery is logged, and the campaign retries it. With
+// RequiresFenceAdvance, a lock that answers that it cannot advance its counter
+// (errors.ErrUnsupported) fails Bind with a *cfgerr.Error. Bind accepts nothing.
+func (l *Leadership) Bind(ctx context.Context) error {
+	s := &l.spec
+	var err error
+	if s.RequiresFenceAdvance {
+		// Advancing to 0 changes nothing, and shows whether the lock can.
+		err = do(&l.bg, ctx, s.CampaignEvery, "advance fence", func(ctx context.Context) error {
+			return s.Lock.AdvanceFence(ctx, s.Key, 0)
+		})
+		if isUnsupported(err) {
+			return &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "RequiresFenceAdvance",
+				Reason: fmt.Sprintf("the lock cannot advance its fencing counter: %v", err)}}}
+		}
+	} else {
+		_, err = call(&l.bg, ctx, s.CampaignEvery, "inspect lease", func(ctx context.Context) (Holder, error) {
+			return s.Lock.Inspect(ctx, s.Key)
+		})
+	}
+	if err != nil {
+		l.log.Warn("leadership: lock backend did not answer at bind; the campaign keeps trying", zap.Error(err))
+	}
+	return nil
+}
+
+// Serve starts the campaign in a goroutine the Leadership owns and returns nil once
+// stop is closed, still campaigning and, on the leader, still leading: the term goes
+// on through the drain delay, and Drain ends it.
+//
+// If ctx is done before stop, the Host has given up on the entrypoint: Serve cuts
+// everything as Stop does and returns ctx.Err(). A campaign stopped for good by a
+// configuration error does not make Serve return (the process stays up; see Halted).
+// Serve returns an error if called twice, and does not start the campaign if Drain
+// or Stop came first.
+func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
+	l.mu.Lock()
+	if l.served {
+		l.mu.Unlock()
+		return fmt.Errorf("leader: %q: Serve called twice", l.spec.Name)
+	}
+	l.served = true
+	if l.quitDone {
+		l.mu.Unlock()
+		return nil
+	}
+	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
+	camp, cancelCamp := context.WithCancel(base)
+	l.cancelBase, l.cancelCamp = cancelBase, cancelCamp
+	l.done = make(chan struct{})
+	done := l.done
+	go l.run(base, camp, done)
+	l.mu.Unlock()
+
+	select {
+	case <-stop:
+		return nil
+	case <-l.quit: // Drain or Stop came before stop
+		return nil
+	case <-ctx.Done():
+		l.halt(true)
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Drain stops campaigning and ends the term, if this replica holds one: it closes
+// term.Ended, waits up to YieldGrace for lead to return, then cancels lead's ctx and
+// waits up to ReleaseTimeout more, then releases the lease (within ReleaseTimeout),
+// so the next replica leads within one CampaignEvery. A lead that ignores its
+// cancellation keeps the lease, unrenewed, until its TTL lapses. An acquire in
+// flight is abandoned; if it lands, it is released. Drain returns nil once the
+// campaign has exited; if ctx is done first it returns ctx.Err() and leaves the rest
+// to Stop. The whole takes at most Spec.StopTime. Without a prior Serve it returns nil.
+func (l *Leadership) Drain(ctx context.Context) error {
+	return await(ctx, l.halt(false))
+}
+
+// Stop cuts everything: it cancels lead's ctx at once (no grace), still releases the
+// lease if lead returns within ReleaseTimeout, and waits for every goroutine the
+// Leadership started. It returns nil when all have exited, or ctx.Err() when ctx is
+// done first; whatever still runs is then abandoned (a lead that ignores its ctx
+// keeps the lease until its TTL lapses).
+func (l *Leadership) Stop(ctx context.Context) error {
+	if err := await(ctx, l.halt(true)); err != nil {
+		return err
+	}
+	if err := l.acq.Wait(ctx); err != nil {
+		return err
+	}
+	return l.bg.Wait(ctx)
+}
+
+// halt closes quit, and cut when cut is set, and returns the loop's done channel
+// (nil when the loop never started).
+func (l *Leadership) halt(cut bool) <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.quitDone {
+		l.quitDone = true
+		close(l.quit)
+		if l.cancelCamp != nil {
+			l.cancelCamp()
+		}
+	}
+	if cut && !l.cutDone {
+		l.cutDone = true
+		close(l.cut)
+		if l.cancelBase != nil {
+			l.cancelBase()
+		}
+	}
+	if l.done == nil {
+		return nil
+	}
+	return l.done
+}
+
+func await(ctx context.Context, done <-chan struct{}) error {
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Leadership reports the lease this replica campaigns for, keyed by Spec.Key: Held
+// while it leads a live term, with that term's fencing token (0 when not held). The
+// Host shows it in /debug/lifecycle.
+func (l *Leadership) Leadership() map[string]Status {
+	var st Status
+	if t := l.term.Load(); t != nil && t.Live() {
+		st = Status{Held: true, Token: t.Token}
+	}
+	return map[string]Status{l.spec.Key: st}
+}
+
+// InFlight reports 1 while this replica leads and 0 otherwise.
+func (l *Leadership) InFlight() int {
+	if t := l.term.Load(); t != nil && t.Live() {
+		return 1
+	}
+	return 0
+}
+
+// Halted returns the error that stopped campaigning for good (a configuration error,
+// an exhausted counter, a fence floor the lock cannot pass), or nil. A readiness
+// check may report it; the process is otherwise left running.
+func (l *Leadership) Halted() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.halted
+}
+
+func (l *Leadership) fail(err error) {
+	l.mu.Lock()
+	l.halted = err
+	l.mu.Unlock()
+	l.m.held.WithLabelValues(l.spec.Key).Set(0)
+	// zap has no critical level; Error with severity=critical is the loudest that
+	// does not end the process (DPanic would, in development).
+	l.log.Error("leadership: campaigning stopped for good; this replica will not lead until restarted with a fixed configuration",
+		zap.Error(err), zap.String("severity", "critical"))
+}

@@ -1,0 +1,97 @@
+package leader
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/servicewright/servicewright/internal/testenv"
+)
+
+// newClient returns a client of the package's Redis with short timeouts and no
+// retries, so that a dead server is seen at once; it is closed when t ends.
+func newClient(t testing.TB, r *testenv.Redis) *redis.Client {
+	t.Helper()
+	c := redis.NewClient(&redis.Options{
+		Addr:         r.Addr(),
+		DialTimeout:  250 * time.Millisecond,
+		ReadTimeout:  250 * time.Millisecond,
+		WriteTimeout: 250 * time.Millisecond,
+		MaxRetries:   -1,
+		Protocol:     2,
+	})
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+func keyFor(t testing.TB, suffix string) string {
+	return strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + suffix
+}
+
+func TestRedisLock(t *testing.T) {
+	r := env.Redis(t)
+	c := newClient(t, r)
+	lk := NewRedisLock(c)
+	direct := func(t *testing.T, f func(*testing.T)) { f(t) }
+	name := strings.NewReplacer("/", ".", " ", "_").Replace
+	lockSuite(t, lk, direct, name, func(t *testing.T, k string, d time.Duration) {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			h, err := lk.Inspect(context.Background(), k)
+			if err == nil && !h.Held() {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("lease of %v still held after 5s: %+v, %v", d, h, err)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+
+	t.Run("one hash tag per lock; the counter never expires", func(t *testing.T) {
+		ctx := context.Background()
+		k := keyFor(t, "")
+		l, err := lk.Acquire(ctx, k, "a", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lease, fence := "servicewright:lock:{"+k+"}", "servicewright:lock:{"+k+"}:fence"
+		if v := c.Get(ctx, lease).Val(); v != "a:1" {
+			t.Fatalf("lease value %q, want a:1", v)
+		}
+		if ttl := c.PTTL(ctx, lease).Val(); ttl <= 0 || ttl > time.Minute {
+			t.Fatalf("lease PTTL %v", ttl)
+		}
+		if err := lk.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		if n := c.Exists(ctx, lease).Val(); n != 0 {
+			t.Fatal("lease key left after release")
+		}
+		if ttl := c.TTL(ctx, fence).Val(); ttl != -1 {
+			t.Fatalf("fence key TTL %v, want none (-1)", ttl)
+		}
+		if slot(lease) != slot(fence) {
+			t.Fatalf("lease and fence keys hash to different slots")
+		}
+	})
+
+	t.Run("a prefix with braces is a configuration error", func(t *testing.T) {
+		bad := NewRedisLock(c, WithKeyPrefix("x{y}:"))
+		_, err := bad.Acquire(context.Background(), "k", "a", time.Second)
+		assertProblems(t, err, "RedisLock.prefix")
+	})
+}
+
+// slot returns the part of a key Redis Cluster hashes: the hash tag when there is one.
+func slot(key string) string {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			return key[i+1 : i+1+j]
+		}
+	}
+	return key
+}

@@ -1,0 +1,191 @@
+package leader
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+// Default timings of a Spec, used for fields left zero.
+const (
+	DefaultTTL            = 15 * time.Second
+	DefaultCampaignEvery  = 2 * time.Second
+	DefaultYieldGrace     = 2 * time.Second
+	DefaultReleaseTimeout = 1 * time.Second
+	DefaultMargin         = 1 * time.Second
+)
+
+// WantSuffix ends the name of the lock a replica holds to ask for a handoff: the
+// request for lease key K is the lock K + WantSuffix. No lease key may end with it.
+const WantSuffix = ":want"
+
+// Handoff says whether a holder hands the lease over when another replica asks.
+type Handoff int
+
+const (
+	// HandoffOff: the holder keeps the lease until its term ends for another reason.
+	HandoffOff Handoff = iota
+	// HandoffOnRequest: a replica whose Prefer returns true asks for the lease by
+	// holding the lock Key+":want", and the holder yields at its next renewal
+	// unless it prefers the lease itself. See Spec.Prefer.
+	HandoffOnRequest
+)
+
+func (h Handoff) String() string {
+	switch h {
+	case HandoffOff:
+		return "off"
+	case HandoffOnRequest:
+		return "on_request"
+	}
+	return fmt.Sprintf("Handoff(%d)", int(h))
+}
+
+// Spec declares one leadership: which lease, who campaigns, and how long each step of
+// a term may take. A zero duration takes its default; a negative one is refused.
+type Spec struct {
+	// Name names the entrypoint; default "leadership:" + Key.
+	Name string
+	// Lock is the backend every replica shares (RedisLock across processes).
+	Lock Lock
+	// Key names the lease. It must not end in ":want".
+	Key string
+	// Owner identifies this replica in the lock; every replica needs its own
+	// (the instance id).
+	Owner string
+
+	// TTL is the lease's lifetime after each acquire or renewal. Keep it at least
+	// ten times the backend's round trip, or terms flap. Default 15s.
+	TTL time.Duration
+	// CampaignEvery is how often a replica that does not hold the lease tries to
+	// take it (each wait drawn from [0.8, 1] × CampaignEvery so replicas spread
+	// out). It also cuts off each campaign call. Default 2s.
+	CampaignEvery time.Duration
+	// RenewEvery is how often the holder renews. Default TTL/3.
+	RenewEvery time.Duration
+	// YieldGrace is how long lead has to return after Term.Ended is closed, before
+	// its ctx is cancelled. Default 2s.
+	YieldGrace time.Duration
+	// ReleaseTimeout is how long lead has to return once cancelled, and how long
+	// the release may take. Default 1s.
+	ReleaseTimeout time.Duration
+	// Margin is the allowance for Redis's clock running ahead of ours: the leader
+	// treats its lease as gone Margin before its TTL. Default 1s.
+	Margin time.Duration
+
+	// Claim, when set, runs at the start of each term before lead, with the term's
+	// ctx. Returning false ends the term as "unclaimed" (the lease is released and
+	// the replica campaigns again); typically it claims the token in the fenced
+	// store: `UPDATE … SET fence = :token WHERE … AND fence < :token`.
+	Claim func(ctx context.Context, term *Term) (bool, error)
+	// FenceFloor, when set, reads the highest fence the store has accepted. A
+	// replica that finds the lease free advances the lock's counter to it before
+	// acquiring, so the first term after the backend lost its data draws a token
+	// the store accepts. A floor that cannot be read in time is skipped. Return an
+	// error wrapping ErrFenceOutOfRange when there is no floor the lock can pass
+	// (no row yet): campaigning then stops for good. Requires RequiresFenceAdvance.
+	FenceFloor func(ctx context.Context) (uint64, error)
+	// RequiresFenceAdvance makes Bind refuse a lock that cannot advance its counter.
+	RequiresFenceAdvance bool
+
+	// Handoff enables handoff on request; Prefer is then required.
+	Handoff Handoff
+	// Prefer says whether this replica should lead rather than the current holder
+	// (it is closer to the data, it runs the newest version). An asker holds the
+	// want-lock; a holder that prefers itself ignores askers. Errors and overruns
+	// count as "campaign without handoff".
+	Prefer func(ctx context.Context) (bool, error)
+	// MayCampaign, when set, gates each campaign: false or an error sits that
+	// campaign out, and a replica refused never asks for a handoff.
+	MayCampaign func(ctx context.Context) (bool, error)
+}
+
+// withDefaults returns s with zero durations replaced by their defaults.
+func (s Spec) withDefaults() Spec {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d == 0 {
+			*d = v
+		}
+	}
+	def(&s.TTL, DefaultTTL)
+	def(&s.CampaignEvery, DefaultCampaignEvery)
+	def(&s.RenewEvery, s.TTL/3)
+	def(&s.YieldGrace, DefaultYieldGrace)
+	def(&s.ReleaseTimeout, DefaultReleaseTimeout)
+	def(&s.Margin, DefaultMargin)
+	if s.Name == "" {
+		s.Name = "leadership:" + s.Key
+	}
+	return s
+}
+
+// StopTime is the longest a Leadership takes to end its term and stop, once its
+// defaults are applied: YieldGrace for lead to return, ReleaseTimeout for it to
+// unwind once cancelled, ReleaseTimeout for the release, ReleaseTimeout for a
+// want-lock's or a late acquire's release, and one second of slack. The Host's
+// DrainGrace must cover it (Drain ends the term), or the term is cut before its
+// release and the next leader waits out the TTL.
+func (s Spec) StopTime() time.Duration {
+	s = s.withDefaults()
+	return s.YieldGrace + 3*s.ReleaseTimeout + time.Second
+}
+
+// Validate reports every problem of the spec, after defaults, as a *cfgerr.Error
+// (host.ConfigError) naming each field.
+func (s Spec) Validate() error {
+	var l cfgerr.List
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"TTL", s.TTL}, {"CampaignEvery", s.CampaignEvery}, {"RenewEvery", s.RenewEvery},
+		{"YieldGrace", s.YieldGrace}, {"ReleaseTimeout", s.ReleaseTimeout}, {"Margin", s.Margin},
+	} {
+		if f.d < 0 {
+			l.Addf(f.name, "must not be negative, got %v", f.d)
+		}
+	}
+	d := s.withDefaults()
+	if s.Lock == nil {
+		l.Addf("Lock", "must not be nil")
+	}
+	switch {
+	case s.Key == "":
+		l.Addf("Key", "must not be empty")
+	case strings.HasSuffix(s.Key, WantSuffix):
+		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", WantSuffix, s.Key)
+	}
+	if s.Owner == "" {
+		l.Addf("Owner", "must not be empty")
+	}
+	if allPositive(d) { // a negative field is reported above; the sums would only repeat it
+		sum := d.RenewEvery + d.YieldGrace + d.ReleaseTimeout + d.Margin
+		if sum >= d.TTL {
+			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (%v + %v + %v + %v = %v, TTL %v)",
+				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, d.TTL)
+		}
+		if d.ReleaseTimeout > d.YieldGrace {
+			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", d.ReleaseTimeout, d.YieldGrace)
+		}
+	}
+	switch s.Handoff {
+	case HandoffOff:
+	case HandoffOnRequest:
+		if s.Prefer == nil {
+			l.Addf("Prefer", "must be set when Handoff is %s", HandoffOnRequest)
+		}
+	default:
+		l.Addf("Handoff", "unknown value %d", int(s.Handoff))
+	}
+	if s.FenceFloor != nil && !s.RequiresFenceAdvance {
+		l.Addf("FenceFloor", "needs RequiresFenceAdvance: the floor is useless unless the lock can advance its counter")
+	}
+	return l.Err()
+}
+
+func allPositive(s Spec) bool {
+	return s.TTL > 0 && s.RenewEvery > 0 && s.YieldGrace > 0 && s.ReleaseTimeout > 0 && s.Margin > 0
+}

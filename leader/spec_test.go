@@ -1,0 +1,135 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+func noLead(context.Context, *Term) error { return nil }
+
+func TestSpecValidate(t *testing.T) {
+	valid := vSpec(NewMemoryLock(), "a")
+	if err := valid.Validate(); err != nil {
+		t.Fatalf("valid spec: %v", err)
+	}
+	cases := []struct {
+		name   string
+		change func(*Spec)
+		field  string
+		reason string // a part of the reason
+	}{
+		{"timings exceed the TTL", func(s *Spec) { s.YieldGrace = 7 * time.Second },
+			"TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (4s + 7s + 1s + 1s = 13s, TTL 12s)"},
+		{"timings equal to the TTL", func(s *Spec) { s.RenewEvery = 8 * time.Second },
+			"TTL", "= 12s, TTL 12s"},
+		{"default margin does not fit a short TTL", func(s *Spec) {
+			*s = Spec{Lock: s.Lock, Key: "k", Owner: "a", TTL: 2 * time.Second, YieldGrace: 300 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+		}, "TTL", "666.666666ms + 300ms + 100ms + 1s"},
+		{"release timeout longer than the grace", func(s *Spec) { s.ReleaseTimeout = 1500 * time.Millisecond; s.YieldGrace = time.Second },
+			"ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout 1.5s, YieldGrace 1s)"},
+		{"negative TTL", func(s *Spec) { s.TTL = -time.Second }, "TTL", "must not be negative"},
+		{"negative campaign interval", func(s *Spec) { s.CampaignEvery = -1 }, "CampaignEvery", "must not be negative"},
+		{"negative renewal interval", func(s *Spec) { s.RenewEvery = -1 }, "RenewEvery", "must not be negative"},
+		{"negative grace", func(s *Spec) { s.YieldGrace = -1 }, "YieldGrace", "must not be negative"},
+		{"negative release timeout", func(s *Spec) { s.ReleaseTimeout = -1 }, "ReleaseTimeout", "must not be negative"},
+		{"negative margin", func(s *Spec) { s.Margin = -1 }, "Margin", "must not be negative"},
+		{"key ending in :want", func(s *Spec) { s.Key = "publisher:want" }, "Key", `must not end in ":want"`},
+		{"empty key", func(s *Spec) { s.Key = "" }, "Key", "must not be empty"},
+		{"empty owner", func(s *Spec) { s.Owner = "" }, "Owner", "must not be empty"},
+		{"no lock", func(s *Spec) { s.Lock = nil }, "Lock", "must not be nil"},
+		{"handoff without prefer", func(s *Spec) { s.Handoff = HandoffOnRequest }, "Prefer", "must be set when Handoff is on_request"},
+		{"unknown handoff", func(s *Spec) { s.Handoff = 7 }, "Handoff", "unknown value 7"},
+		{"fence floor without fence advance", func(s *Spec) {
+			s.FenceFloor = func(context.Context) (uint64, error) { return 0, nil }
+		}, "FenceFloor", "needs RequiresFenceAdvance"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := valid
+			c.change(&s)
+			err := s.Validate()
+			ce, ok := errors.AsType[*cfgerr.Error](err)
+			if !ok || len(ce.Problems) != 1 {
+				t.Fatalf("Validate = %v, want one problem with %s", err, c.field)
+			}
+			if p := ce.Problems[0]; p.Field != c.field || !strings.Contains(p.Reason, c.reason) {
+				t.Fatalf("problem %q, want field %s with %q", p, c.field, c.reason)
+			}
+			if _, err := NewLeadership(s, noLead); !errors.As(err, &ce) {
+				t.Fatalf("NewLeadership accepted it: %v", err)
+			}
+		})
+	}
+
+	t.Run("every problem at once", func(t *testing.T) {
+		_, err := NewLeadership(Spec{Key: "x:want", TTL: -1}, nil, WithBackoff(0, -1))
+		assertProblems(t, err, "TTL", "Lock", "Key", "Owner", "lead", "backoff.initial", "backoff.max")
+	})
+
+	t.Run("defaults", func(t *testing.T) {
+		l, err := NewLeadership(Spec{Lock: NewMemoryLock(), Key: "k", Owner: "a"}, noLead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := l.Spec()
+		want := Spec{Name: "leadership:k", TTL: 15 * time.Second, CampaignEvery: 2 * time.Second, RenewEvery: 5 * time.Second,
+			YieldGrace: 2 * time.Second, ReleaseTimeout: time.Second, Margin: time.Second}
+		if s.Name != want.Name || s.TTL != want.TTL || s.CampaignEvery != want.CampaignEvery || s.RenewEvery != want.RenewEvery ||
+			s.YieldGrace != want.YieldGrace || s.ReleaseTimeout != want.ReleaseTimeout || s.Margin != want.Margin {
+			t.Fatalf("defaults %+v", s)
+		}
+		if got := s.StopTime(); got != 6*time.Second {
+			t.Fatalf("StopTime = %v, want YieldGrace + 3×ReleaseTimeout + 1s = 6s", got)
+		}
+		if l.Name() != "leadership:k" {
+			t.Fatalf("Name = %q", l.Name())
+		}
+	})
+
+	t.Run("two leaderships share one registry", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		for _, key := range []string{"a", "b"} {
+			if _, err := NewLeadership(Spec{Lock: NewMemoryLock(), Key: key, Owner: "o"}, noLead, WithRegisterer(reg)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// noAdvanceLock is a lock whose backend cannot advance its counter.
+type noAdvanceLock struct{ Lock }
+
+func (noAdvanceLock) AdvanceFence(context.Context, string, uint64) error {
+	return errors.ErrUnsupported
+}
+
+func TestBind(t *testing.T) {
+	t.Run("refuses a lock that cannot advance when fence advance is required", func(t *testing.T) {
+		s := vSpec(noAdvanceLock{NewMemoryLock()}, "a")
+		s.RequiresFenceAdvance = true
+		l, err := NewLeadership(s, noLead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		assertProblems(t, l.Bind(context.Background()), "RequiresFenceAdvance")
+	})
+	t.Run("does not fail on an unreachable backend", func(t *testing.T) {
+		s := vSpec(&spyLock{Lock: NewMemoryLock(), inspect: func(context.Context, string) error {
+			return errors.New("connection refused")
+		}}, "a")
+		l, err := NewLeadership(s, noLead)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Bind(context.Background()); err != nil {
+			t.Fatalf("Bind = %v, want nil", err)
+		}
+	})
+}
