@@ -59,6 +59,7 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 			return nil
 		}
 		reason, kept, err := l.reign(base, *lease, sent)
+		st.freeSince = time.Time{} // seeing the lease free starts again after our term
 		if kept {
 			st.keep = lease.Token
 		}

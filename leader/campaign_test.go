@@ -121,9 +121,9 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 				c.setup(&s, &lead)
 				r := startReplica(t, s, lead)
 				time.Sleep(2 * vCE)
-				calls := len(spy.calls)
+				calls := spy.count()
 				time.Sleep(30 * vCE)
-				if n := len(spy.calls); n != calls {
+				if n := spy.count(); n != calls {
 					t.Fatalf("%d lock calls after campaigning stopped", n-calls)
 				}
 				err := r.l.Halted()

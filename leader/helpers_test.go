@@ -137,6 +137,12 @@ func (s *spyLock) Inspect(ctx context.Context, key string) (Holder, error) {
 	return h, err
 }
 
+func (s *spyLock) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.calls)
+}
+
 // find returns the calls matching op, key and owner ("" matches any), and when ok
 // is set only those that succeeded.
 func (s *spyLock) find(op, key, owner string, ok bool) []spyCall {

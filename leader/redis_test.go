@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -27,8 +28,10 @@ func newClient(t testing.TB, r *testenv.Redis) *redis.Client {
 	return c
 }
 
+// keyFor names a lock after the test, unique to this run, so that -count=N runs
+// against the same Redis do not see each other's leases and counters.
 func keyFor(t testing.TB, suffix string) string {
-	return strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + suffix
+	return strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + suffix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
 func TestRedisLock(t *testing.T) {
@@ -36,7 +39,8 @@ func TestRedisLock(t *testing.T) {
 	c := newClient(t, r)
 	lk := NewRedisLock(c)
 	direct := func(t *testing.T, f func(*testing.T)) { f(t) }
-	name := strings.NewReplacer("/", ".", " ", "_").Replace
+	run := strconv.FormatInt(time.Now().UnixNano(), 36)
+	name := func(n string) string { return strings.NewReplacer("/", ".", " ", "_").Replace(n) + "-" + run }
 	lockSuite(t, lk, direct, name, func(t *testing.T, k string, d time.Duration) {
 		deadline := time.Now().Add(5 * time.Second)
 		for {

@@ -15,8 +15,9 @@ import (
 )
 
 var (
-	bin string
-	env testenv.Env // real Redis and PostgreSQL, started once for the package
+	bin      string      // cmd/example
+	naiveBin string      // internal/cmd/baseline: plain net/http, Shutdown on SIGTERM
+	env      testenv.Env // real Redis and PostgreSQL, started once for the package
 )
 
 func TestMain(m *testing.M) {
@@ -25,6 +26,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin, err = proctest.Build(dir, "github.com/servicewright/servicewright/cmd/example")
+	if err == nil {
+		naiveBin, err = proctest.Build(dir, "github.com/servicewright/servicewright/internal/cmd/baseline")
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -19,11 +19,11 @@ import (
 
 // ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
 // answered.
-var ErrBrokersUnreachable = errors.New("kafkaentry: no broker reachable")
+var ErrBrokersUnreachable = errors.New("no broker reachable")
 
 // ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
 // AutoCreateTopics is off. The message names the topics.
-var ErrUnknownTopic = errors.New("kafkaentry: topic does not exist")
+var ErrUnknownTopic = errors.New("unknown topic")
 
 // Bind checks that a broker answers (each dial bounded by DialTimeout) and that the
 // consumed topics and the dead-letter topic exist — creating the missing ones when
@@ -172,7 +172,7 @@ func (c *Consumer) ensureTopics(ctx context.Context, addr string) error {
 		return nil
 	}
 	if !c.cfg.AutoCreateTopics {
-		return fmt.Errorf("%w: %s (create it, or set AutoCreateTopics)", ErrUnknownTopic, quoteAll(missing))
+		return fmt.Errorf("%w: %s (create it, or set Config.AutoCreateTopics)", ErrUnknownTopic, quoteAll(missing))
 	}
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range missing {
@@ -205,8 +205,9 @@ func quoteAll(ss []string) string {
 
 // readerConfig is the kafka-go configuration. Commits are synchronous in kafka-go
 // (CommitInterval 0): the consumer batches them itself, so that it knows when an
-// offset is committed, and the last commit cannot be lost in Reader.Close (kafka-go
-// issue #715).
+// offset is committed and that the last commit happened before Reader.Close, instead
+// of trusting kafka-go's flush at the end of a generation (commits were lost there
+// before kafka-go PR #715, and with interval commits the flush is best-effort).
 func (c *Consumer) readerConfig() kafka.ReaderConfig {
 	rc := kafka.ReaderConfig{
 		Brokers:               c.cfg.Brokers,
@@ -269,8 +270,9 @@ func (c *Consumer) closeReader(ctx context.Context) (abandoned bool, err error) 
 	case <-done:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.closeErr != nil {
-			return false, fmt.Errorf("close reader: %w", c.closeErr)
+		err, c.closeErr = c.closeErr, nil // reported once
+		if err != nil {
+			return false, fmt.Errorf("close reader: %w", err)
 		}
 		return false, nil
 	case <-t.C:

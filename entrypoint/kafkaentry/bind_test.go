@@ -158,22 +158,54 @@ func TestBind(t *testing.T) {
 	})
 }
 
-func TestLifecycleMisuse(t *testing.T) {
-	c, err := kafkaentry.New(config(t, newTopic(t, 1)), noop)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Serve(context.Background(), make(chan struct{})); err == nil {
-		t.Error("Serve before Bind succeeded")
-	}
-	r := start(t, c)
-	if err := c.Bind(context.Background()); err == nil {
-		t.Error("a second Bind succeeded")
-	}
-	r.mustShutdown(t)
-	if err := errors.Join(c.Drain(context.Background()), c.Stop(context.Background())); err != nil {
-		t.Errorf("a second Drain and Stop: %v", err)
-	}
+func TestLifecycle(t *testing.T) {
+	t.Run("misuse is refused and repeats do nothing", func(t *testing.T) {
+		c, err := kafkaentry.New(config(t, newTopic(t, 1)), noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Serve(context.Background(), make(chan struct{})); err == nil {
+			t.Error("Serve before Bind succeeded")
+		}
+		r := start(t, c)
+		if err := c.Bind(context.Background()); err == nil {
+			t.Error("a second Bind succeeded")
+		}
+		r.mustShutdown(t)
+		if err := errors.Join(c.Drain(context.Background()), c.Stop(context.Background())); err != nil {
+			t.Errorf("a second Drain and Stop: %v", err)
+		}
+		if err := c.Serve(context.Background(), make(chan struct{})); err != nil {
+			t.Errorf("Serve after Stop = %v, want nil (nothing to serve)", err)
+		}
+	})
+
+	t.Run("Stop after Bind leaves the group", func(t *testing.T) {
+		topic := newTopic(t, 1)
+		produce(t, topic, "m")
+		cfg := config(t, topic)
+		c, err := kafkaentry.New(cfg, noop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Bind(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// Startup aborted after Bind: the Host stops what was bound.
+		if err := c.Stop(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		// A member that had not left would hold up the next join for the
+		// rebalance timeout (30s), past waitFor.
+		col := newCollector()
+		c2, err := kafkaentry.New(cfg, col.handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := start(t, c2)
+		col.waitCount(t, 1)
+		r.mustShutdown(t)
+	})
 }
 
 func TestMetrics(t *testing.T) {

@@ -62,11 +62,11 @@ type Config struct {
 	QueueCapacity int
 
 	// CommitInterval and CommitBatch batch the offset commits: the offsets of
-	// handled messages are committed once CommitBatch messages (default 100) were
-	// handled since the last commit, or CommitInterval (default 1s) after the last
-	// commit, whichever comes first. Commits run beside the handlers, never in their
-	// way. CommitBatch = 1 commits as soon as each commit round trip allows. Drain
-	// always commits synchronously what was handled.
+	// handled messages are committed as soon as CommitBatch of them (default 100)
+	// wait for a commit, and otherwise every CommitInterval (default 1s). Commits run
+	// beside the handlers, never in their way; CommitBatch = 1 commits as often as
+	// the commit round trip allows. Drain always commits synchronously what was
+	// handled, so batching only widens what a crash delivers again.
 	CommitInterval time.Duration
 	CommitBatch    int
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -144,7 +145,11 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 func (c *Consumer) Name() string { return c.cfg.Name }
 
 // Config returns the configuration with defaults applied.
-func (c *Consumer) Config() Config { return c.cfg }
+func (c *Consumer) Config() Config {
+	cfg := c.cfg
+	cfg.Brokers, cfg.Topics = slices.Clone(cfg.Brokers), slices.Clone(cfg.Topics)
+	return cfg
+}
 
 // Serve starts the fetch loop, the workers and the commit loop in goroutines the
 // Consumer owns, and returns nil once stop is closed — with all of them still
@@ -168,6 +173,11 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 	case stateDraining, stateStopped:
 		c.mu.Unlock()
 		return nil
+	case stateBound:
+	default:
+		st := c.state
+		c.mu.Unlock()
+		return fmt.Errorf("kafkaentry %q: Serve called in state %v", c.cfg.Name, st)
 	}
 	c.state = stateServing
 	runCtx, runCancel := context.WithCancel(context.WithoutCancel(ctx))

@@ -50,8 +50,9 @@
 // # kafka-go quirks handled here
 //
 // Reader.Close can block for up to MaxWait (issue #428) or hang (issue #1248), and
-// with kafka-go's own interval commits it can lose the last one (issue #715). The
-// consumer therefore uses synchronous kafka-go commits, batches them itself, commits
-// before closing, closes in a goroutine and abandons a Close that outlives
-// CloseTimeout. MaxWait defaults to 500ms to keep Close short.
+// commits left to kafka-go's end-of-generation flush have been lost before (PR
+// #715). The consumer therefore uses synchronous kafka-go commits, batches them
+// itself, commits before closing, closes in a goroutine and abandons a Close that
+// outlives CloseTimeout. MaxWait defaults to 500ms to keep Close short. kafka-go
+// joins the group when the Reader is made, not at the first fetch, hence in Bind.
 package kafkaentry

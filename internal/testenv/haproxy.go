@@ -1,11 +1,14 @@
 package testenv
 
 import (
+	"encoding/csv"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -24,10 +27,11 @@ type Backend struct {
 // a request sent to a replica that refuses or resets it fails — the failures a
 // graceful drain exists to prevent stay visible.
 type HAProxy struct {
-	cmd  *exec.Cmd
-	dir  string
-	addr string
-	done chan struct{}
+	cmd   *exec.Cmd
+	dir   string
+	addr  string
+	stats string // address of the CSV stats page
+	done  chan struct{}
 }
 
 // StartHAProxy starts haproxy on a free loopback port in front of backends, checking
@@ -38,6 +42,10 @@ func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) 
 		return nil, fmt.Errorf("%w: haproxy (apt-get install haproxy)", ErrMissing)
 	}
 	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	statsPort, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +68,10 @@ defaults
   timeout http-keep-alive 30s
   retries 0
   no option redispatch
+listen stats
+  bind 127.0.0.1:%d
+  stats enable
+  stats uri /stats
 frontend fe
   bind 127.0.0.1:%d
   default_backend be
@@ -68,12 +80,13 @@ backend be
   option httpchk GET /readyz
   http-check expect status 200
   default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
-%s`, port, ms, ms, ms, servers.String())
+%s`, statsPort, port, ms, ms, ms, servers.String())
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
 	}
-	h := &HAProxy{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port), done: make(chan struct{})}
+	h := &HAProxy{dir: dir, addr: fmt.Sprintf("127.0.0.1:%d", port),
+		stats: fmt.Sprintf("127.0.0.1:%d", statsPort), done: make(chan struct{})}
 	h.cmd = exec.Command(bin, "-db", "-f", path)
 	h.cmd.Stdout, h.cmd.Stderr = os.Stderr, os.Stderr
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
@@ -104,6 +117,42 @@ backend be
 
 // Addr is the frontend's address.
 func (h *HAProxy) Addr() string { return h.addr }
+
+// ServerStatus returns HAProxy's view of a backend server: "UP", "DOWN", "MAINT", …
+func (h *HAProxy) ServerStatus(name string) (string, error) {
+	resp, err := http.Get("http://" + h.stats + "/stats;csv")
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	rows, err := csv.NewReader(resp.Body).ReadAll()
+	if err != nil || len(rows) == 0 {
+		return "", fmt.Errorf("haproxy stats: %v", err)
+	}
+	col := slices.Index(rows[0], "status")
+	for _, r := range rows[1:] {
+		if len(r) > col && col >= 0 && r[0] == "be" && r[1] == name {
+			return r[col], nil
+		}
+	}
+	return "", fmt.Errorf("haproxy stats: no server %q", name)
+}
+
+// WaitStatus waits until HAProxy reports server name with a status starting with
+// want ("UP", "DOWN"), or until timeout.
+func (h *HAProxy) WaitStatus(name, want string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		st, err := h.ServerStatus(name)
+		if err == nil && strings.HasPrefix(st, want) {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("haproxy: server %s is %q (%v), not %s after %s", name, st, err, want, timeout)
+		}
+		time.Sleep(10 * time.Millisecond) // polling an external process's periodic check
+	}
+}
 
 // Stop kills haproxy, waits for it and removes its directory. It is idempotent.
 func (h *HAProxy) Stop() error {
