@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -143,7 +144,16 @@ func TestTermEndsBeforeLeaseLapses(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				mem := NewMemoryLock()
-				failing := &spyLock{Lock: mem, renew: func(context.Context, Lease) error { return errors.New("connection reset") }}
+				// a is cut off from the lock after its first acquire.
+				var acquires atomic.Int32
+				failing := &spyLock{Lock: mem,
+					renew: func(context.Context, Lease) error { return errors.New("connection reset") },
+					acquire: func(context.Context, string, string) (error, bool) {
+						if acquires.Add(1) > 1 {
+							return errors.New("connection reset"), false
+						}
+						return nil, false
+					}}
 				start := time.Now()
 				endedCh := make(chan time.Duration, 1)
 				a := startReplica(t, vSpec(failing, "a"), func(ctx context.Context, term *Term) error {

@@ -264,10 +264,9 @@ func (c *Consumer) closeReader(ctx context.Context) (abandoned bool, err error) 
 	c.mu.Unlock()
 
 	start := time.Now()
-	t := time.NewTimer(c.cfg.CloseTimeout)
-	defer t.Stop()
-	select {
-	case <-done:
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
+	defer cancel()
+	if awaitDone(ctx, done) == nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		err, c.closeErr = c.closeErr, nil // reported once
@@ -275,8 +274,6 @@ func (c *Consumer) closeReader(ctx context.Context) (abandoned bool, err error) 
 			return false, fmt.Errorf("close reader: %w", err)
 		}
 		return false, nil
-	case <-t.C:
-	case <-ctx.Done():
 	}
 	c.log.Warn("kafka reader close did not return in time; abandoned (the group notices when the session times out)",
 		zap.Duration("waited", time.Since(start)), zap.Duration("close_timeout", c.cfg.CloseTimeout))

@@ -250,12 +250,8 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	if _, err := c.closeReader(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if done != nil {
-		select {
-		case <-done:
-		case <-ctx.Done():
-			errs = append(errs, fmt.Errorf("%d handler(s) still running, abandoned: %w", c.gate.InFlight(), ctx.Err()))
-		}
+	if err := awaitDone(ctx, done); err != nil {
+		errs = append(errs, fmt.Errorf("%d handler(s) still running, abandoned: %w", c.gate.InFlight(), err))
 	}
 	c.closeWriter(ctx)
 	if err := c.takeFailure(); err != nil {
@@ -276,6 +272,25 @@ func (c *Consumer) beginDrainLocked() {
 	})
 	if c.fetchCancel != nil {
 		c.fetchCancel()
+	}
+}
+
+// awaitDone waits for done (nil: nothing to wait for) or ctx, and prefers done
+// when both are ready.
+func awaitDone(ctx context.Context, done <-chan struct{}) error {
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

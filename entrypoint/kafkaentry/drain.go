@@ -44,13 +44,9 @@ func (c *Consumer) Drain(ctx context.Context) error {
 	ds := DrainStats{Ran: true, InFlight: c.gate.InFlight()}
 	c.log.Info("draining", zap.Int("in_flight", ds.InFlight))
 	werr := c.gate.Wait(ctx)
-	if werr == nil && done != nil {
+	if werr == nil {
 		// Nothing is in flight; the fetch loop and the workers are on their way out.
-		select {
-		case <-done:
-		case <-ctx.Done():
-			werr = ctx.Err()
-		}
+		werr = awaitDone(ctx, done)
 	}
 	ds.Finished = int(c.stats.handled.Load() + c.stats.deadLettered.Load() - finishedBefore)
 	ds.Released = int(c.stats.released.Load() - releasedBefore)

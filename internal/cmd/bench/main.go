@@ -69,6 +69,7 @@ type figure struct {
 var figures = []figure{
 	{"gate", gateFigure},
 	{"readiness", readinessFigure},
+	{"http", httpFigure},
 	{"process", processFigures},
 }
 

@@ -1,0 +1,61 @@
+// Command httpbench serves one handler on -addr, either through httpentry or with a
+// bare net/http server, so make bench can load both with wrk in the same run.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servicewright/servicewright/entrypoint/httpentry"
+)
+
+func hello(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("hello\n")) }
+
+func main() {
+	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
+	mode := flag.String("mode", "bare", "bare | entry | entry+metrics")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := serve(ctx, *addr, *mode); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+func serve(ctx context.Context, addr, mode string) error {
+	if mode == "bare" {
+		srv := &http.Server{Addr: addr, Handler: http.HandlerFunc(hello), ReadHeaderTimeout: 5 * time.Second}
+		go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
+		if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+			return err
+		}
+		return nil
+	}
+	var opts []httpentry.Option
+	if mode == "entry+metrics" {
+		opts = append(opts, httpentry.WithMetrics(prometheus.NewRegistry()))
+	}
+	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello), opts...)
+	if err != nil {
+		return err
+	}
+	if err := s.Bind(ctx); err != nil {
+		return err
+	}
+	if err := s.Serve(context.Background(), ctx.Done()); err != nil {
+		return err
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.Drain(dctx)
+	return s.Stop(dctx)
+}

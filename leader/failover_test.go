@@ -1,0 +1,266 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"os"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// Real-time timings against a real Redis: life = 1200 − 200 − 200 − 100 = 700ms.
+const (
+	rTTL = 1200 * time.Millisecond
+	rCE  = 100 * time.Millisecond
+)
+
+func rSpec(lock Lock, key, owner string) Spec {
+	return Spec{Lock: lock, Key: key, Owner: owner, TTL: rTTL, CampaignEvery: rCE, RenewEvery: 300 * time.Millisecond,
+		YieldGrace: 200 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond, Margin: 200 * time.Millisecond}
+}
+
+// waitFor polls cond every millisecond until it holds or d passes; it reports when
+// cond first held. Only for waiting on real-time effects outside the process's
+// control (a Redis lease lapsing, a server restarting).
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, d)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return time.Now()
+}
+
+func holders(rs []*replica) []int {
+	var h []int
+	for i, r := range rs {
+		if r.held() {
+			h = append(h, i)
+		}
+	}
+	return h
+}
+
+// cutLock is a Lock the test can cut off, as a crash or a partition would.
+type cutLock struct {
+	Lock
+	down atomic.Bool
+}
+
+var errCut = errors.New("test: cut off from the lock")
+
+func (c *cutLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
+	if c.down.Load() {
+		return Lease{}, errCut
+	}
+	return c.Lock.Acquire(ctx, key, owner, ttl)
+}
+
+func (c *cutLock) Renew(ctx context.Context, l Lease) error {
+	if c.down.Load() {
+		return errCut
+	}
+	return c.Lock.Renew(ctx, l)
+}
+
+func (c *cutLock) Release(ctx context.Context, l Lease) error {
+	if c.down.Load() {
+		return errCut
+	}
+	return c.Lock.Release(ctx, l)
+}
+
+// measureFailover starts three replicas, ends the leader's part (gracefully, by
+// draining it, or as a crash, by cutting it off from Redis) and returns how long the
+// others were without a leader.
+func measureFailover(t *testing.T, lk Lock, crash bool) time.Duration {
+	key := keyFor(t, "")
+	var rs []*replica
+	var cut []*cutLock
+	for _, owner := range []string{"a", "b", "c"} {
+		cl := &cutLock{Lock: lk}
+		cut = append(cut, cl)
+		var g termLog
+		rs = append(rs, startReplica(t, rSpec(cl, key, owner), g.untilEnded))
+	}
+	waitFor(t, 5*time.Second, "a first leader", func() bool { return len(holders(rs)) == 1 })
+	old := holders(rs)[0]
+	others := slices.Delete(slices.Clone(rs), old, old+1)
+	var gone time.Time
+	if crash {
+		gone = time.Now()
+		cut[old].down.Store(true)
+	} else {
+		rs[old].shutdown()
+		gone = time.Now() // the release is done when Drain returns
+	}
+	took := waitFor(t, rTTL+2*time.Second, "a new leader", func() bool { return len(holders(others)) == 1 }).Sub(gone)
+	if crash {
+		cut[old].down.Store(false) // so that cleanup can release
+	}
+	return took
+}
+
+func TestRedisLeadership(t *testing.T) {
+	r := env.Redis(t)
+	lk := NewRedisLock(newClient(t, r))
+
+	t.Run("exactly one of three replicas leads at every sample", func(t *testing.T) {
+		key := keyFor(t, "")
+		var rs []*replica
+		var logs []*termLog
+		for _, owner := range []string{"a", "b", "c"} {
+			g := &termLog{}
+			logs = append(logs, g)
+			rs = append(rs, startReplica(t, rSpec(lk, key, owner), g.untilEnded))
+		}
+		waitFor(t, 5*time.Second, "a leader", func() bool { return len(holders(rs)) > 0 })
+		for end := time.Now().Add(1500 * time.Millisecond); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+			if h := holders(rs); len(h) != 1 {
+				t.Fatalf("holders %v", h)
+			}
+		}
+		terms := 0
+		for _, g := range logs {
+			terms += len(g.all())
+		}
+		if terms != 1 {
+			t.Fatalf("%d terms in a steady fleet, want 1", terms)
+		}
+	})
+
+	t.Run("graceful failover within CampaignEvery", func(t *testing.T) {
+		took := measureFailover(t, lk, false)
+		t.Logf("graceful failover: %v (target CampaignEvery %v + 50ms)", took, rCE)
+		if took > rCE+500*time.Millisecond {
+			t.Fatalf("graceful failover took %v", took)
+		}
+	})
+
+	t.Run("crash failover within TTL + CampaignEvery", func(t *testing.T) {
+		took := measureFailover(t, lk, true)
+		t.Logf("crash failover: %v (target TTL %v + CampaignEvery %v)", took, rTTL, rCE)
+		if took > rTTL+rCE+500*time.Millisecond {
+			t.Fatalf("crash failover took %v", took)
+		}
+	})
+
+	t.Run("Redis killed under the leader: it stops before TTL − Margin and resumes", func(t *testing.T) {
+		key := keyFor(t, "")
+		var g termLog
+		a := startReplica(t, rSpec(lk, key, "a"), g.untilEnded)
+		waitFor(t, 5*time.Second, "a leads", a.held)
+		killed := time.Now()
+		if err := r.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Restart() }) // whatever happens here, later tests need Redis
+		waitFor(t, 5*time.Second, "the term to end", func() bool { ts := g.all(); return !ts[0].end.IsZero() })
+		s := a.l.Spec()
+		if d := g.all()[0].end.Sub(killed); d >= s.TTL-s.Margin {
+			t.Fatalf("led %v after Redis died, want less than TTL − Margin = %v", d, s.TTL-s.Margin)
+		} else {
+			t.Logf("stopped leading %v after Redis died (soft deadline: at most %v)", d, s.TTL-s.Margin-s.YieldGrace-s.ReleaseTimeout)
+		}
+		waitFor(t, time.Second, "the term counted as expired", func() bool { return a.ended(ReasonExpired) == 1 })
+		if err := r.Restart(); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, 5*time.Second, "leading again after Redis returned", func() bool { return len(g.all()) == 2 && a.held() })
+	})
+}
+
+// fenceStore is a store that refuses stale leaders: a term claims its token strictly
+// (fence < token), and later writes accept an equal one (fence <= token).
+type fenceStore struct {
+	fence   atomic.Uint64
+	refused atomic.Int32
+}
+
+func (s *fenceStore) claim(_ context.Context, term *Term) (bool, error) {
+	for {
+		f := s.fence.Load()
+		if f >= term.Token {
+			s.refused.Add(1)
+			return false, nil
+		}
+		if s.fence.CompareAndSwap(f, term.Token) {
+			return true, nil
+		}
+	}
+}
+
+func (s *fenceStore) floor(context.Context) (uint64, error) { return s.fence.Load(), nil }
+
+func TestRedisFencingAfterDataLoss(t *testing.T) {
+	r := env.Redis(t)
+	lk := NewRedisLock(newClient(t, r))
+	key := keyFor(t, "")
+	store := &fenceStore{}
+	spec := rSpec(lk, key, "a")
+	spec.Claim = store.claim
+	if err := lk.AdvanceFence(context.Background(), key, 20); err != nil {
+		t.Fatal(err)
+	}
+	var g termLog
+	a := startReplica(t, spec, g.untilEnded)
+	waitFor(t, 5*time.Second, "a claims", func() bool { return store.fence.Load() == 21 })
+	a.shutdown()
+
+	restart := func() {
+		t.Helper()
+		if err := r.Restart(); err != nil { // no persistence: leases and counters are gone
+			t.Fatal(err)
+		}
+	}
+
+	t.Run("without FenceFloor, claims are refused until the counter catches up", func(t *testing.T) {
+		restart()
+		s := rSpec(lk, key, "b")
+		s.Claim = store.claim
+		var g termLog
+		b := startReplica(t, s, g.untilEnded)
+		waitFor(t, 10*time.Second, "the counter to catch up", func() bool { return store.fence.Load() == 22 })
+		if n := store.refused.Load(); n < 20 || b.ended(ReasonUnclaimed) < 20 {
+			t.Fatalf("%d claims refused, %v terms unclaimed; want one per token up to the store's fence", n, b.ended(ReasonUnclaimed))
+		}
+		b.shutdown()
+	})
+
+	t.Run("with FenceFloor, the first term after the loss claims at once", func(t *testing.T) {
+		restart()
+		refused := store.refused.Load()
+		s := rSpec(lk, key, "c")
+		s.Claim, s.FenceFloor, s.RequiresFenceAdvance = store.claim, store.floor, true
+		var g termLog
+		c := startReplica(t, s, g.untilEnded)
+		waitFor(t, 5*time.Second, "c claims", c.held)
+		if terms := g.all(); len(terms) != 1 || terms[0].token != 23 || store.refused.Load() != refused {
+			t.Fatalf("terms %v, %d refused; want the first term to claim token 23", terms, store.refused.Load()-refused)
+		}
+	})
+}
+
+func TestFailoverFigures(t *testing.T) {
+	if os.Getenv("SW_BENCH") != "1" {
+		t.Skip("set SW_BENCH=1 to measure failover figures (run with -v to see them)")
+	}
+	lk := NewRedisLock(newClient(t, env.Redis(t)))
+	for _, c := range []struct {
+		name  string
+		crash bool
+	}{{"graceful", false}, {"crash", true}} {
+		var worst time.Duration
+		for range 5 {
+			var took time.Duration
+			t.Run(c.name, func(t *testing.T) { took = measureFailover(t, lk, c.crash) })
+			worst = max(worst, took)
+		}
+		t.Logf("failover_%s_ms=%.1f (worst of 5; TTL=%v CampaignEvery=%v)", c.name, float64(worst)/float64(time.Millisecond), rTTL, rCE)
+	}
+}
