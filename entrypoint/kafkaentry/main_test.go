@@ -18,17 +18,17 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
-	"github.com/servicewright/servicewright/internal/testenv"
+	"github.com/servicewright/servicewright/internal/kafkabroker"
 )
 
 // The package's one broker: an in-process kfake cluster on a loopback port.
 var (
-	broker    *testenv.Kafka
+	broker    *kafkabroker.Cluster
 	brokerErr error
 )
 
 func TestMain(m *testing.M) {
-	broker, brokerErr = testenv.StartKafka()
+	broker, brokerErr = kafkabroker.Start()
 	code := m.Run()
 	if broker != nil {
 		broker.Close()
