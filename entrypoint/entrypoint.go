@@ -45,3 +45,10 @@ type Entrypoint interface {
 type InFlighter interface {
 	InFlight() int
 }
+
+// DrainReporter is implemented by entrypoints that can say, in a few words, what their
+// Drain did ("finished=3 committed=120 released=0"). The Host puts it in the shutdown
+// report beside the entrypoint's name.
+type DrainReporter interface {
+	DrainReport() string
+}

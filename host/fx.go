@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fleet"
@@ -56,7 +57,11 @@ type containerUnits struct {
 func (h *Host) buildContainer(l *cfgerr.List) {
 	var units containerUnits
 	app := fx.New(
-		fx.WithLogger(func() fxevent.Logger { return &fxevent.ZapLogger{Logger: h.log.Named("fx")} }),
+		fx.WithLogger(func() fxevent.Logger {
+			l := &fxevent.ZapLogger{Logger: h.log.Named("fx")}
+			l.UseLogLevel(zapcore.DebugLevel) // fx's wiring events are noise at info
+			return l
+		}),
 		fx.Supply(h.log, h.shutdown, h.lifecycle, h.tel.reg),
 		fx.Provide(
 			func() prometheus.Registerer { return h.tel.reg },
@@ -97,21 +102,34 @@ func WithMarks(m fleet.Marks) ProvideOption { return func(r *Registration) { r.M
 
 // Provide adds an entrypoint built by an fx constructor to the service, bound at the
 // given order. ctor takes any dependencies from the container and returns a value
-// implementing entrypoint.Entrypoint, optionally with an error.
+// implementing entrypoint.Entrypoint, optionally with an error. The value is also
+// provided as its own type, so other constructors can depend on it (a readiness
+// check on a consumer, say).
 func Provide(ctor any, order int, opts ...ProvideOption) fx.Option {
 	tmpl := Registration{Order: order}
 	for _, o := range opts {
 		o(&tmpl)
 	}
-	return provideInto("entrypoints", ctor, func(v any) (any, error) {
-		ep, ok := v.(entrypoint.Entrypoint)
-		if !ok {
-			return nil, fmt.Errorf("host.Provide: %T does not implement entrypoint.Entrypoint", v)
-		}
-		r := tmpl
-		r.Entrypoint = ep
-		return r, nil
-	}, Registration{})
+	ft := reflect.TypeOf(ctor)
+	if ft == nil || ft.Kind() != reflect.Func || ft.NumOut() < 1 {
+		return fx.Error(fmt.Errorf("host.Provide: constructor must be a func returning an entrypoint, got %T", ctor))
+	}
+	register := reflect.MakeFunc(
+		reflect.FuncOf([]reflect.Type{ft.Out(0)}, []reflect.Type{reflect.TypeFor[Registration](), errorType}, false),
+		func(args []reflect.Value) []reflect.Value {
+			ep, ok := args[0].Interface().(entrypoint.Entrypoint)
+			if !ok {
+				err := fmt.Errorf("host.Provide: %s does not implement entrypoint.Entrypoint", ft.Out(0))
+				return []reflect.Value{reflect.Zero(reflect.TypeFor[Registration]()), reflect.ValueOf(&err).Elem()}
+			}
+			r := tmpl
+			r.Entrypoint = ep
+			return []reflect.Value{reflect.ValueOf(r), reflect.Zero(errorType)}
+		})
+	return fx.Options(
+		fx.Provide(ctor),
+		fx.Provide(fx.Annotate(register.Interface(), fx.ResultTags(`group:"entrypoints"`))),
+	)
 }
 
 // Warmup adds a warmup step built by an fx constructor: ctor takes dependencies

@@ -17,6 +17,9 @@ import (
 
 type greeter struct{ word string }
 
+// early is a second entrypoint type: the container holds one value per type.
+type early struct{ *fake }
+
 func TestContainer(t *testing.T) {
 	t.Run("entrypoints, warmups, hooks and checks come from fx groups with their order", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -28,7 +31,7 @@ func TestContainer(t *testing.T) {
 				Container: fx.Options(
 					fx.Supply(&greeter{"hi"}),
 					host.Provide(func(g *greeter) *fake { return newFake("late-"+g.word, j) }, 3),
-					host.Provide(func() (*fake, error) { return newFake("early", j), nil }, 1, host.NonEssential()),
+					host.Provide(func() (early, error) { return early{newFake("early", j)}, nil }, 1, host.NonEssential()),
 					host.Warmup(func(g *greeter) host.Step {
 						return host.Step{Name: "warm", Start: func(context.Context) error { j.add("warm-%s", g.word); return nil }}
 					}),

@@ -26,6 +26,7 @@ type drainRecord struct {
 	Left       int    `json:"left"`
 	Took       string `json:"took"`
 	Error      string `json:"error,omitempty"`
+	Detail     string `json:"detail,omitempty"` // from entrypoint.DrainReporter
 }
 
 func (r *report) stage(s Stage, d time.Duration) {
@@ -34,8 +35,8 @@ func (r *report) stage(s Stage, d time.Duration) {
 	}
 }
 
-func (r *report) drained(name string, before, left int, took time.Duration, err error) {
-	rec := drainRecord{Entrypoint: name, InFlight: before, Left: left, Took: took.String()}
+func (r *report) drained(name string, before, left int, took time.Duration, err error, detail string) {
+	rec := drainRecord{Entrypoint: name, InFlight: before, Left: left, Took: took.String(), Detail: detail}
 	if err != nil {
 		rec.Error = err.Error()
 	}

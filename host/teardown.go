@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
 )
@@ -157,7 +158,11 @@ func (r *run) drain(force context.Context) {
 		extra := max(time.Until(waitUntil)-max(time.Until(deadline), 0), courtesy)
 		err := safe.Bounded(ctx, fmt.Sprintf("entrypoint %q Drain", e.name), extra, e.reg.Entrypoint.Drain)
 		left := inFlight(e)
-		r.report.drained(e.name, before, left, time.Since(start), err)
+		var detail string
+		if dr, ok := e.reg.Entrypoint.(entrypoint.DrainReporter); ok {
+			detail = dr.DrainReport()
+		}
+		r.report.drained(e.name, before, left, time.Since(start), err, detail)
 		switch {
 		case errors.Is(err, safe.ErrAbandoned):
 			h.log.Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
@@ -232,7 +237,7 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 }
 
 func inFlight(e *entry) int {
-	if f, ok := e.reg.Entrypoint.(interface{ InFlight() int }); ok {
+	if f, ok := e.reg.Entrypoint.(entrypoint.InFlighter); ok {
 		return f.InFlight()
 	}
 	return 0

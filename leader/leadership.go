@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -96,6 +97,10 @@ func (l *Leadership) Name() string { return l.spec.Name }
 
 // Spec returns the spec with its defaults applied.
 func (l *Leadership) Spec() Spec { return l.spec }
+
+// StopTime is Spec.StopTime: the longest Drain takes. The Host checks it against the
+// budget that Drain runs under.
+func (l *Leadership) StopTime() time.Duration { return l.spec.StopTime() }
 
 // Bind checks the lock backend once, without failing on it: a backend that does not
 // answer within CampaignEvery is logged, and the campaign retries it. With

@@ -20,8 +20,10 @@ type ModuleConfig struct {
 
 // Module wires Redis leadership into an fx container. It provides:
 //
-//   - *redis.Client, made from cfg.URL, and the same client as redis.UniversalClient;
-//     it is closed by the container's OnStop, after the entrypoints have stopped;
+//   - *redis.Client, made from cfg.URL (with ContextTimeoutEnabled, so that each
+//     call's ctx deadline bounds its I/O), and the same client as
+//     redis.UniversalClient; it is closed by the container's OnStop, after the
+//     entrypoints have stopped;
 //   - *RedisLock, and the same lock as Lock.
 //
 // A missing or malformed URL is a *cfgerr.Error (host.ConfigError) naming REDIS_URL,
@@ -66,5 +68,8 @@ func parseURL(url string) (*redis.Options, error) {
 		l.Addf("REDIS_URL", "not a valid Redis URL (want redis://[user:password@]host:port/db, rediss:// or unix://)")
 		return nil, l.Err()
 	}
+	// Let each call's ctx deadline bound its network I/O: a renewal cut off at the
+	// term's soft deadline must not wait out the client's own read timeout.
+	opts.ContextTimeoutEnabled = true
 	return opts, nil
 }

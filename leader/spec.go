@@ -54,7 +54,9 @@ type Spec struct {
 	// Key names the lease. It must not end in ":want".
 	Key string
 	// Owner identifies this replica in the lock; every replica needs its own
-	// (the instance id).
+	// (the instance id). A lease of this Owner found outside a term is taken for
+	// an acquire whose answer was lost and released, so two replicas sharing an
+	// Owner would release each other's leases.
 	Owner string
 
 	// TTL is the lease's lifetime after each acquire or renewal. Keep it at least

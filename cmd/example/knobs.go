@@ -11,6 +11,7 @@ import (
 // its lifecycle observable (documented in the README as test knobs).
 type knobs struct {
 	backends
+	brokers []string // KAFKA_BROKERS; empty: an embedded broker
 
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
@@ -39,5 +40,6 @@ func readKnobs() (knobs, error) {
 	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
 	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
 	k.backends = readBackends(&l)
+	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
 	return k, l.Err()
 }

@@ -45,9 +45,10 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(k.module(), storeModule(), httpModule(envOr("HTTP_ADDR", ":8080"))),
-		Probes:    health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
-		Budgets:   host.Budgets{DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second},
+		Container: fx.Options(k.module(), storeModule(), kafkaModule(k.brokers),
+			httpModule(envOr("HTTP_ADDR", ":8080"))),
+		Probes:  health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
+		Budgets: host.Budgets{DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second},
 	}
 }
 

@@ -145,3 +145,15 @@ func (c *Consumer) setDrainStats(ds DrainStats) {
 	c.drainStats = ds
 	c.mu.Unlock()
 }
+
+// DrainReport summarises the last Drain for the Host's shutdown report.
+func (c *Consumer) DrainReport() string {
+	c.mu.Lock()
+	d := c.drainStats
+	c.mu.Unlock()
+	if !d.Ran {
+		return "not drained"
+	}
+	return fmt.Sprintf("in_flight=%d finished=%d committed=%d released=%d abandoned=%d close_abandoned=%t",
+		d.InFlight, d.Finished, d.Committed, d.Released, d.Abandoned, d.CloseAbandoned)
+}

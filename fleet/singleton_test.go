@@ -1,0 +1,189 @@
+package fleet_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/leader"
+)
+
+func nop(context.Context) error { return nil }
+
+func TestSingletonValidation(t *testing.T) {
+	_, err := fleet.Singleton(nil, "", "", 0, nil, nil)
+	ce, ok := errors.AsType[*cfgerr.Error](err)
+	if !ok {
+		t.Fatalf("err = %v, want *cfgerr.Error", err)
+	}
+	var fields []string
+	for _, p := range ce.Problems {
+		fields = append(fields, p.Field)
+	}
+	if fmt.Sprint(fields) != "[lock key owner ttl start]" {
+		t.Fatalf("problems %v", ce.Problems)
+	}
+	_, err = fleet.Singleton(leader.NewMemoryLock(), "migrate:want", "a", -time.Second, nop, nil)
+	if ce, ok = errors.AsType[*cfgerr.Error](err); !ok || len(ce.Problems) != 2 || ce.Problems[0].Field != "key" || ce.Problems[1].Field != "ttl" {
+		t.Fatalf("err = %v, want key and ttl refused", err)
+	}
+}
+
+func TestSingleton(t *testing.T) {
+	ctx := context.Background()
+
+	t.Run("the replica that takes the lock runs start, releases, and later runs stop", func(t *testing.T) {
+		lock := leader.NewMemoryLock()
+		var started, stopped atomic.Int32
+		s, err := fleet.Singleton(lock, "migrate", "a", time.Minute,
+			func(context.Context) error { started.Add(1); return nil },
+			func(context.Context) error { stopped.Add(1); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(ctx); err != nil || started.Load() != 1 || !s.Ran() {
+			t.Fatalf("Start = %v, started %d", err, started.Load())
+		}
+		if h, _ := lock.Inspect(ctx, "migrate"); h.Held() {
+			t.Fatal("lock held after start")
+		}
+		if err := s.Stop(ctx); err != nil || stopped.Load() != 1 {
+			t.Fatalf("Stop = %v, stopped %d", err, stopped.Load())
+		}
+	})
+
+	t.Run("a replica that finds the lock held skips start and stop", func(t *testing.T) {
+		lock := leader.NewMemoryLock()
+		if _, err := lock.Acquire(ctx, "migrate", "other", time.Minute); err != nil {
+			t.Fatal(err)
+		}
+		s, _ := fleet.Singleton(lock, "migrate", "a", time.Minute,
+			func(context.Context) error { t.Fatal("start ran"); return nil },
+			func(context.Context) error { t.Fatal("stop ran"); return nil })
+		if err := s.Start(ctx); err != nil || s.Ran() {
+			t.Fatalf("Start = %v, ran %v", err, s.Ran())
+		}
+		if err := s.Stop(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+
+	t.Run("start's error is returned and the lock still released", func(t *testing.T) {
+		lock := leader.NewMemoryLock()
+		boom := errors.New("boom")
+		s, _ := fleet.Singleton(lock, "migrate", "a", time.Minute, func(context.Context) error { return boom }, nil)
+		if err := s.Start(ctx); !errors.Is(err, boom) {
+			t.Fatalf("Start = %v", err)
+		}
+		if h, _ := lock.Inspect(ctx, "migrate"); h.Held() {
+			t.Fatal("lock held after a failed start")
+		}
+	})
+
+	t.Run("a lock backend that fails is an error, not a skip", func(t *testing.T) {
+		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
+		defer c.Close()
+		s, _ := fleet.Singleton(leader.NewRedisLock(c), "migrate", "a", time.Minute, nop, nil)
+		if err := s.Start(ctx); err == nil || s.Ran() {
+			t.Fatalf("Start = %v with Redis unreachable", err)
+		}
+	})
+}
+
+func TestSingletonAcrossReplicas(t *testing.T) {
+	r := env.Redis(t)
+	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
+	defer c.Close()
+	lock := leader.NewRedisLock(c)
+	key := "ensure-indexes-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+
+	const replicas = 5
+	var (
+		ran      atomic.Int32
+		returned atomic.Int32
+		others   = make(chan struct{}) // closed once the other replicas' Starts returned
+		steps    []*fleet.SingletonStep
+	)
+	for i := range replicas {
+		s, err := fleet.Singleton(lock, key, fmt.Sprintf("replica-%d", i), 10*time.Second, func(ctx context.Context) error {
+			ran.Add(1)
+			// Hold the lock until every other replica has tried it, so that none
+			// could find it released; give up after a while if two ever ran.
+			select {
+			case <-others:
+			case <-time.After(5 * time.Second):
+			}
+			return nil
+		}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps = append(steps, s)
+	}
+	var wg sync.WaitGroup
+	for _, s := range steps {
+		wg.Go(func() {
+			if err := s.Start(context.Background()); err != nil {
+				t.Error(err)
+			}
+			if returned.Add(1) == replicas-1 {
+				close(others)
+			}
+		})
+	}
+	wg.Wait()
+	if n := ran.Load(); n != 1 {
+		t.Fatalf("start ran %d times across %d replicas, want exactly once", n, replicas)
+	}
+	n := 0
+	for _, s := range steps {
+		if s.Ran() {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Fatalf("%d replicas report Ran", n)
+	}
+}
+
+func TestMarks(t *testing.T) {
+	if why := fleet.Fleet.Check(fleet.SingletonMarks); why != "" {
+		t.Fatalf("Fleet refuses a singleton-guarded step: %s", why)
+	}
+	if why := fleet.Fleet.Check(fleet.LeadershipMarks); why != "" {
+		t.Fatalf("Fleet refuses a leadership: %s", why)
+	}
+	if why := fleet.Serverless.Check(fleet.LeadershipMarks); why == "" {
+		t.Fatal("Serverless accepts a leadership")
+	}
+	if why := fleet.Fleet.Check(fleet.Marks{MutatesSharedState: true}); why == "" {
+		t.Fatal("Fleet accepts an unguarded mutating step")
+	}
+}
+
+func ExampleSingleton() {
+	lock := leader.NewMemoryLock() // leader.NewRedisLock(client) across replicas
+	step, err := fleet.Singleton(lock, "ensure-indexes", "replica-1", time.Minute,
+		func(context.Context) error { fmt.Println("creating indexes"); return nil },
+		nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// Register as a warmup step: host.Step{Name: "ensure-indexes", Start: step.Start,
+	// Stop: step.Stop, Marks: fleet.SingletonMarks}.
+	_ = step.Start(context.Background())
+	fmt.Println("ran here:", step.Ran())
+	// Output:
+	// creating indexes
+	// ran here: true
+}

@@ -1,0 +1,58 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+func TestModule(t *testing.T) {
+	t.Run("provides the client and the lock, and closes the client on stop", func(t *testing.T) {
+		r := env.Redis(t)
+		var (
+			lock   Lock
+			client redis.UniversalClient
+		)
+		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL(), KeyPrefix: "test:"}), fx.Populate(&lock, &client))
+		app.RequireStart()
+		ctx := context.Background()
+		l, err := lock.Acquire(ctx, "module", "a", time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v := client.Get(ctx, "test:{module}").Val(); v != "a:1" {
+			t.Fatalf("lease value %q under the configured prefix", v)
+		}
+		if err := lock.Release(ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		app.RequireStop()
+		if err := client.Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
+			t.Fatalf("Ping after stop = %v, want ErrClosed", err)
+		}
+	})
+
+	for _, c := range []struct{ name, url string }{
+		{"an empty URL", ""},
+		{"a malformed URL", "http://user:s3cret@host:6379/0"},
+	} {
+		t.Run(c.name+" is a configuration error naming REDIS_URL", func(t *testing.T) {
+			err := fx.New(Module(ModuleConfig{URL: c.url}), fx.NopLogger).Err()
+			var ce *cfgerr.Error
+			if !errors.As(err, &ce) || ce.Problems[0].Field != "REDIS_URL" {
+				t.Fatalf("err = %v, want a ConfigError naming REDIS_URL", err)
+			}
+			if strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("the error echoes the password: %v", err)
+			}
+		})
+	}
+}
