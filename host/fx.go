@@ -25,12 +25,16 @@ import (
 // StageOpenScope (pools open) and its OnStop hooks at StageCloseScope (pools close),
 // each bounded as the budgets say. The Host supplies it with:
 //
-//	*zap.Logger, *Shutdown, *hooks.Registry (to add drain phases at startup),
+//	*zap.Logger, *Shutdown, *hooks.Registry (to add drain phases at startup), Instance,
 //	*prometheus.Registry and prometheus.Registerer, trace.TracerProvider,
 //	metric.MeterProvider
 //
 // and collects the fx groups below. fx stays here, in the wiring: the Host's state
 // machine does not use reflection.
+
+// Instance is this replica's identity (AppSpec.Instance, INSTANCE_ID, or
+// hostname-pid), as the container sees it: the owner in locks, the name in logs.
+type Instance string
 
 // HookRegistration is a hook that arrives through the fx group "hooks"; see Hook.
 type HookRegistration struct {
@@ -62,7 +66,7 @@ func (h *Host) buildContainer(l *cfgerr.List) {
 			l.UseLogLevel(zapcore.DebugLevel) // fx's wiring events are noise at info
 			return l
 		}),
-		fx.Supply(h.log, h.shutdown, h.lifecycle, h.tel.reg),
+		fx.Supply(h.log, h.shutdown, h.lifecycle, h.tel.reg, Instance(h.instance)),
 		fx.Provide(
 			func() prometheus.Registerer { return h.tel.reg },
 			func() trace.TracerProvider { return h.tel.tp },

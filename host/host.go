@@ -3,10 +3,12 @@ package host
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -104,6 +106,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		h.buildContainer(&problems)
 	}
 	validate(&h.spec, h.regs, h.steps, h.lifecycle, h.checks, &problems)
+	h.checkStopTimes(&problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = tel.flush(context.Background())
@@ -225,5 +228,22 @@ func (h *Host) logBudgets() {
 		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
 			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
 			"to the readiness probe's period x failureThreshold plus a few seconds")
+	}
+}
+
+// checkStopTimes refuses an entrypoint that needs longer to give up what it holds
+// than the drain window gives it — a leadership whose term would outlive DrainGrace
+// leaves the next leader waiting out the lease's TTL.
+func (h *Host) checkStopTimes(l *cfgerr.List) {
+	for _, r := range h.regs {
+		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
+		if !ok {
+			continue
+		}
+		if need := st.StopTime(); need > h.budgets.DrainGrace {
+			l.Addf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()),
+				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s): raise the grace or shorten its timings",
+				need, h.budgets.DrainGrace)
+		}
 	}
 }

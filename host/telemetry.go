@@ -59,6 +59,7 @@ func newTelemetry(cfg TelemetryConfig, service string, lookup func(string) (stri
 		enc := zap.NewProductionEncoderConfig()
 		enc.TimeKey = "ts"
 		enc.EncodeTime = zapcore.ISO8601TimeEncoder
+		enc.EncodeDuration = zapcore.StringDurationEncoder
 		core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), level)
 		t.log = zap.New(core)
 		t.ownedLog = true

@@ -36,21 +36,11 @@ func readBackends(l *cfgerr.List) backends {
 	return b
 }
 
-// module provides a client for each configured backend, closes it with the
-// container, and registers a readiness check named after it.
+// module provides a PostgreSQL pool when DATABASE_URL is set, closes it with the
+// container, and registers a readiness check named "postgres".
 func (b backends) module() fx.Option {
 	var opts []fx.Option
-	if b.redisURL != "" {
-		opts = append(opts,
-			fx.Provide(func(lc fx.Lifecycle) *redis.Client {
-				o, _ := redis.ParseURL(b.redisURL) // validated by readBackends
-				c := redis.NewClient(o)
-				lc.Append(fx.StopHook(c.Close))
-				return c
-			}),
-			host.Check("redis", func(c *redis.Client) health.Check { return health.Redis(c) }),
-		)
-	}
+	// The Redis client comes with the leader module (digest.go).
 	if b.databaseURL != "" {
 		opts = append(opts,
 			fx.Provide(func(lc fx.Lifecycle) (*pgxpool.Pool, error) {

@@ -51,7 +51,7 @@ func TestHTTPDrain(t *testing.T) {
 
 	t.Run("a request that outlives the grace is cut at Stop and the report says so", func(t *testing.T) {
 		httpAddr := freeAddr(t)
-		p, probe := startExample(t, "HTTP_ADDR="+httpAddr, "SW_DRAIN_GRACE=300ms")
+		p, probe := startExample(t, "HTTP_ADDR="+httpAddr, "SW_DRAIN_GRACE=1500ms", "EXAMPLE_LEADER_TTL=1500ms")
 		mustLog(t, p, stage("serve"), 20*time.Second)
 		done := make(chan error, 1)
 		go func() {

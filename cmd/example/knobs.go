@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/leader"
 )
 
 // knobs are the example's environment: listen addresses and the test knobs that make
@@ -16,10 +17,16 @@ type knobs struct {
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
 	hookDelay   time.Duration // EXAMPLE_HOOK_DELAY: the pre_shutdown hook blocks this long
+
+	cronEvery     time.Duration // EXAMPLE_CRON_EVERY: the report job's interval (default 10s)
+	publishEvery  time.Duration // EXAMPLE_PUBLISH_EVERY: the leader's digest interval (default 1s)
+	leaderTTL     time.Duration // EXAMPLE_LEADER_TTL: the digest lease's TTL (default 15s)
+	campaignEvery time.Duration // EXAMPLE_CAMPAIGN_EVERY: how often non-leaders campaign (default 2s)
 }
 
 func readKnobs() (knobs, error) {
-	var k knobs
+	k := knobs{cronEvery: 10 * time.Second, publishEvery: time.Second,
+		leaderTTL: leader.DefaultTTL, campaignEvery: leader.DefaultCampaignEvery}
 	var l cfgerr.List
 	dur := func(name string, dst *time.Duration) {
 		v := os.Getenv(name)
@@ -39,6 +46,10 @@ func readKnobs() (knobs, error) {
 	dur("EXAMPLE_WARMUP_DELAY", &k.warmupDelay)
 	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
 	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
+	dur("EXAMPLE_CRON_EVERY", &k.cronEvery)
+	dur("EXAMPLE_PUBLISH_EVERY", &k.publishEvery)
+	dur("EXAMPLE_LEADER_TTL", &k.leaderTTL)
+	dur("EXAMPLE_CAMPAIGN_EVERY", &k.campaignEvery)
 	k.backends = readBackends(&l)
 	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
 	return k, l.Err()

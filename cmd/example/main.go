@@ -45,10 +45,12 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(k.module(), storeModule(), kafkaModule(k.brokers),
+		Container: fx.Options(k.module(), storeModule(), kafkaModule(k.brokers), leaderModule(k),
 			httpModule(envOr("HTTP_ADDR", ":8080"))),
-		Probes:  health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
-		Budgets: host.Budgets{DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second},
+		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
+		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
+		// 10% headroom; the startup log lists it figure by figure.
+		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond},
 	}
 }
 
