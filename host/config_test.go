@@ -78,6 +78,16 @@ func TestConfigError(t *testing.T) {
 		}
 	})
 
+	t.Run("the serverless profile refuses a unit that needs a long-running process", func(t *testing.T) {
+		_, err := host.New(host.AppSpec{
+			ServiceName: "orders", Profile: fleet.Serverless, Telemetry: quiet(),
+			Entrypoints: []host.Registration{{Entrypoint: newFake("leadership:digest", &journal{}), Marks: fleet.LeadershipMarks}},
+		}, env())
+		if host.ExitCode(err) != host.ExitConfig || !strings.Contains(err.Error(), `Entrypoints["leadership:digest"]`) {
+			t.Fatalf("New = %v", err)
+		}
+	})
+
 	t.Run("env overrides apply, seconds or durations", func(t *testing.T) {
 		h, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(), Probes: probesOff()},
 			env("SW_DRAIN_DELAY", "5s", "TERMINATION_GRACE_PERIOD", "45", "SW_STEP_TIMEOUT", "750ms"))

@@ -126,10 +126,9 @@ func leaderModule(k knobs) fx.Option {
 			return &memDigests{}
 		}),
 		host.Warmup(func(d digests) host.Step {
-			return host.Step{Name: "digests-schema", Start: func(ctx context.Context) error {
+			return host.Step{Name: "digests-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
 				if pg, ok := d.(pgDigests); ok {
-					_, err := pg.pool.Exec(ctx, digestsDDL)
-					return err
+					return migrate(ctx, pg.pool, digestsDDL)
 				}
 				return nil
 			}}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/host"
 )
 
@@ -102,12 +103,12 @@ func storeModule() fx.Option {
 			return &memStore{orders: map[string]Order{}}
 		}),
 		host.Warmup(func(s store) host.Step {
-			return host.Step{Name: "orders-schema", Start: func(ctx context.Context) error {
+			return host.Step{Name: "orders-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
 				pg, ok := s.(pgStore)
 				if !ok {
 					return nil
 				}
-				if _, err := pg.pool.Exec(ctx, ordersDDL); err != nil {
+				if err := migrate(ctx, pg.pool, ordersDDL); err != nil {
 					return fmt.Errorf("create table orders: %w", err)
 				}
 				return nil
@@ -115,3 +116,25 @@ func storeModule() fx.Option {
 		}),
 	)
 }
+
+// migrate runs ddl in one transaction under a PostgreSQL advisory lock, so replicas
+// starting together apply it one at a time instead of racing on CREATE TABLE IF NOT
+// EXISTS (which fails under concurrency). Each replica still runs it: it is idempotent,
+// and no replica serves before its schema exists.
+func migrate(ctx context.Context, pool *pgxpool.Pool, ddl string) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(7272001)`); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, ddl); err != nil {
+		return err
+	}
+	return tx.Commit(ctx)
+}
+
+// migrationMarks: a schema change touches shared state, and migrate guards it.
+var migrationMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: true}
