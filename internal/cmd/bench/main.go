@@ -70,6 +70,7 @@ var figures = []figure{
 	{"gate", gateFigure},
 	{"readiness", readinessFigure},
 	{"http", httpFigure},
+	{"leader", leaderFigures},
 	{"process", processFigures},
 }
 
@@ -130,4 +131,18 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+func mustDur(s string) time.Duration {
+	d, err := time.ParseDuration(s)
+	check(err)
+	return d
+}
+
+func lastLines(b []byte, n int) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " / ")
 }
