@@ -1,0 +1,148 @@
+package cronentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/leader"
+)
+
+// OncePerFleetMarks are the marks a OncePerFleet job counts with in Scheduler.Marks:
+// it mutates shared state (why else run it once) and it is guarded. Treat it as a
+// constant.
+var OncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: true}
+
+// FleetLock makes a job run each tick on exactly one replica: the replica that takes
+// the tick's lease runs it, the others count skipped_other_replica. Make one with
+// OncePerFleet, or as a literal.
+//
+// The lease's key is "cron:<job>:<tick>", the tick being Tick.Scheduled in UTC as
+// RFC 3339 with as many fractional digits as it needs
+// ("cron:report:2026-03-01T09:30:00Z"). Every replica computes the same ticks
+// (intervals are anchored at the Unix epoch, zones default to UTC), so they contend
+// for the same key.
+//
+// The lease is never released: it lapses at its TTL. Releasing it when the run ends
+// would let a replica that reaches the tick later — its jitter drew longer, its
+// clock is behind, it was paused — find the key free and run the tick a second time.
+// Left in place, the key outlives every attempt: a replica attempts tick T only
+// before T+TTL, and the key, taken at or after T, lives until at least T+TTL. A
+// replica that reaches a tick at or after T+TTL counts it skipped_missed without
+// trying the lock. Since each tick has its own key, holding it does not delay the
+// next tick.
+//
+// TTL must exceed Jitter and is the default MaxRunTime of the job; a larger
+// MaxRunTime is refused, so a run never outlives its lease (its fencing token,
+// Tick.Token, stays the current one while it runs). Replicas' clocks must agree to
+// well within TTL-Jitter.
+//
+// What it does not guarantee: Overlap acts on one replica, so a run that outlasts
+// the interval may overlap the next tick's run on another replica — keep MaxRunTime
+// below the interval, or fence writes with Tick.Token. A lock backend that loses
+// its data (a Redis restart without persistence) forgets the ticks it guarded. And
+// a leader.RedisLock keeps a fencing counter per key that it never expires, so each
+// tick leaves one small counter key behind in Redis.
+type FleetLock struct {
+	Lock  leader.Lock
+	Owner string        // this replica's identity, e.g. INSTANCE_ID
+	TTL   time.Duration // the lease's lifetime; see above
+}
+
+// OncePerFleet returns a FleetLock for Job.OncePerFleet: each tick runs on the one
+// replica that takes its lease from lock under owner for ttl. Nothing is sent to the
+// lock until a tick fires; New validates the arguments.
+func OncePerFleet(lock leader.Lock, owner string, ttl time.Duration) *FleetLock {
+	return &FleetLock{Lock: lock, Owner: owner, TTL: ttl}
+}
+
+// maxAcquire bounds one Acquire, whatever the TTL.
+const maxAcquire = 5 * time.Second
+
+func (f *FleetLock) check(l *cfgerr.List, field string, j Job) {
+	if f.Lock == nil {
+		l.Addf(field+".Lock", "must not be nil")
+	}
+	if f.Owner == "" {
+		l.Addf(field+".Owner", "must not be empty")
+	}
+	switch {
+	case f.TTL <= 0:
+		l.Addf(field+".TTL", "must be positive, got %v", f.TTL)
+	case j.Jitter > 0 && f.TTL <= j.Jitter:
+		l.Addf(field+".TTL", "must exceed Jitter (%v), or a replica whose jitter draws late finds the lease lapsed, got %v", j.Jitter, f.TTL)
+	case j.MaxRunTime > f.TTL:
+		l.Addf(field+".TTL", "must be at least MaxRunTime (%v), so that no run outlives its lease, got %v", j.MaxRunTime, f.TTL)
+	}
+}
+
+// key is the lease's key for tick t of job.
+func (f *FleetLock) key(job string, t time.Time) string {
+	return "cron:" + job + ":" + t.UTC().Format(time.RFC3339Nano)
+}
+
+// claim tries to take tick t's lease. It returns the outcome when the run must not
+// go ahead, and otherwise the lease's token and the deadline the run must end by.
+// The deadline is counted from before the Acquire was sent, so it falls before the
+// lease's expiry on the backend's clock.
+func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64, time.Time) {
+	f := j.OncePerFleet
+	cutoff := t.Scheduled.Add(f.TTL)
+	sent := time.Now()
+	if !sent.Before(cutoff) {
+		s.log.Warn("cron tick reached too late to run once per fleet: its lease may have lapsed and the tick run elsewhere",
+			tickFields(t, zap.Duration("late", sent.Sub(t.Scheduled)), zap.Duration("ttl", f.TTL))...)
+		return skippedMissed, 0, time.Time{}
+	}
+	limit := sent.Add(maxAcquire)
+	if cutoff.Before(limit) {
+		limit = cutoff
+	}
+	actx, cancel := context.WithDeadline(ctx, limit)
+	defer cancel()
+	var lease leader.Lease
+	err := safe.Call(fmt.Sprintf("cron job %q lock", j.Name), func() error {
+		var err error
+		lease, err = f.Lock.Acquire(actx, f.key(j.Name, t.Scheduled), f.Owner, f.TTL)
+		return err
+	})
+	switch {
+	case err == nil:
+		return 0, lease.Token, sent.Add(j.maxRun)
+	case errors.Is(err, leader.ErrHeld):
+		s.log.Debug("cron tick taken by another replica", tickFields(t)...)
+		return skippedOtherReplica, 0, time.Time{}
+	case ctx.Err() != nil:
+		return cancelled, 0, time.Time{}
+	}
+	s.log.Error("cron tick not run: its fleet lock could not be taken", tickFields(t, zap.Error(err))...)
+	return lockError, 0, time.Time{}
+}
+
+// Marks returns the fleet marks to register the Scheduler with: RequiresLongRunning
+// always (a scheduler needs a process that keeps running); MutatesSharedState when a
+// job mutates shared state (a OncePerFleet job counts as OncePerFleetMarks); and
+// SingletonGuarded when every such job is guarded (OncePerFleet, or declared
+// SingletonGuarded). Under fleet.Fleet a Scheduler with a mutating job that runs on
+// every replica is then refused.
+func (s *Scheduler) Marks() fleet.Marks {
+	m := fleet.Marks{RequiresLongRunning: true, SingletonGuarded: true}
+	for _, j := range s.jobs {
+		jm := j.Marks
+		if j.OncePerFleet != nil {
+			jm = OncePerFleetMarks
+		}
+		if jm.MutatesSharedState {
+			m.MutatesSharedState = true
+			m.SingletonGuarded = m.SingletonGuarded && jm.SingletonGuarded
+		}
+	}
+	m.SingletonGuarded = m.SingletonGuarded && m.MutatesSharedState
+	return m
+}

@@ -1,0 +1,327 @@
+package cronentry
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/cfgerr"
+)
+
+var _ interface {
+	entrypoint.Entrypoint
+	entrypoint.InFlighter
+	entrypoint.DrainReporter
+} = (*Scheduler)(nil)
+
+// state is where a Scheduler is in its lifecycle.
+type state int
+
+const (
+	stateNew      state = iota // made by New
+	stateBound                 // Bind returned nil
+	stateServing               // Serve started the scheduling goroutine
+	stateDraining              // Drain began: no new tick is taken
+	stateStopped               // Stop began: runs are cancelled
+)
+
+func (s state) String() string {
+	switch s {
+	case stateNew:
+		return "new"
+	case stateBound:
+		return "bound"
+	case stateServing:
+		return "serving"
+	case stateDraining:
+		return "draining"
+	case stateStopped:
+		return "stopped"
+	}
+	return fmt.Sprintf("state(%d)", int(s))
+}
+
+// Scheduler runs jobs on cron expressions or fixed intervals as an entrypoint. Make
+// one with New. Its methods are safe for concurrent use.
+type Scheduler struct {
+	name string
+	jobs []*job
+	log  *zap.Logger
+	gate entrypoint.Gate // admits runs; Drain closes it and waits on it
+
+	// afterWake, when set (by tests), runs in the scheduling goroutine each time it
+	// wakes, before it reads the clock: sleeping there is a process that was paused.
+	afterWake func()
+
+	mu        sync.Mutex
+	state     state
+	served    bool
+	halted    bool               // quit is closed and the gate too
+	quit      chan struct{}      // closed to end the scheduling goroutine
+	loopDone  chan struct{}      // closed when the scheduling goroutine has returned
+	cancel    context.CancelFunc // cancels every run's ctx
+	active    map[uint64]activeRun
+	nextRun   uint64
+	drainSeen []activeRun // what was running when Drain began
+	drained   bool
+}
+
+// activeRun is a run that has started and not yet ended.
+type activeRun struct {
+	id        uint64
+	job       string
+	scheduled time.Time
+}
+
+func (r activeRun) String() string {
+	return fmt.Sprintf("%s@%s", r.job, r.scheduled.UTC().Format(time.RFC3339Nano))
+}
+
+// New returns a Scheduler named name that runs jobs. It validates every job and
+// returns a *cfgerr.Error (host.ConfigError) listing each problem with its field,
+// e.g. `Jobs["report"].Schedule: invalid cron expression …`; with WithRegisterer it
+// also registers the metrics, and returns the registration's error. It starts
+// nothing and sends nothing to a fleet lock.
+func New(name string, jobs []Job, opts ...Option) (*Scheduler, error) {
+	o := options{log: zap.NewNop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var l cfgerr.List
+	if name == "" {
+		l.Addf("name", "must not be empty")
+	}
+	compiled, err := compile(jobs, time.Now())
+	l.Merge("", err)
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	if err := newStats(o.registerer, name, compiled); err != nil {
+		return nil, fmt.Errorf("cronentry %q: %w", name, err)
+	}
+	return &Scheduler{
+		name:   name,
+		jobs:   compiled,
+		log:    o.log.With(zap.String("entrypoint", name)),
+		active: map[uint64]activeRun{},
+	}, nil
+}
+
+// Name returns the name given to New.
+func (s *Scheduler) Name() string { return s.name }
+
+// Bind readies the schedules, which New has already parsed and checked; no tick is
+// taken before Serve. It returns an error when called twice or after Drain or Stop.
+func (s *Scheduler) Bind(context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateNew {
+		return fmt.Errorf("cronentry %q: Bind called when %v", s.name, s.state)
+	}
+	s.state = stateBound
+	return nil
+}
+
+// Serve starts the scheduling goroutine, which the Scheduler owns, and returns nil
+// once stop is closed — with the schedule STILL running: ticks keep firing through
+// the drain delay, until Drain. Each job's first tick is the first one after Serve
+// is called. Runs get a ctx carrying ctx's values but not its cancellation; Stop
+// cancels it.
+//
+// If ctx is done before stop, the Host has given up on the entrypoint: Serve ends
+// the schedule, cancels the runs' ctx, waits for the scheduling goroutine and
+// returns ctx.Err(); Stop still waits for the runs. Serve returns an error when
+// called before Bind or twice. It starts nothing, and returns nil, after Drain or
+// Stop; if Drain or Stop comes while it waits for stop, it returns nil then.
+func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
+	s.mu.Lock()
+	switch {
+	case s.served:
+		s.mu.Unlock()
+		return fmt.Errorf("cronentry %q: Serve called twice", s.name)
+	case s.state == stateNew:
+		s.mu.Unlock()
+		return fmt.Errorf("cronentry %q: Serve called before Bind", s.name)
+	}
+	s.served = true
+	if s.state != stateBound {
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = stateServing
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	s.quit, s.loopDone, s.cancel = make(chan struct{}), make(chan struct{}), cancel
+	quit, done := s.quit, s.loopDone
+	go s.loop(runCtx, quit, done)
+	s.mu.Unlock()
+	s.log.Info("cron schedule started", zap.Int("jobs", len(s.jobs)))
+
+	select {
+	case <-stop:
+		return nil
+	case <-done: // Drain or Stop came before stop
+		return nil
+	case <-ctx.Done():
+		s.halt(true)
+		<-done
+		return ctx.Err()
+	}
+}
+
+// Drain takes no new tick and waits for the runs in progress: first it ends the
+// schedule and refuses every later tick — a tick waiting behind a run
+// (OverlapQueue) is dropped and counted skipped_draining — then it waits until every
+// run has returned, and returns nil. It does not cancel the runs' ctx; Stop does.
+//
+// If ctx is done first, Drain returns an error wrapping ctx.Err() that names the
+// jobs still running, and leaves them to Stop. DrainReport tells which jobs were
+// running, which finished and which still run. Without Serve, or after Drain or
+// Stop, it returns nil at once. A drained Scheduler cannot be served again.
+func (s *Scheduler) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	if s.state == stateDraining || s.state == stateStopped {
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = stateDraining
+	s.drained = true
+	s.haltLocked(false)
+	s.drainSeen = s.activeLocked()
+	seen, done := s.drainSeen, s.loopDone
+	s.mu.Unlock()
+	if done == nil { // never served
+		return nil
+	}
+	s.log.Info("cron draining", zap.Stringers("running", seen))
+
+	if err := s.await(ctx, done); err != nil {
+		s.mu.Lock()
+		left := s.activeLocked()
+		s.mu.Unlock()
+		s.log.Warn("cron drain ran out of time; Stop will cancel the runs left", zap.Stringers("still_running", left))
+		return fmt.Errorf("cronentry %q: drain: jobs still running: %s: %w", s.name, names(left), err)
+	}
+	return nil
+}
+
+// Stop ends the schedule, cancels every run's ctx, and waits for the runs to
+// return; then it returns nil. If ctx is done first, the runs that ignore their ctx
+// are abandoned, still running, and Stop returns an error wrapping ctx.Err() that
+// names them. It does not release once-per-fleet leases; they lapse at their TTL.
+// Without Serve it returns nil; a second Stop waits again for what is left.
+func (s *Scheduler) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	s.state = stateStopped
+	s.haltLocked(true)
+	done := s.loopDone
+	s.mu.Unlock()
+
+	if err := s.await(ctx, done); err != nil {
+		s.mu.Lock()
+		left := s.activeLocked()
+		s.mu.Unlock()
+		s.log.Error("cron runs abandoned: they ignored their cancelled ctx", zap.Stringers("abandoned", left))
+		return fmt.Errorf("cronentry %q: stop: abandoned jobs still running: %s: %w", s.name, names(left), err)
+	}
+	return nil
+}
+
+// halt ends the schedule and, when cut is set, cancels the runs.
+func (s *Scheduler) halt(cut bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.haltLocked(cut)
+}
+
+// haltLocked closes quit and the gate once, drops the queued ticks and, when cut is
+// set, cancels the runs' ctx. Called with mu held.
+func (s *Scheduler) haltLocked(cut bool) {
+	if !s.halted {
+		s.halted = true
+		if s.quit != nil {
+			close(s.quit)
+		}
+		s.gate.Close()
+		for _, j := range s.jobs {
+			if t := j.queued; t != nil {
+				j.queued = nil
+				s.record(j, skippedDraining)
+			}
+		}
+	}
+	if cut && s.cancel != nil {
+		s.cancel()
+	}
+}
+
+// await waits for the scheduling goroutine (when there is one) and then for every
+// run, or until ctx is done.
+func (s *Scheduler) await(ctx context.Context, loopDone <-chan struct{}) error {
+	if loopDone != nil {
+		select {
+		case <-loopDone:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return s.gate.Wait(ctx)
+}
+
+// InFlight reports how many runs are in progress, a once-per-fleet lock attempt
+// included.
+func (s *Scheduler) InFlight() int { return s.gate.InFlight() }
+
+// DrainReport says what Drain found and left, for the Host's shutdown report:
+// "running=2 [report@… sweep@…] finished=1 [report@…] still_running=1 [sweep@…]",
+// each run named job@tick. Before Drain it is "not drained".
+func (s *Scheduler) DrainReport() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.drained {
+		return "not drained"
+	}
+	// No run starts after Drain began, so what runs now is what Drain left.
+	left := s.activeLocked()
+	var finished []activeRun
+	for _, r := range s.drainSeen {
+		if _, running := s.active[r.id]; !running {
+			finished = append(finished, r)
+		}
+	}
+	list := func(rs []activeRun) string {
+		if len(rs) == 0 {
+			return "0"
+		}
+		return fmt.Sprintf("%d [%s]", len(rs), strings.Join(shortNames(rs), " "))
+	}
+	return fmt.Sprintf("running=%s finished=%s still_running=%s",
+		list(s.drainSeen), list(finished), list(left))
+}
+
+// activeLocked returns the runs in progress, oldest first. Called with mu held.
+func (s *Scheduler) activeLocked() []activeRun {
+	rs := make([]activeRun, 0, len(s.active))
+	for _, r := range s.active {
+		rs = append(rs, r)
+	}
+	slices.SortFunc(rs, func(a, b activeRun) int { return cmp.Compare(a.id, b.id) })
+	return rs
+}
+
+// names lists runs as "report@2026-03-01T09:30:00Z, sweep@…" for an error.
+func names(rs []activeRun) string { return strings.Join(shortNames(rs), ", ") }
+
+func shortNames(rs []activeRun) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = r.String()
+	}
+	return out
+}
