@@ -1,6 +1,7 @@
 package kafkaentry
 
 import (
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -23,6 +24,10 @@ const (
 	DefaultWorkers        = 1
 	DefaultDialTimeout    = 5 * time.Second
 	DefaultCloseTimeout   = 5 * time.Second
+
+	DefaultHeartbeatInterval = time.Second
+	DefaultSessionTimeout    = 10 * time.Second
+	DefaultRebalanceTimeout  = 30 * time.Second
 
 	DefaultRetryAttempts = 3
 	DefaultRetryInitial  = 100 * time.Millisecond
@@ -49,30 +54,36 @@ type Config struct {
 	// kafka.FirstOffset (the default, also for 0) or kafka.LastOffset.
 	StartOffset int64
 
-	// MinBytes, MaxBytes and MaxWait shape each fetch request: the broker answers
-	// once it has MinBytes (default 1) or after MaxWait (default 500ms), with at most
-	// MaxBytes (default 10 MiB). MaxWait also bounds how long kafka-go's Reader.Close
-	// waits for a fetch in progress (kafka-go issue #428), so keep it short.
+	// MinBytes, MaxBytes and MaxWait shape each fetch request of a partition: the
+	// broker answers once it has MinBytes (default 1) or after MaxWait (default
+	// 500ms), with at most MaxBytes (default 10 MiB). MaxWait also bounds how long
+	// closing a partition reader waits for a fetch in progress (kafka-go issue
+	// #428), so keep it short.
 	MinBytes int
 	MaxBytes int
 	MaxWait  time.Duration
 
-	// QueueCapacity is how many messages kafka-go prefetches ahead of the handlers.
-	// Default 100. Prefetched messages that were never handled are not committed.
+	// QueueCapacity is how many messages kafka-go prefetches ahead of the handlers,
+	// for each assigned partition. Default 100. Prefetched messages that were never
+	// handled are not committed.
 	QueueCapacity int
 
 	// CommitInterval and CommitBatch batch the offset commits: the offsets of
 	// handled messages are committed as soon as CommitBatch of them (default 100)
 	// wait for a commit, and otherwise every CommitInterval (default 1s). Commits run
 	// beside the handlers, never in their way; CommitBatch = 1 commits as often as
-	// the commit round trip allows. Drain always commits synchronously what was
-	// handled, so batching only widens what a crash delivers again.
+	// the commit round trip allows. Drain, and every rebalance that takes partitions
+	// away, always commit synchronously what was handled, so batching only widens
+	// what a crash delivers again.
 	CommitInterval time.Duration
 	CommitBatch    int
 
-	// Workers is how many handlers run at once. Messages are spread over the
-	// workers by partition, so each partition's messages are still handled one at
-	// a time, in offset order. Default 1.
+	// Workers is how many handlers run at once, across the assigned partitions.
+	// Each partition is read and handled by its own goroutine, one message at a
+	// time in offset order, whatever Workers says; Workers only bounds how many
+	// partitions are in their handler at the same moment. Default 1: the handler
+	// is never called concurrently. Set it to the partition count (or more) to
+	// handle every assigned partition in parallel.
 	Workers int
 
 	// Retry says how often a failing message is tried before OnFailure applies.
@@ -84,13 +95,35 @@ type Config struct {
 	OnFailure FailurePolicy
 
 	// DialTimeout bounds each broker dial: the reachability checks of Bind and
-	// Health, and the connections of the Reader. Default 5s.
+	// Health, and the connections of the group and of the partition readers.
+	// Default 5s.
 	DialTimeout time.Duration
 
-	// CloseTimeout bounds the wait for kafka-go's Reader.Close (leaving the group),
-	// which is known to hang (kafka-go issues #428, #1248). A Close that takes
-	// longer is abandoned and logged. Default 5s.
+	// CloseTimeout bounds the wait for kafka-go's ConsumerGroup.Close, which ends
+	// the generation and leaves the group, and which can hang on a broker that does
+	// not answer (a join in progress waits up to RebalanceTimeout). A Close that
+	// takes longer is abandoned and logged; the group notices when the session
+	// times out. Default 5s.
 	CloseTimeout time.Duration
+
+	// HeartbeatInterval is how often the member tells the group coordinator it is
+	// alive; it is also how soon it learns that a rebalance began, and so how long
+	// a rebalance waits for it. Default 1s; it must be less than SessionTimeout.
+	HeartbeatInterval time.Duration
+
+	// SessionTimeout is how long the coordinator waits without a heartbeat before
+	// it considers the member dead and gives its partitions to the others: the
+	// pause a crashed replica costs its partitions. Default 10s. Brokers refuse
+	// values outside their group.min/max.session.timeout.ms (6s to 30min by default).
+	SessionTimeout time.Duration
+
+	// RebalanceTimeout is how long the coordinator waits for every member to
+	// rejoin once a rebalance began. When a rebalance takes this member's
+	// partitions, its handlers in flight get half of it to finish; then their ctx is
+	// cancelled (they are abandoned a second later if they ignore it), their
+	// messages stay uncommitted, and the member commits and rejoins in time.
+	// Default 30s.
+	RebalanceTimeout time.Duration
 
 	// AutoCreateTopics makes Bind create missing topics (the consumed ones and the
 	// dead-letter topic) with the broker's default partitions and replication,
@@ -166,6 +199,9 @@ func (c Config) withDefaults() Config {
 	defInt(&c.Workers, DefaultWorkers)
 	def(&c.DialTimeout, DefaultDialTimeout)
 	def(&c.CloseTimeout, DefaultCloseTimeout)
+	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
+	def(&c.SessionTimeout, DefaultSessionTimeout)
+	def(&c.RebalanceTimeout, DefaultRebalanceTimeout)
 	defInt(&c.Retry.Attempts, DefaultRetryAttempts)
 	def(&c.Retry.Initial, DefaultRetryInitial)
 	def(&c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
@@ -220,9 +256,23 @@ func (c Config) validate(l *cfgerr.List) {
 	}{
 		{"MaxWait", c.MaxWait}, {"CommitInterval", c.CommitInterval}, {"DialTimeout", c.DialTimeout},
 		{"CloseTimeout", c.CloseTimeout}, {"Retry.Initial", c.Retry.Initial}, {"Retry.Max", c.Retry.Max},
+		{"HeartbeatInterval", c.HeartbeatInterval}, {"SessionTimeout", c.SessionTimeout},
+		{"RebalanceTimeout", c.RebalanceTimeout},
 	} {
 		if f.v < 0 {
 			l.Addf(f.field, "must not be negative, got %v", f.v)
+		}
+	}
+	if c.HeartbeatInterval > 0 && c.SessionTimeout > 0 && c.HeartbeatInterval >= c.SessionTimeout {
+		l.Addf("HeartbeatInterval", "must be less than SessionTimeout (%v), got %v", c.SessionTimeout, c.HeartbeatInterval)
+	}
+	// kafka-go sends these in milliseconds as int32.
+	for _, f := range []struct {
+		field string
+		v     time.Duration
+	}{{"SessionTimeout", c.SessionTimeout}, {"RebalanceTimeout", c.RebalanceTimeout}} {
+		if f.v/time.Millisecond >= math.MaxInt32 {
+			l.Addf(f.field, "must be less than %v, got %v", time.Duration(math.MaxInt32)*time.Millisecond, f.v)
 		}
 	}
 	if c.Retry.Initial > 0 && c.Retry.Max > 0 && c.Retry.Max < c.Retry.Initial {

@@ -43,9 +43,9 @@ func WithRegisterer(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }
 }
 
-// WithDialer sets the dialer for every connection the consumer opens: the Reader's,
-// the checks of Bind and Health, and the dead-letter writer's (its TLS and SASL
-// settings). Use it for TLS or SASL. Its Timeout is replaced by Config.DialTimeout.
+// WithDialer sets the dialer for every connection the consumer opens: the group's,
+// the partition readers', the checks of Bind and Health, and the dead-letter
+// writer's (its TLS and SASL settings). Use it for TLS or SASL. Its Timeout is replaced by Config.DialTimeout.
 func WithDialer(d *kafka.Dialer) Option {
 	return func(o *options) {
 		if d != nil {
@@ -59,12 +59,4 @@ func WithDialer(d *kafka.Dialer) Option {
 // does not close w. It is used only with OnFailure: DeadLetter(topic).
 func WithDeadLetterWriter(w MessageWriter) Option {
 	return func(o *options) { o.dlq = w }
-}
-
-// reader is the part of *kafka.Reader the consumer uses, so that tests can stand in
-// a reader whose Close hangs.
-type reader interface {
-	FetchMessage(ctx context.Context) (kafka.Message, error)
-	CommitMessages(ctx context.Context, msgs ...kafka.Message) error
-	Close() error
 }

@@ -99,14 +99,19 @@ func TestFreshClone(t *testing.T) {
 			}
 			return probeAddr
 		})
-		args := []string{"-c", cmdline + ` --max-time 5 -o /dev/null -w '%{http_code}'`}
-		if strings.Contains(cmdline, "/events") { // a stream: read a few events, then hang up
-			args = []string{"-c", cmdline + ` --max-time 0.5 -o /dev/null -w '%{http_code}' || true`}
+		flags := "--max-time 5 -o /dev/null -w '%{http_code}' "
+		if strings.Contains(cmdline, "/events") { // a stream: read for a moment, then hang up
+			flags = "--max-time 0.5 -o /dev/null -w '%{http_code}' "
 		}
-		out, err := exec.Command("bash", args...).Output()
-		code := strings.TrimSpace(string(out))
-		if err != nil || !strings.HasPrefix(code, "2") {
-			t.Errorf("%s: status %q, %v", line, code, err)
+		if strings.Contains(cmdline, "|") { // a pipeline: it must succeed as written
+			if out, err := exec.Command("bash", "-o", "pipefail", "-c", cmdline).CombinedOutput(); err != nil || len(out) == 0 {
+				t.Errorf("%s: %v\n%s", line, err, out)
+			}
+			continue
+		}
+		out, _ := exec.Command("bash", "-c", strings.Replace(cmdline, "curl ", "curl "+flags, 1)).Output()
+		if code := strings.TrimSpace(string(out)); !strings.HasPrefix(code, "2") {
+			t.Errorf("%s: status %q", line, code)
 		}
 	}
 
