@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: run test bench lint deps build
+.PHONY: run test bench lint deps build fleet-demo
 
 ## run: start the example "orders" service on embedded defaults (Ctrl+C stops it gracefully)
 run:
@@ -29,3 +29,7 @@ deps:
 
 build:
 	$(GO) build $(PKGS)
+
+## fleet-demo: three replicas + HAProxy + Redis + PostgreSQL + a Kafka-protocol broker, a rolling restart under load
+fleet-demo: deps
+	$(GO) run ./internal/cmd/fleetdemo
