@@ -1,0 +1,194 @@
+package doccheck
+
+// The README's code fragments, verbatim, inside just enough code to compile. Change a
+// fragment here and in the docs together; TestDocsAreCompiled holds them equal.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/segmentio/kafka-go"
+	"go.uber.org/fx"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hosttest"
+	"github.com/servicewright/servicewright/leader"
+)
+
+// --- A custom entrypoint
+
+func handle(string) {}
+
+type queue struct {
+	jobs chan string
+	gate entrypoint.Gate
+	done chan struct{}
+}
+
+var _ entrypoint.Entrypoint = (*queue)(nil)
+
+func (q *queue) Name() string               { return "queue" }
+func (q *queue) Bind(context.Context) error { q.done = make(chan struct{}); return nil }
+
+func (q *queue) Serve(ctx context.Context, stop <-chan struct{}) error {
+	go q.work()
+	<-stop // return at stop, still taking jobs until Drain
+	return nil
+}
+
+func (q *queue) work() {
+	defer close(q.done)
+	for job := range q.jobs {
+		leave, ok := q.gate.Enter()
+		if !ok {
+			return // draining: leave the job for another replica
+		}
+		handle(job)
+		leave()
+	}
+}
+
+func (q *queue) Drain(ctx context.Context) error { q.gate.Close(); return q.gate.Wait(ctx) }
+
+func (q *queue) Stop(ctx context.Context) error {
+	close(q.jobs)
+	select {
+	case <-q.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// --- Hooks and drain phases
+
+func migrate(context.Context) error                 { return nil }
+func announce(context.Context) error                { return nil }
+func flush(context.Context) error                   { return nil }
+func report(context.Context) error                  { return nil }
+func handOver(context.Context, time.Duration) error { return nil }
+func createIndexes(context.Context) error           { return nil }
+func digest() string                                { return "" }
+
+func hooksSnippet(spec *host.AppSpec) {
+	lc := &hooks.Registry{}
+	lc.AddPreStart("migrate", migrate)         // before Bind; fail-fast
+	lc.AddPostStart("announce", announce)      // after readiness turns true; fail-fast
+	lc.AddPreShutdown("flush-outbox", flush)   // after entrypoints stopped, container still open; best-effort
+	lc.AddPostShutdown("final-report", report) // after the container closed; best-effort
+	lc.AddDrainPhase(hooks.DrainPhase{         // while still serving, before Drain
+		Name: "hand-over", Order: 10, MaxDuration: 5 * time.Second,
+		Run: func(ctx context.Context, allowed time.Duration) error { return handOver(ctx, allowed) },
+	})
+	spec.Lifecycle = lc
+}
+
+// --- fx wiring
+
+type DB struct{}
+
+func (*DB) Ping(context.Context) error { return nil }
+func newDB() *DB                       { return &DB{} }
+
+type Outbox struct{}
+
+func (*Outbox) Flush(context.Context) error { return nil }
+
+func newConsumer(db *DB) *queue { return &queue{} }
+
+func fxSnippet(spec *host.AppSpec) {
+	spec.Container = fx.Options(
+		fx.Provide(newDB),
+		host.Provide(newConsumer, 20), // an entrypoint, bound at order 20
+		host.Warmup(func(db *DB) host.Step { return host.Step{Name: "ping-db", Start: db.Ping} }),
+		host.Hook(hooks.PreShutdown, "flush", func(o *Outbox) hooks.Func { return o.Flush }),
+	)
+}
+
+// --- Kafka
+
+type Order struct{ ID string }
+
+type orderStore struct{}
+
+func (orderStore) Upsert(context.Context, Order) error { return nil }
+
+func kafkaSnippet(store orderStore) {
+	consumer, err := kafkaentry.New(kafkaentry.Config{
+		Brokers:   []string{"localhost:9092"},
+		GroupID:   "orders",
+		Topics:    []string{"orders"},
+		Retry:     kafkaentry.Retry{Attempts: 5},       // jittered backoff between tries
+		OnFailure: kafkaentry.DeadLetter("orders.dlq"), // or kafkaentry.StopEntrypoint()
+	}, func(ctx context.Context, msg kafka.Message) error {
+		var o Order
+		if err := json.Unmarshal(msg.Value, &o); err != nil {
+			return fmt.Errorf("%w: %v", kafkaentry.ErrUndecodable, err) // straight to the DLQ
+		}
+		return store.Upsert(ctx, o)
+	})
+	// host.Registration{Entrypoint: consumer}; consumer is also a readiness check (Health).
+	_, _ = consumer, err
+}
+
+// --- Leadership
+
+type fencedStore struct{}
+
+func (fencedStore) Claim(context.Context, uint64) (bool, error)         { return true, nil }
+func (fencedStore) Fence(context.Context) (uint64, error)               { return 0, nil }
+func (fencedStore) Write(context.Context, uint64, string) (bool, error) { return true, nil }
+
+func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore) {
+	l, err := leader.NewLeadership(leader.Spec{
+		Lock: leader.NewRedisLock(client), Key: "digest-publisher", Owner: instanceID,
+		Claim: func(ctx context.Context, t *leader.Term) (bool, error) {
+			return store.Claim(ctx, t.Token) // UPDATE … SET fence = $t WHERE fence < $t
+		},
+		FenceFloor: store.Fence, RequiresFenceAdvance: true,
+	}, func(ctx context.Context, term *leader.Term) error {
+		for term.Live() { // false as soon as the soft deadline passes, even right after a pause
+			if ok, err := store.Write(ctx, term.Token, digest()); err != nil || !ok {
+				return err // refused: a newer leader has written
+			}
+			select {
+			case <-term.Ended():
+				return nil
+			case <-time.After(time.Second):
+			}
+		}
+		return nil
+	})
+	// host.Registration{Entrypoint: l, Marks: fleet.LeadershipMarks}
+	_, _ = l, err
+}
+
+// --- Fleet posture
+
+func fleetSnippet(spec *host.AppSpec) {
+	spec.Profile = fleet.Fleet // Single (default), Fleet, Serverless
+	spec.Warmups = []host.Step{{Name: "create-indexes", Start: createIndexes,
+		Marks: fleet.Marks{MutatesSharedState: true}}} // ConfigError under Fleet: not guarded
+}
+
+// --- Testing your service
+
+func hosttestSnippet(t *testing.T, spec host.AppSpec) {
+	synctest.Test(t, func(t *testing.T) {
+		x := hosttest.Start(t, spec)
+		x.WaitStage(host.StageServe)
+		x.Stop()
+		if err := x.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
