@@ -87,8 +87,8 @@ func (f *FleetLock) key(job string, t time.Time) string {
 	return "cron:" + job + ":" + t.UTC().Format(time.RFC3339Nano)
 }
 
-// claim tries to take tick t's lease. It returns the outcome when the run must not
-// go ahead, and otherwise the lease's token and the deadline the run must end by.
+// claim tries to take tick t's lease. It returns succeeded with the lease's token and
+// the deadline the run must end by, or the outcome that ends the tick here.
 // The deadline is counted from before the Acquire was sent, so it falls before the
 // lease's expiry on the backend's clock.
 func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64, time.Time) {
@@ -114,7 +114,7 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 	})
 	switch {
 	case err == nil:
-		return 0, lease.Token, sent.Add(j.maxRun)
+		return succeeded, lease.Token, sent.Add(j.maxRun)
 	case errors.Is(err, leader.ErrHeld):
 		s.log.Debug("cron tick taken by another replica", tickFields(t)...)
 		return skippedOtherReplica, 0, time.Time{}

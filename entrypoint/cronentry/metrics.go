@@ -14,7 +14,7 @@ import (
 type outcome int
 
 const (
-	ok                  outcome = iota // the run returned nil
+	succeeded           outcome = iota // the run returned nil
 	failed                             // the run returned an error (MaxRunTime expiry included)
 	panicked                           // the run panicked
 	cancelled                          // Stop cut the run (or the lock's Acquire) through its ctx
@@ -28,7 +28,7 @@ const (
 
 func (o outcome) String() string {
 	switch o {
-	case ok:
+	case succeeded:
 		return "ok"
 	case failed:
 		return "failed"
@@ -49,9 +49,6 @@ func (o outcome) String() string {
 	}
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
-
-// ran reports whether the job's Run was called for the tick.
-func (o outcome) ran() bool { return o <= cancelled }
 
 // jobStats counts one job's outcomes, and feeds its Prometheus collectors when there
 // are any.

@@ -75,7 +75,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, t Tick) {
 	}
 	if j.OncePerFleet != nil {
 		o, token, until := s.claim(ctx, j, t)
-		if o != ok {
+		if o != succeeded {
 			s.record(j, o)
 			return
 		}
@@ -92,7 +92,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, t Tick) {
 	took := time.Since(start)
 	j.stats.observe(took)
 
-	o := ok
+	o := succeeded
 	var pe *safe.PanicError
 	switch {
 	case errors.As(err, &pe):

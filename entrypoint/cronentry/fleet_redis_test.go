@@ -1,0 +1,125 @@
+package cronentry
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/servicewright/servicewright/leader"
+)
+
+// TestOncePerFleetRedis runs three replicas against a real Redis, in real time, and
+// replaces one of them midway: every tick in between runs exactly once.
+func TestOncePerFleetRedis(t *testing.T) {
+	rds := env.Redis(t)
+	const (
+		every   = 200 * time.Millisecond
+		jitter  = 50 * time.Millisecond
+		ttl     = 2 * time.Second
+		failure = 20 * time.Second // a bound for failing waits, never a synchronisation
+	)
+	prefix := fmt.Sprintf("test:%s:", t.Name())
+
+	var (
+		mu      sync.Mutex
+		runs    = map[time.Time][]string{}
+		stopped = map[string]time.Time{} // owner → when its Stop returned
+		newTick = make(chan struct{}, 1000)
+	)
+	replica := func(owner string) *serving {
+		client := redis.NewClient(&redis.Options{Addr: rds.Addr()})
+		t.Cleanup(func() { client.Close() })
+		lock := leader.NewRedisLock(client, leader.WithKeyPrefix(prefix))
+		return start(t, []Job{{
+			Name: "report", Every: every, Jitter: jitter,
+			OncePerFleet: OncePerFleet(lock, owner, ttl),
+			Run: func(_ context.Context, tk Tick) error {
+				mu.Lock()
+				defer mu.Unlock()
+				k := tk.Scheduled.UTC()
+				if len(runs[k]) == 0 {
+					newTick <- struct{}{}
+				}
+				runs[k] = append(runs[k], owner)
+				return nil
+			},
+		}}, nil)
+	}
+	waitTicks := func(n int) {
+		t.Helper()
+		deadline := time.After(failure)
+		for range n {
+			select {
+			case <-newTick:
+			case <-deadline:
+				t.Fatalf("fewer than %d new ticks ran within %v", n, failure)
+			}
+		}
+	}
+	shutdown := func(owner string, x *serving) {
+		x.closeStop()
+		ctx, cancel := context.WithTimeout(context.Background(), failure)
+		defer cancel()
+		if err := x.s.Drain(ctx); err != nil {
+			t.Errorf("%s: Drain = %v", owner, err)
+		}
+		if err := x.s.Stop(ctx); err != nil {
+			t.Errorf("%s: Stop = %v", owner, err)
+		}
+		mu.Lock()
+		stopped[owner] = time.Now()
+		mu.Unlock()
+	}
+
+	replicas := map[string]*serving{"a": replica("a"), "b": replica("b"), "c": replica("c")}
+	waitTicks(10)
+	shutdown("b", replicas["b"]) // a rolling restart: b goes, d comes
+	delete(replicas, "b")
+	replicas["d"] = replica("d")
+	waitTicks(12)
+	for _, owner := range []string{"a", "c", "d"} {
+		shutdown(owner, replicas[owner])
+	}
+
+	mu.Lock()
+	defer mu.Unlock()
+	ticks := make([]time.Time, 0, len(runs))
+	for tk := range runs {
+		ticks = append(ticks, tk)
+	}
+	sort.Slice(ticks, func(i, j int) bool { return ticks[i].Before(ticks[j]) })
+	if len(ticks) < 22 {
+		t.Fatalf("%d ticks ran, want at least 22", len(ticks))
+	}
+	// Every tick from the first to the last ran, and ran exactly once.
+	for tk := ticks[0]; !tk.After(ticks[len(ticks)-1]); tk = tk.Add(every) {
+		switch owners := runs[tk]; {
+		case len(owners) == 0:
+			t.Errorf("tick %v ran nowhere", tk.Format("15:04:05.000"))
+		case len(owners) > 1:
+			t.Errorf("tick %v ran on %v, want exactly one replica", tk.Format("15:04:05.000"), owners)
+		}
+	}
+	for tk, owners := range runs {
+		if owners[0] == "b" && tk.After(stopped["b"]) {
+			t.Errorf("b ran tick %v after its Stop returned", tk)
+		}
+	}
+	t.Logf("%d ticks from %v to %v; runs by replica: %v", len(ticks),
+		ticks[0].Format("15:04:05.000"), ticks[len(ticks)-1].Format("15:04:05.000"), byOwner(runs))
+}
+
+func byOwner(runs map[time.Time][]string) map[string]int {
+	out := map[string]int{}
+	for _, owners := range runs {
+		for _, o := range owners {
+			out[o]++
+		}
+	}
+	return out
+}
