@@ -3,6 +3,7 @@ package host
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -76,7 +77,13 @@ func (h *Host) buildContainer(l *cfgerr.List) {
 		fx.Populate(&units),
 	)
 	if err := app.Err(); err != nil {
-		l.Addf("Container", "%v", err)
+		// A constructor's own ConfigError keeps its fields; a wiring error is one problem.
+		var ce *cfgerr.Error
+		if errors.As(err, &ce) {
+			l.Merge("Container", ce)
+		} else {
+			l.Addf("Container", "%v", err)
+		}
 		return
 	}
 	h.app = app

@@ -91,7 +91,7 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, reg *hooks.Regis
 		if names[name]++; names[name] == 2 {
 			l.Addf(field, "name is used by more than one entrypoint")
 		}
-		if why := spec.Profile.Check(r.Marks); why != "" {
+		if why := spec.Profile.Check(marksOf(r)); why != "" {
 			l.Addf(field, "%s profile: %s", spec.Profile, why)
 		}
 	}
@@ -174,4 +174,17 @@ func instanceID(spec *AppSpec, lookup func(string) (string, bool)) string {
 		host = "unknown"
 	}
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
+}
+
+// marksOf is a registration's marks, joined with those its entrypoint declares
+// itself through a Marks() fleet.Marks method (cronentry.Scheduler does).
+func marksOf(r Registration) fleet.Marks {
+	m := r.Marks
+	if mk, ok := r.Entrypoint.(interface{ Marks() fleet.Marks }); ok {
+		own := mk.Marks()
+		m.MutatesSharedState = m.MutatesSharedState || own.MutatesSharedState
+		m.SingletonGuarded = m.SingletonGuarded || own.SingletonGuarded
+		m.RequiresLongRunning = m.RequiresLongRunning || own.RequiresLongRunning
+	}
+	return m
 }

@@ -93,7 +93,7 @@ func TestKubernetesManifest(t *testing.T) {
 	}
 
 	// The example's own spec, under the manifest's environment.
-	s := spec(knobs{})
+	s := spec(defaultKnobs())
 	s.Telemetry.Logger = zap.NewNop()
 	h, err := host.New(s, host.WithEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	if err != nil {

@@ -24,9 +24,14 @@ type knobs struct {
 	campaignEvery time.Duration // EXAMPLE_CAMPAIGN_EVERY: how often non-leaders campaign (default 2s)
 }
 
-func readKnobs() (knobs, error) {
-	k := knobs{cronEvery: 10 * time.Second, publishEvery: time.Second,
+// defaultKnobs are the knobs with no environment.
+func defaultKnobs() knobs {
+	return knobs{cronEvery: 10 * time.Second, publishEvery: time.Second,
 		leaderTTL: leader.DefaultTTL, campaignEvery: leader.DefaultCampaignEvery}
+}
+
+func readKnobs() (knobs, error) {
+	k := defaultKnobs()
 	var l cfgerr.List
 	dur := func(name string, dst *time.Duration) {
 		v := os.Getenv(name)
