@@ -125,5 +125,5 @@ func TestDocsAreCompiled(t *testing.T) {
 	if total == 0 {
 		t.Fatal("no go blocks found: the check would prove nothing")
 	}
-	t.Logf("%d go blocks, each found in compiled code", total)
+	t.Logf("%d go blocks checked against compiled code", total)
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/cronentry"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/hooks"
@@ -33,8 +34,6 @@ type queue struct {
 	gate entrypoint.Gate
 	done chan struct{}
 }
-
-var _ entrypoint.Entrypoint = (*queue)(nil)
 
 func (q *queue) Name() string               { return "queue" }
 func (q *queue) Bind(context.Context) error { q.done = make(chan struct{}); return nil }
@@ -68,6 +67,8 @@ func (q *queue) Stop(ctx context.Context) error {
 		return ctx.Err()
 	}
 }
+
+var _ entrypoint.Entrypoint = (*queue)(nil)
 
 // --- Hooks and drain phases
 
@@ -138,6 +139,25 @@ func kafkaSnippet(store orderStore) {
 	})
 	// host.Registration{Entrypoint: consumer}; consumer is also a readiness check (Health).
 	_, _ = consumer, err
+}
+
+// --- Cron
+
+func sendReport(context.Context, time.Time) error { return nil }
+
+func cronSnippet(lock leader.Lock, instanceID string) {
+	sched, err := cronentry.New("cron", []cronentry.Job{{
+		Name:         "daily-report",
+		Schedule:     "CRON_TZ=Europe/Paris 0 30 9 * * *", // 09:30 Paris time, with seconds
+		Jitter:       30 * time.Second,
+		Overlap:      cronentry.OverlapSkip, // or OverlapQueue, OverlapAllow
+		OncePerFleet: cronentry.OncePerFleet(lock, instanceID, time.Hour),
+		Run: func(ctx context.Context, tick cronentry.Tick) error {
+			return sendReport(ctx, tick.Scheduled) // ctx is cancelled at Stop or MaxRunTime
+		},
+	}})
+	// host.Registration{Entrypoint: sched} — its marks come from sched.Marks()
+	_, _ = sched, err
 }
 
 // --- Leadership
