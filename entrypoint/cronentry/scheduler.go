@@ -21,32 +21,16 @@ var _ interface {
 	entrypoint.DrainReporter
 } = (*Scheduler)(nil)
 
-// state is where a Scheduler is in its lifecycle.
-type state int
+// state is where a Scheduler is in its lifecycle; it only moves forward.
+type state = entrypoint.Phase
 
 const (
-	stateNew      state = iota // made by New
-	stateBound                 // Bind returned nil
-	stateServing               // Serve started the scheduling goroutine
-	stateDraining              // Drain began: no new tick is taken
-	stateStopped               // Stop began: runs are cancelled
+	stateNew      = entrypoint.PhaseNew
+	stateBound    = entrypoint.PhaseBound
+	stateServing  = entrypoint.PhaseServing
+	stateDraining = entrypoint.PhaseDraining
+	stateStopped  = entrypoint.PhaseStopped
 )
-
-func (s state) String() string {
-	switch s {
-	case stateNew:
-		return "new"
-	case stateBound:
-		return "bound"
-	case stateServing:
-		return "serving"
-	case stateDraining:
-		return "draining"
-	case stateStopped:
-		return "stopped"
-	}
-	return fmt.Sprintf("state(%d)", int(s))
-}
 
 // Scheduler runs jobs on cron expressions or fixed intervals as an entrypoint. Make
 // one with New. Its methods are safe for concurrent use.

@@ -24,32 +24,16 @@ var _ interface {
 	entrypoint.InFlighter
 } = (*Server)(nil)
 
-// state is where a Server is in its lifecycle. It only moves forward.
-type state int
+// state is where a Server is in its lifecycle; it only moves forward.
+type state = entrypoint.Phase
 
 const (
-	stateNew      state = iota // made by New
-	stateBound                 // Bind holds the listener
-	stateServing               // Serve started the http.Server
-	stateDraining              // Drain was called
-	stateStopped               // Stop was called
+	stateNew      = entrypoint.PhaseNew
+	stateBound    = entrypoint.PhaseBound
+	stateServing  = entrypoint.PhaseServing
+	stateDraining = entrypoint.PhaseDraining
+	stateStopped  = entrypoint.PhaseStopped
 )
-
-func (s state) String() string {
-	switch s {
-	case stateNew:
-		return "new"
-	case stateBound:
-		return "bound"
-	case stateServing:
-		return "serving"
-	case stateDraining:
-		return "draining"
-	case stateStopped:
-		return "stopped"
-	}
-	return fmt.Sprintf("state(%d)", int(s))
-}
 
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
 // refuses new requests and lets the admitted ones finish while spreading the close
