@@ -27,6 +27,7 @@ if redis.call('EXISTS', KEYS[1]) == 1 then return -1 end
 local f = tonumber(redis.call('GET', KEYS[2]) or '0')
 if f >= tonumber(ARGV[3]) then return -2 end
 local t = redis.call('INCR', KEYS[2])
+if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', t), 'NX', 'PX', ARGV[2])
 return t`
 	renewLua = `
@@ -63,8 +64,9 @@ return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET
 // stores that claim a token with `fence < token` refuse those repeats, and
 // AdvanceFence (the Leadership's FenceFloor) moves the counter past them.
 type RedisLock struct {
-	client redis.UniversalClient
-	prefix string
+	client   redis.UniversalClient
+	prefix   string
+	fenceTTL time.Duration // 0: counters never expire
 
 	acquire, renew, release, advance, inspect *redis.Script
 }
@@ -75,6 +77,13 @@ type RedisOption func(*RedisLock)
 // WithKeyPrefix replaces DefaultKeyPrefix. The prefix must not contain '{' or '}',
 // which would move the hash tag.
 func WithKeyPrefix(p string) RedisOption { return func(r *RedisLock) { r.prefix = p } }
+
+// WithFenceTTL lets each fencing counter expire d after the last acquire of its key.
+// It is for locks taken once per key and never again — one per cron tick, one per
+// batch — whose counters would otherwise pile up in Redis forever. Never use it for
+// a lease that fences a store: a counter that expires restarts at 1, and only a
+// FenceFloor brings it back above the store's fence.
+func WithFenceTTL(d time.Duration) RedisOption { return func(r *RedisLock) { r.fenceTTL = d } }
 
 // NewRedisLock returns a RedisLock using client. It sends nothing to Redis.
 func NewRedisLock(client redis.UniversalClient, opts ...RedisOption) *RedisLock {
@@ -122,7 +131,7 @@ func (r *RedisLock) Acquire(ctx context.Context, key, owner string, ttl time.Dur
 	if err != nil {
 		return Lease{}, err
 	}
-	n, err := r.acquire.Run(ctx, r.client, keys, owner, ms(ttl), MaxToken).Int64()
+	n, err := r.acquire.Run(ctx, r.client, keys, owner, ms(ttl), MaxToken, ms(max(r.fenceTTL, 0))).Int64()
 	switch {
 	case err != nil:
 		return Lease{}, fmt.Errorf("acquire %q: %w", key, err)

@@ -101,3 +101,27 @@ func slot(key string) string {
 	}
 	return key
 }
+
+func TestRedisFenceTTL(t *testing.T) {
+	c := newClient(t, env.Redis(t))
+	ctx := context.Background()
+	t.Run("counters of a lock made WithFenceTTL expire", func(t *testing.T) {
+		lk := NewRedisLock(c, WithKeyPrefix("fttl:"), WithFenceTTL(time.Minute))
+		if _, err := lk.Acquire(ctx, "tick-1", "a", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		ttl, err := c.PTTL(ctx, "fttl:{tick-1}:fence").Result()
+		if err != nil || ttl <= 0 || ttl > time.Minute {
+			t.Errorf("fence counter PTTL = %v, %v; want within (0, 1m]", ttl, err)
+		}
+	})
+	t.Run("by default counters never expire", func(t *testing.T) {
+		lk := NewRedisLock(c, WithKeyPrefix("fttl0:"))
+		if _, err := lk.Acquire(ctx, "lease", "a", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if ttl, err := c.PTTL(ctx, "fttl0:{lease}:fence").Result(); err != nil || ttl != -1 {
+			t.Errorf("fence counter PTTL = %v, %v; want -1 (no expiry)", ttl, err)
+		}
+	})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -12,10 +13,15 @@ import (
 	"github.com/servicewright/servicewright/leader"
 )
 
+type cronParams struct {
+	fx.In
+	Redis redis.UniversalClient `optional:"true"` // from leader.Module when REDIS_URL is set
+}
+
 // cronModule schedules the "report" job every EXAMPLE_CRON_EVERY. With REDIS_URL set
 // each tick runs on exactly one replica of the fleet; alone, on this one.
 func cronModule(k knobs) fx.Option {
-	return host.Provide(func(lock leader.Lock, inst host.Instance, log *zap.Logger, reg prometheus.Registerer) (*cronentry.Scheduler, error) {
+	return host.Provide(func(p cronParams, inst host.Instance, log *zap.Logger, reg prometheus.Registerer) (*cronentry.Scheduler, error) {
 		job := cronentry.Job{
 			Name:   "report",
 			Every:  k.cronEvery,
@@ -25,7 +31,9 @@ func cronModule(k knobs) fx.Option {
 				return nil
 			},
 		}
-		if k.redisURL != "" {
+		if p.Redis != nil {
+			// One lock per tick: let each tick's fencing counter expire after a while.
+			lock := leader.NewRedisLock(p.Redis, leader.WithFenceTTL(10*k.cronEvery))
 			job.OncePerFleet = cronentry.OncePerFleet(lock, string(inst), k.cronEvery)
 		}
 		return cronentry.New("cron", []cronentry.Job{job}, cronentry.WithLogger(log), cronentry.WithRegisterer(reg))
