@@ -27,11 +27,11 @@ var ErrUnknownTopic = errors.New("unknown topic")
 
 // Bind checks that a broker answers (each dial bounded by DialTimeout) and that the
 // consumed topics and the dead-letter topic exist — creating the missing ones when
-// AutoCreateTopics is set — and then subscribes: it creates the kafka-go Reader,
-// which joins the consumer group at once, in the background. From then on the
-// group may assign partitions to this member and kafka-go prefetches up to
-// QueueCapacity messages, but no handler runs before Serve, and nothing is committed
-// for messages that were not handled. Bind also makes the dead-letter writer.
+// AutoCreateTopics is set — and then joins the group: it creates the kafka-go
+// ConsumerGroup, which joins in the background. From then on the group may assign
+// partitions to this member, and a rebalance is answered (the member rejoins), but
+// nothing is fetched and no handler runs before Serve. Bind also makes the
+// dead-letter writer.
 //
 // An error leaves nothing open: the Host calls neither Drain nor Stop after a failed
 // Bind. Calling Bind twice is an error.
@@ -45,20 +45,19 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	if err == nil {
 		err = c.ensureTopics(ctx, addr)
 	}
-	var r reader
+	var g *kafka.ConsumerGroup
 	if err == nil {
-		err = safe.Call("kafka.NewReader", func() error { r = kafka.NewReader(c.readerConfig()); return nil })
+		g, err = kafka.NewConsumerGroup(c.groupConfig())
 	}
 	if err != nil {
 		return fmt.Errorf("kafkaentry %q: bind: %w", c.cfg.Name, err)
 	}
-	c.reader = r
 	c.dlq = c.opts.dlq
 	if c.cfg.OnFailure.deadLetter && c.dlq == nil {
 		c.ownDLQ = NewWriter(c.cfg.Brokers, WriterDialer(c.dialer))
 		c.dlq = c.ownDLQ
 	}
-	c.state = stateBound
+	c.joinLocked(ctx, kafkaGroup{g})
 	c.log.Info("bound", zap.Strings("brokers", c.cfg.Brokers), zap.String("group", c.cfg.GroupID),
 		zap.Strings("topics", c.cfg.Topics), zap.Stringer("on_failure", c.cfg.OnFailure))
 	return nil
@@ -203,30 +202,60 @@ func quoteAll(ss []string) string {
 	return strings.Join(q, ", ")
 }
 
-// readerConfig is the kafka-go configuration. Commits are synchronous in kafka-go
-// (CommitInterval 0): the consumer batches them itself, so that it knows when an
-// offset is committed and that the last commit happened before Reader.Close, instead
-// of trusting kafka-go's flush at the end of a generation (commits were lost there
-// before kafka-go PR #715, and with interval commits the flush is best-effort).
-func (c *Consumer) readerConfig() kafka.ReaderConfig {
-	rc := kafka.ReaderConfig{
+// groupConfig is the kafka-go consumer group's configuration. The consumer commits
+// through the generations kafka-go hands out, so it knows that each generation's
+// last commit happened before the generation ended.
+func (c *Consumer) groupConfig() kafka.ConsumerGroupConfig {
+	gc := kafka.ConsumerGroupConfig{
+		ID:                    c.cfg.GroupID,
 		Brokers:               c.cfg.Brokers,
-		GroupID:               c.cfg.GroupID,
-		GroupTopics:           c.cfg.Topics,
 		Dialer:                c.dialer,
-		QueueCapacity:         c.cfg.QueueCapacity,
-		MinBytes:              c.cfg.MinBytes,
-		MaxBytes:              c.cfg.MaxBytes,
-		MaxWait:               c.cfg.MaxWait,
-		ReadLagInterval:       -1,
-		StartOffset:           c.cfg.StartOffset,
+		Topics:                c.cfg.Topics,
+		HeartbeatInterval:     c.cfg.HeartbeatInterval,
+		SessionTimeout:        c.cfg.SessionTimeout,
+		RebalanceTimeout:      c.cfg.RebalanceTimeout,
 		WatchPartitionChanges: true,
+		StartOffset:           c.cfg.StartOffset,
 		ErrorLogger:           zapLogger(c.log, zapcore.WarnLevel),
+	}
+	if c.log.Core().Enabled(zapcore.DebugLevel) {
+		gc.Logger = zapLogger(c.log, zapcore.DebugLevel)
+	}
+	return gc
+}
+
+// openPartition opens a reader of one partition, outside any group (the consumer
+// does the group's part), starting at offset: a committed offset, or
+// kafka.FirstOffset or kafka.LastOffset. It prefetches up to QueueCapacity messages
+// from its first fetch on.
+func (c *Consumer) openPartition(topic string, partition int, offset int64) (partitionReader, error) {
+	rc := kafka.ReaderConfig{
+		Brokers:         c.cfg.Brokers,
+		Topic:           topic,
+		Partition:       partition,
+		Dialer:          c.dialer,
+		QueueCapacity:   c.cfg.QueueCapacity,
+		MinBytes:        c.cfg.MinBytes,
+		MaxBytes:        c.cfg.MaxBytes,
+		MaxWait:         c.cfg.MaxWait,
+		ReadLagInterval: -1,
+		ErrorLogger:     zapLogger(c.log, zapcore.WarnLevel),
 	}
 	if c.log.Core().Enabled(zapcore.DebugLevel) {
 		rc.Logger = zapLogger(c.log, zapcore.DebugLevel)
 	}
-	return rc
+	var r *kafka.Reader
+	err := safe.Call("kafka.NewReader", func() error { // it panics on a bad config
+		r = kafka.NewReader(rc)
+		return r.SetOffset(offset)
+	})
+	if err != nil {
+		if r != nil {
+			_ = r.Close()
+		}
+		return nil, err
+	}
+	return r, nil
 }
 
 func zapLogger(l *zap.Logger, lvl zapcore.Level) kafka.Logger {
@@ -238,22 +267,23 @@ func zapLogger(l *zap.Logger, lvl zapcore.Level) kafka.Logger {
 	})
 }
 
-// closeReader closes the reader (leaving the group) in a goroutine and waits for it
-// at most CloseTimeout and until ctx is done. kafka-go's Close is known to hang
-// (issues #428, #1248): one that does not return in time is abandoned — its
-// goroutine left to finish on its own — and reported as such. A later call waits
-// for the same Close again.
-func (c *Consumer) closeReader(ctx context.Context) (abandoned bool, err error) {
+// closeGroup closes the group in a goroutine — which ends the generation (and so
+// commits what it handled) and leaves the group — and waits for it at most
+// CloseTimeout and until ctx is done. kafka-go's Close waits for a join in progress
+// and for the broker: one that does not return in time is abandoned — its goroutine
+// left to finish on its own — and reported as such. A later call waits for the same
+// Close again.
+func (c *Consumer) closeGroup(ctx context.Context) (abandoned bool, err error) {
 	c.mu.Lock()
-	if c.reader == nil {
+	if c.group == nil {
 		c.mu.Unlock()
 		return false, nil
 	}
 	if c.closeDone == nil {
-		done, r := make(chan struct{}), c.reader
+		done, g := make(chan struct{}), c.group
 		c.closeDone = done
 		go func() {
-			err := safe.Call("kafka Reader.Close", r.Close)
+			err := safe.Call("kafka ConsumerGroup.Close", g.Close)
 			c.mu.Lock()
 			c.closeErr = err
 			c.mu.Unlock()
@@ -271,11 +301,11 @@ func (c *Consumer) closeReader(ctx context.Context) (abandoned bool, err error) 
 		defer c.mu.Unlock()
 		err, c.closeErr = c.closeErr, nil // reported once
 		if err != nil {
-			return false, fmt.Errorf("close reader: %w", err)
+			return false, fmt.Errorf("close group: %w", err)
 		}
 		return false, nil
 	}
-	c.log.Warn("kafka reader close did not return in time; abandoned (the group notices when the session times out)",
+	c.log.Warn("kafka group close did not return in time; abandoned (the group notices when the session times out)",
 		zap.Duration("waited", time.Since(start)), zap.Duration("close_timeout", c.cfg.CloseTimeout))
 	return true, nil
 }

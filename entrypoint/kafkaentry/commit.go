@@ -7,10 +7,13 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// backgroundCommitTimeout bounds one commit of the commit loop, so that a broker
-// that stopped answering does not hold the loop (and the commits behind it) forever.
+// backgroundCommitTimeout bounds one commit of the commit loop and the final commit
+// of a generation, so that a broker that stopped answering does not hold them
+// forever. kafka-go bounds each request itself too (5s).
 const backgroundCommitTimeout = 10 * time.Second
 
 type topicPartition struct {
@@ -18,8 +21,8 @@ type topicPartition struct {
 	partition int
 }
 
-// partitionOffsets tracks one partition: the highest offset handled and the highest
-// offset known committed, and how many messages each covers.
+// partitionOffsets tracks one partition in one generation: the highest offset
+// handled and the highest offset committed, and how many messages each covers.
 type partitionOffsets struct {
 	handled, committed   int64 // offsets of messages; committed is -1 before the first commit
 	nHandled, nCommitted uint64
@@ -28,25 +31,30 @@ type partitionOffsets struct {
 // commitEntry is one partition's share of a commit.
 type commitEntry struct {
 	tp     topicPartition
-	offset int64  // the last handled message; kafka-go commits offset+1
+	offset int64  // the last handled message; offset+1 is committed
 	n      uint64 // nHandled when the entry was taken
 }
 
-// offsetTable holds, per partition, what the handlers finished and what was
-// committed. Offsets only move forward: a message handled again after a rebalance
-// never takes the commit back.
+// offsetTable holds, per partition, what the handlers finished in one generation
+// and what was committed. It is sealed when the generation's final commit is done:
+// nothing handled later can be committed any more, because the partitions have
+// another owner by then.
 type offsetTable struct {
-	mu          sync.Mutex
-	parts       map[topicPartition]*partitionOffsets
-	uncommitted uint64 // messages handled and not yet covered by a commit
+	mu      sync.Mutex
+	parts   map[topicPartition]*partitionOffsets
+	waiting uint64 // messages handled and not yet covered by a commit
+	sealed  bool
 }
 
 // mark records msg as done (handled or dead-lettered) and returns how many messages
-// are now waiting for a commit.
-func (t *offsetTable) mark(msg *kafka.Message) uint64 {
+// now wait for a commit; ok is false when the table is sealed.
+func (t *offsetTable) mark(msg *kafka.Message) (waiting uint64, ok bool) {
 	tp := topicPartition{msg.Topic, msg.Partition}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sealed {
+		return 0, false
+	}
 	p := t.parts[tp]
 	if p == nil {
 		if t.parts == nil {
@@ -57,14 +65,18 @@ func (t *offsetTable) mark(msg *kafka.Message) uint64 {
 	}
 	p.handled = max(p.handled, msg.Offset)
 	p.nHandled++
-	t.uncommitted++
-	return t.uncommitted
+	t.waiting++
+	return t.waiting, true
 }
 
-// pending returns an entry for every partition with handled messages not yet committed.
+// pending returns an entry for every partition with handled messages not yet
+// committed; none once sealed.
 func (t *offsetTable) pending() []commitEntry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.sealed {
+		return nil
+	}
 	var out []commitEntry
 	for tp, p := range t.parts {
 		if p.nHandled > p.nCommitted {
@@ -87,71 +99,98 @@ func (t *offsetTable) ack(entries []commitEntry) uint64 {
 			p.nCommitted = e.n
 		}
 	}
-	t.uncommitted -= covered
+	t.waiting -= covered
 	return covered
 }
 
-// uncommittedCount returns how many handled messages no commit covers yet.
-func (t *offsetTable) uncommittedCount() uint64 {
+// seal ends the table and returns how many handled messages no commit covered.
+func (t *offsetTable) seal() uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.uncommitted
+	t.sealed = true
+	return t.waiting
 }
 
-// commit synchronously commits the offsets of every message handled and not yet
-// committed, and returns how many messages that covered. Commits are serialised: one
-// waits for the one in progress, as long as ctx allows. A failed commit leaves the
-// offsets pending for the next one.
+// commit synchronously commits, in the current generation, the offsets of every
+// message handled and not yet committed, and returns how many messages that
+// covered. Between generations there is nothing to commit: the last one committed
+// before it ended.
 func (c *Consumer) commit(ctx context.Context) (uint64, error) {
+	c.mu.Lock()
+	gs := c.gen
+	c.mu.Unlock()
+	if gs == nil {
+		return 0, nil
+	}
+	return c.commitGen(ctx, gs)
+}
+
+// commitGen synchronously commits gs's handled offsets in its generation. Commits
+// are serialised: one waits for the one in progress, as long as ctx allows. A failed
+// commit leaves the offsets pending for the next one. A commit still running when
+// ctx is done is abandoned (kafka-go bounds it) and reported as failed.
+func (c *Consumer) commitGen(ctx context.Context, gs *genState) (uint64, error) {
 	select {
 	case c.commitSem <- struct{}{}:
 	case <-ctx.Done():
 		return 0, ctx.Err()
 	}
 	defer func() { <-c.commitSem }()
+	if c.crashed.Load() {
+		return 0, nil
+	}
 
-	entries := c.offsets.pending()
+	entries := gs.offsets.pending()
 	if len(entries) == 0 {
 		return 0, nil
 	}
-	msgs := make([]kafka.Message, len(entries))
-	for i, e := range entries {
-		msgs[i] = kafka.Message{Topic: e.tp.topic, Partition: e.tp.partition, Offset: e.offset}
+	offsets := make(map[string]map[int]int64, 1)
+	for _, e := range entries {
+		if offsets[e.tp.topic] == nil {
+			offsets[e.tp.topic] = make(map[int]int64)
+		}
+		offsets[e.tp.topic][e.tp.partition] = e.offset + 1
 	}
-	if err := c.reader.CommitMessages(ctx, msgs...); err != nil {
+	err := safe.Bounded(ctx, "kafka offset commit", 0, func(context.Context) error { return gs.gen.commit(offsets) })
+	if err != nil {
 		return 0, err
 	}
-	n := c.offsets.ack(entries)
+	n := gs.offsets.ack(entries)
 	c.stats.committed.Add(n)
+	c.stats.uncommitted.Add(-int64(n))
 	for _, e := range entries {
 		c.metrics.setCommitted(e.tp.topic, e.tp.partition, e.offset+1)
 	}
 	return n, nil
 }
 
-// commitLoop commits in the background every CommitInterval, and sooner when the
-// workers kick it because CommitBatch messages are waiting, until quit is closed.
-func (c *Consumer) commitLoop(ctx context.Context, quit <-chan struct{}) {
+// commitLoop commits gs's offsets in the background every CommitInterval, and
+// sooner when the handlers kick it because CommitBatch messages are waiting, until
+// the generation ends (ctx).
+func (c *Consumer) commitLoop(ctx context.Context, gs *genState) {
 	t := time.NewTicker(c.cfg.CommitInterval)
 	defer t.Stop()
 	for {
 		select {
-		case <-quit:
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-c.kick:
 		}
-		cctx, cancel := context.WithTimeout(ctx, backgroundCommitTimeout)
-		if _, err := c.commit(cctx); err != nil && ctx.Err() == nil {
+		cctx, cancel := context.WithTimeout(context.Background(), backgroundCommitTimeout)
+		if _, err := c.commitGen(cctx, gs); err != nil && ctx.Err() == nil {
 			c.log.Warn("offset commit failed; the offsets stay pending for the next commit", zap.Error(err))
 		}
 		cancel()
 	}
 }
 
-// marked records msg as done and kicks the commit loop when a batch is due.
-func (c *Consumer) marked(msg *kafka.Message) {
-	if c.offsets.mark(msg) >= uint64(c.cfg.CommitBatch) {
+// marked records msg as done in gs and kicks the commit loop when a batch is due.
+// A message done after its generation's final commit counts as uncommitted for
+// good: the partition's next owner delivers it again.
+func (c *Consumer) marked(gs *genState, msg *kafka.Message) {
+	c.stats.uncommitted.Add(1)
+	if waiting, ok := gs.offsets.mark(msg); ok && waiting >= uint64(c.cfg.CommitBatch) {
 		select {
 		case c.kick <- struct{}{}:
 		default: // a kick is already pending

@@ -118,11 +118,11 @@ type Config struct {
 	SessionTimeout time.Duration
 
 	// RebalanceTimeout is how long the coordinator waits for every member to
-	// rejoin once a rebalance began. When a rebalance takes this member's
-	// partitions, its handlers in flight get half of it to finish; then their ctx is
-	// cancelled (they are abandoned a second later if they ignore it), their
-	// messages stay uncommitted, and the member commits and rejoins in time.
-	// Default 30s.
+	// rejoin once a rebalance began; a member that does not is dropped from the
+	// group. When a rebalance takes this member's partitions, its handlers in flight
+	// get half of it to finish; then their ctx is cancelled (they are abandoned a
+	// second later if they ignore it), their messages stay uncommitted, and the
+	// member commits and rejoins in time. Default 30s.
 	RebalanceTimeout time.Duration
 
 	// AutoCreateTopics makes Bind create missing topics (the consumed ones and the

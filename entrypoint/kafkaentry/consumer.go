@@ -20,10 +20,12 @@ import (
 // consumer retry it, and then apply Config.OnFailure. Return an error wrapping
 // ErrUndecodable for a message that can never succeed, so that it is not retried.
 //
-// ctx is cancelled by Stop (not by Drain, which waits for the handler); a handler
-// that fails because ctx was cancelled is neither retried nor dead-lettered, and its
-// message stays uncommitted. The same message may be handled again after a crash, a
-// drain that ran out of time, or a rebalance: handlers must be idempotent.
+// ctx is cancelled by Stop (not by Drain, which waits for the handler), and when a
+// rebalance takes the message's partition away while the handler runs past half the
+// RebalanceTimeout. A handler that fails because ctx was cancelled is neither
+// retried nor dead-lettered, and its message stays uncommitted. The same message may
+// be handled again after a crash, a drain that ran out of time, or a handler cut
+// short that way: handlers must be idempotent.
 type Handler func(ctx context.Context, msg kafka.Message) error
 
 // ErrUndecodable marks a message that no retry can fix, e.g. one whose value does not
@@ -65,34 +67,53 @@ type Consumer struct {
 	dialer  *kafka.Dialer
 	opts    options
 	metrics *metrics
+	// openReader opens the reader of one assigned partition at offset; tests stand
+	// in their own.
+	openReader func(topic string, partition int, offset int64) (partitionReader, error)
 
 	gate      entrypoint.Gate // admits messages to the handlers; Drain closes it
-	offsets   offsetTable
-	commitSem chan struct{} // one commit at a time
-	kick      chan struct{} // tells the commit loop a batch is due
+	slots     chan struct{}   // Config.Workers tokens: a handler runs holding one
+	commitSem chan struct{}   // one commit at a time
+	kick      chan struct{}   // tells the commit loop a batch is due
 	stats     counters
+	crashed   atomic.Bool // set by tests only (export_test.go): commit nothing more
 
-	// Closed once, by the first of Drain and Stop: retry waits end and queued
-	// messages are released.
+	// Made by Bind. runCtx is the handlers' ctx, which Stop cancels; intakeCtx ends
+	// every fetch and retry wait, and Drain, a failure and Stop cancel it.
+	runCtx, intakeCtx     context.Context
+	runCancel, stopIntake context.CancelFunc
+
+	serving   chan struct{} // closed by Serve: from then on partitions are read
+	serveOnce sync.Once
+	// Closed once, by the first of Drain and Stop.
 	draining  chan struct{}
 	drainOnce sync.Once
 	// Closed once a message failed under StopEntrypoint; failErr says which.
 	failed chan struct{}
 
+	// wg counts every goroutine the consumer started and the functions it runs in
+	// kafka-go's generations; Stop waits for them.
+	wg       sync.WaitGroup
+	doneOnce sync.Once
+	done     chan struct{} // closed when wg is done; made by the first allDone
+
 	mu           sync.Mutex
 	state        state
-	reader       reader
+	group        group
+	gen          *genState // the generation in progress; nil between generations
 	dlq          MessageWriter
 	ownDLQ       *kafka.Writer // the dead-letter writer Bind made, closed by Drain or Stop
-	fetchCancel  context.CancelFunc
-	runCancel    context.CancelFunc // cancels the handlers' and the commit loop's ctx
-	commitQuit   chan struct{}      // closed to stop the commit loop
-	done         chan struct{}      // closed when every goroutine Serve started has exited
 	failErr      error
 	failReported bool          // failErr was returned by Serve, Drain or Stop
-	closeDone    chan struct{} // closed when the reader's Close returned
+	closeDone    chan struct{} // closed when the group's Close returned
 	closeErr     error
 	drainStats   DrainStats
+}
+
+// partitionReader reads one partition; *kafka.Reader without a GroupID is one.
+type partitionReader interface {
+	FetchMessage(ctx context.Context) (kafka.Message, error)
+	Close() error
 }
 
 // New checks cfg and returns a consumer that calls handler for each message. It
@@ -121,24 +142,37 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 	dialer.Timeout = cfg.DialTimeout
 
 	c := &Consumer{
-		cfg:        cfg,
-		handler:    handler,
-		what:       fmt.Sprintf("kafkaentry %q handler", cfg.Name),
-		log:        o.log.With(zap.String("entrypoint", cfg.Name)),
-		dialer:     dialer,
-		opts:       o,
-		commitSem:  make(chan struct{}, 1),
-		kick:       make(chan struct{}, 1),
-		draining:   make(chan struct{}),
-		failed:     make(chan struct{}),
-		commitQuit: make(chan struct{}),
+		cfg:       cfg,
+		handler:   handler,
+		what:      fmt.Sprintf("kafkaentry %q handler", cfg.Name),
+		log:       o.log.With(zap.String("entrypoint", cfg.Name)),
+		dialer:    dialer,
+		opts:      o,
+		slots:     make(chan struct{}, cfg.Workers),
+		commitSem: make(chan struct{}, 1),
+		kick:      make(chan struct{}, 1),
+		serving:   make(chan struct{}),
+		draining:  make(chan struct{}),
+		failed:    make(chan struct{}),
 	}
+	c.openReader = c.openPartition
 	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
 	if err != nil {
 		return nil, fmt.Errorf("kafkaentry %q: %w", cfg.Name, err)
 	}
 	c.metrics = m
 	return c, nil
+}
+
+// joinLocked starts taking part in g, the group Bind joined: the generation loop
+// runs from now on, but partitions are read only from Serve. c.mu is held.
+func (c *Consumer) joinLocked(ctx context.Context, g group) {
+	c.group = g
+	c.runCtx, c.runCancel = context.WithCancel(context.WithoutCancel(ctx))
+	c.intakeCtx, c.stopIntake = context.WithCancel(c.runCtx)
+	c.state = stateBound
+	c.wg.Add(1)
+	go c.groupLoop(c.runCtx)
 }
 
 // Name returns Config.Name.
@@ -151,9 +185,11 @@ func (c *Consumer) Config() Config {
 	return cfg
 }
 
-// Serve starts the fetch loop, the workers and the commit loop in goroutines the
-// Consumer owns, and returns nil once stop is closed — with all of them still
-// running: messages are handled and committed through the drain delay, until Drain.
+// Serve starts consuming: from now on each partition the group assigns to this
+// member is read and handled by a goroutine the Consumer owns (see Config.Workers),
+// and the handled offsets are committed in the background. Serve returns nil once
+// stop is closed — with all of that still running: messages are handled and
+// committed through the drain delay, until Drain.
 //
 // Serve returns a *HandlerError when a message fails for good under
 // OnFailure: StopEntrypoint, before stop; fetching has stopped by then, and the
@@ -180,23 +216,7 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 		return fmt.Errorf("kafkaentry %q: Serve called in state %v", c.cfg.Name, st)
 	}
 	c.state = stateServing
-	runCtx, runCancel := context.WithCancel(context.WithoutCancel(ctx))
-	fetchCtx, fetchCancel := context.WithCancel(runCtx)
-	c.runCancel, c.fetchCancel = runCancel, fetchCancel
-	c.done = make(chan struct{})
-	queues := make([]chan kafka.Message, c.cfg.Workers)
-	var wg sync.WaitGroup
-	for i := range queues {
-		queues[i] = make(chan kafka.Message, workerQueue)
-		wg.Go(func() { c.workLoop(runCtx, queues[i]) })
-	}
-	wg.Go(func() { c.fetchLoop(fetchCtx, queues) })
-	wg.Go(func() { c.commitLoop(runCtx, c.commitQuit) })
-	done := c.done
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
+	c.serveOnce.Do(func() { close(c.serving) })
 	c.mu.Unlock()
 	c.log.Info("consuming", zap.Strings("topics", c.cfg.Topics), zap.String("group", c.cfg.GroupID),
 		zap.Int("workers", c.cfg.Workers))
@@ -209,17 +229,18 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 	case <-c.failed:
 		return c.takeFailure()
 	case <-ctx.Done():
-		runCancel()
+		c.runCancel()
 		return ctx.Err()
 	}
 }
 
-// Stop stops everything at once: it cancels the handlers' ctx, stops fetching,
+// Stop stops everything at once: it cancels the handlers' ctx and stops fetching,
 // commits the offsets of messages already handled (unless Drain did and closed the
-// reader), closes the reader and the dead-letter writer, and waits for the
-// goroutines to exit. Messages cut short stay uncommitted and are delivered again.
+// group), closes the group — which ends the generation, commits what the cancelled
+// handlers still finished, and leaves — closes the dead-letter writer, and waits for
+// the goroutines to exit. Messages cut short stay uncommitted and are delivered again.
 //
-// Each wait is bounded by ctx and the reader's close also by CloseTimeout; a close
+// Each wait is bounded by ctx, and the group's close also by CloseTimeout; a close
 // that does not return in time is abandoned and logged. Stop returns ctx.Err() when
 // handlers that ignore cancellation are still running at ctx's deadline; they are
 // abandoned. It also returns a *HandlerError that neither Serve nor Drain returned.
@@ -233,21 +254,19 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	}
 	c.state = stateStopped
 	c.beginDrainLocked()
-	if c.runCancel != nil {
-		c.runCancel()
-	}
-	readerClosing := c.closeDone != nil
-	done := c.done
+	c.runCancel()
+	groupClosing := c.closeDone != nil
 	c.mu.Unlock()
 	c.gate.Close()
+	done := c.allDone()
 
 	var errs []error
-	if !readerClosing {
+	if !groupClosing {
 		if _, err := c.commit(ctx); err != nil {
 			errs = append(errs, fmt.Errorf("commit: %w", err))
 		}
 	}
-	if _, err := c.closeReader(ctx); err != nil {
+	if _, err := c.closeGroup(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	if err := awaitDone(ctx, done); err != nil {
@@ -257,21 +276,32 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	if err := c.takeFailure(); err != nil {
 		errs = append(errs, err)
 	}
-	c.log.Info("stopped", zap.Uint64("uncommitted", c.offsets.uncommittedCount()))
+	c.log.Info("stopped", zap.Uint64("uncommitted", c.Stats().Uncommitted))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("kafkaentry %q: stop: %w", c.cfg.Name, err)
 	}
 	return nil
 }
 
+// allDone returns a channel closed once every goroutine the consumer started has
+// exited. Goroutines are only ever added by goroutines that are counted themselves
+// (or by Bind, before), so the wait cannot miss one.
+func (c *Consumer) allDone() <-chan struct{} {
+	c.doneOnce.Do(func() {
+		c.done = make(chan struct{})
+		go func() {
+			c.wg.Wait()
+			close(c.done)
+		}()
+	})
+	return c.done
+}
+
 // beginDrainLocked stops intake: no new fetch, no new retry wait. c.mu is held.
 func (c *Consumer) beginDrainLocked() {
-	c.drainOnce.Do(func() {
-		close(c.draining)
-		close(c.commitQuit)
-	})
-	if c.fetchCancel != nil {
-		c.fetchCancel()
+	c.drainOnce.Do(func() { close(c.draining) })
+	if c.stopIntake != nil {
+		c.stopIntake()
 	}
 }
 
@@ -303,9 +333,7 @@ func (c *Consumer) fail(err error) {
 	}
 	c.failErr = err
 	close(c.failed)
-	if c.fetchCancel != nil {
-		c.fetchCancel()
-	}
+	c.stopIntake()
 }
 
 // takeFailure returns the failure once, to whichever of Serve, Drain and Stop
@@ -324,33 +352,19 @@ func (c *Consumer) takeFailure() error {
 // writes included.
 func (c *Consumer) InFlight() int { return c.gate.InFlight() }
 
-type state int
+// state is where a Consumer is in its lifecycle; it only moves forward.
+type state = entrypoint.Phase
 
 const (
-	stateNew state = iota
-	stateBound
-	stateServing
-	stateDraining
-	stateStopped
+	stateNew      = entrypoint.PhaseNew
+	stateBound    = entrypoint.PhaseBound
+	stateServing  = entrypoint.PhaseServing
+	stateDraining = entrypoint.PhaseDraining
+	stateStopped  = entrypoint.PhaseStopped
 )
-
-func (s state) String() string {
-	switch s {
-	case stateNew:
-		return "new"
-	case stateBound:
-		return "bound"
-	case stateServing:
-		return "serving"
-	case stateDraining:
-		return "draining"
-	case stateStopped:
-		return "stopped"
-	}
-	return fmt.Sprintf("state(%d)", int(s))
-}
 
 // counters are the Consumer's running totals, read by Stats.
 type counters struct {
 	consumed, handled, failed, deadLettered, released, committed atomic.Uint64
+	uncommitted                                                  atomic.Int64 // done, not covered by a commit
 }

@@ -91,10 +91,11 @@ func truncate(s string, n int) string {
 
 // deadLetter writes msg to the dead-letter topic, retrying a failed write on the
 // retry schedule for as long as it takes, and marks the message done once written.
-// It reports false when the message was given up on instead: Stop cut the write, or a
-// drain began during a wait between writes. A message is never committed past
+// It reports false when the message was given up on instead: Stop cut the write, or
+// the partition's intake ended (a drain, a revocation) during a wait between writes. A message is never committed past
 // without being written.
-func (c *Consumer) deadLetter(ctx context.Context, msg *kafka.Message, cause error, attempts int) bool {
+func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, attempts int) bool {
+	ctx := p.handlers
 	dm := deadLetterMessage(c.cfg.OnFailure.topic, c.cfg.GroupID, msg, cause, attempts, time.Now())
 	b := c.newBackoff()
 	for {
@@ -106,7 +107,7 @@ func (c *Consumer) deadLetter(ctx context.Context, msg *kafka.Message, cause err
 			}
 			c.log.Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 				zap.Int("attempts", attempts), zap.String("error_type", errorType(cause)), zap.Error(cause))...)
-			c.marked(msg)
+			c.marked(p.gs, msg)
 			return true
 		}
 		if ctx.Err() != nil {
@@ -115,7 +116,7 @@ func (c *Consumer) deadLetter(ctx context.Context, msg *kafka.Message, cause err
 		wait := b.next()
 		c.log.Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 			zap.Error(err), zap.Duration("retry_in", wait))...)
-		if !c.pause(ctx, wait) {
+		if !c.pause(p, wait) {
 			return false
 		}
 	}

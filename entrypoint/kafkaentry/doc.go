@@ -1,31 +1,54 @@
 // Package kafkaentry is a Kafka consumer-group entrypoint on segmentio/kafka-go: it
 // feeds each message to a Handler and commits its offset only once the handler
-// succeeded, so that stopping a replica costs no message.
+// succeeded, so that stopping a replica — or a rebalance — costs no message and
+// delivers none twice.
 //
 // # Lifecycle
 //
 //   - New checks the Config and returns every problem at once, as a *cfgerr.Error.
 //   - Bind checks that a broker answers and that the topics exist (or creates them,
-//     with AutoCreateTopics), then creates the kafka-go Reader. kafka-go joins the
-//     group as soon as the Reader exists, so the member is in the group after Bind
-//     and may prefetch messages; no handler runs before Serve.
-//   - Serve starts the fetch loop, the workers and the commit loop, and returns nil
-//     at stop while they keep going: messages are handled and committed through the
-//     drain delay.
+//     with AutoCreateTopics), then joins the group through kafka-go's ConsumerGroup.
+//     The member takes part in rebalances from then on; nothing is fetched and no
+//     handler runs before Serve.
+//   - Serve starts consuming and returns nil at stop while consumption goes on:
+//     messages are handled and committed through the drain delay.
 //   - Drain stops fetching, lets the running handlers finish, commits synchronously
-//     what was handled and leaves the group (Reader.Close, bounded by CloseTimeout).
+//     what was handled and leaves the group (ConsumerGroup.Close, bounded by
+//     CloseTimeout).
 //   - Stop cancels the handlers, commits what was handled if Drain did not, and
 //     closes everything, bounded by its ctx.
+//
+// # Generations
+//
+// The consumer works generation by generation, as the group coordinator hands them
+// out (kafka.ConsumerGroup.Next). In each it opens one reader per assigned partition,
+// outside any group, at the offset the group committed; one goroutine per partition
+// fetches and handles that partition's messages one at a time, in offset order, and
+// Config.Workers bounds how many partitions are in their handler at once. Offsets are
+// committed in that generation (kafka.Generation.CommitOffsets), in batches.
+//
+// A generation ends when a member joins or leaves (a rebalance, which reaches this
+// member within a HeartbeatInterval) or when the group is closed. Then every
+// partition stops fetching, a retry wait ends at once, the handlers in flight finish
+// — within half the RebalanceTimeout; after that their ctx is cancelled and they are
+// abandoned a second later, uncommitted — and the generation's handled offsets are
+// committed synchronously, before the consumer lets the generation go. kafka-go joins
+// the next generation only after that, and the coordinator assigns partitions only
+// once every member rejoined, so the next owner of a partition starts right after
+// the last message handled here. This is what kafka-go's high-level Reader cannot do:
+// it says nothing when partitions are revoked, and its batched commits of a revoked
+// partition come too late.
 //
 // # Guarantees
 //
 // At least once: an offset is committed only after its message was handled, or
-// written to the dead-letter topic. Offsets are committed in batches (CommitBatch
-// messages or CommitInterval, whichever first), beside the handlers; a crash
-// delivers again at most what the last batch did not cover, and a graceful drain
-// delivers nothing again. Within a partition, messages are handled one at a time in
-// offset order, also with several Workers (a partition always goes to the same
-// worker).
+// written to the dead-letter topic. Exactly once across graceful restarts and the
+// rebalances they cause, as long as handlers finish within half the
+// RebalanceTimeout and the broker answers: a drained replica commits everything it
+// handled before it leaves, and a replica that keeps running commits everything
+// before its partitions move. Offsets are otherwise committed in batches
+// (CommitBatch messages or CommitInterval, whichever first), beside the handlers, so
+// a crash delivers again at most what the last batch did not cover.
 //
 // A handler error or panic (recovered into a *safe.PanicError) is retried on a
 // jittered exponential schedule (Config.Retry), except an error wrapping
@@ -39,20 +62,22 @@
 //
 // # What it does not do
 //
-// Duplicates are possible after a crash, a drain that ran out of time, or a
-// rebalance: kafka-go tells the consumer nothing when partitions are revoked, so
-// messages already fetched for a revoked partition are still handled, and their
-// offsets may be committed after the new owner's (moving the group's offset back,
-// never past an unhandled message). Handlers must be idempotent. Ordering is per
-// partition only. There is no exactly-once processing and no transactional
-// produce.
+// Duplicates are still possible after a crash (up to the last batch), a drain that
+// ran out of time, a handler cut short at a rebalance, a final commit the broker
+// refused (a member thrown out of the group after missing its SessionTimeout), or a
+// Close abandoned after CloseTimeout. Handlers must be idempotent. Ordering is per
+// partition only. There is no exactly-once processing across crashes and no
+// transactional produce. A killed replica's partitions wait for its SessionTimeout
+// before they move.
 //
 // # kafka-go quirks handled here
 //
-// Reader.Close can block for up to MaxWait (issue #428) or hang (issue #1248), and
-// commits left to kafka-go's end-of-generation flush have been lost before (PR
-// #715). The consumer therefore uses synchronous kafka-go commits, batches them
-// itself, commits before closing, closes in a goroutine and abandons a Close that
-// outlives CloseTimeout. MaxWait defaults to 500ms to keep Close short. kafka-go
-// joins the group when the Reader is made, not at the first fetch, hence in Bind.
+// kafka-go's group Reader gives no signal when partitions are revoked, and its Close
+// is known to hang (issue #1248); ConsumerGroup.Close, used here instead, waits for
+// a join in progress and for the broker; closing a partition reader waits up to
+// MaxWait for the fetch in progress (issue #428). The consumer therefore commits
+// before closing, closes the group in a goroutine and abandons a Close that outlives
+// CloseTimeout, lets a generation go before its readers are closed, and defaults
+// MaxWait to 500ms. It never lets kafka-go commit on its own: commits left to
+// kafka-go's end-of-generation flush have been lost before (PR #715).
 package kafkaentry

@@ -10,18 +10,20 @@ import (
 )
 
 // Drain stops intake and hands the partitions back with nothing lost: first it stops
-// fetching and closes the gate, so that messages fetched but not yet started —
-// including those prefetched by kafka-go — are released uncommitted, and a message
-// waiting between retries is released too; then it waits for the handlers that are
-// running (a dead-letter write included); then it synchronously commits the offsets
-// of every message handled; then it closes the reader, which leaves the group so
-// that the partitions are reassigned at once. The next owner of a partition starts
-// right after the last message handled here: across a graceful restart nothing is
-// lost and nothing committed is delivered again.
+// every partition's fetching and closes the gate, so that messages fetched but not
+// yet started — including those kafka-go prefetched — are released uncommitted, and
+// a message waiting between retries is released too; then it waits for the handlers
+// that are running (a dead-letter write included); then it synchronously commits,
+// in the current generation, the offsets of every message handled; then it closes
+// the group, which leaves it so that the partitions are reassigned at once. The next
+// owner of a partition starts right after the last message handled here: across a
+// graceful restart nothing is lost and nothing committed is delivered again. (A
+// rebalance that ends the generation during the drain commits the same way before
+// the partitions move.)
 //
 // If ctx expires while handlers are still running, Drain returns ctx.Err() at once
 // and leaves them, the commit and the close to Stop; the offsets of those messages
-// stay uncommitted. The reader's Close is bounded by CloseTimeout and ctx: one that
+// stay uncommitted. The group's Close is bounded by CloseTimeout and ctx: one that
 // hangs is abandoned and logged, not awaited (the commit is already done). Drain
 // also returns a failed commit, and a *HandlerError (StopEntrypoint) that Serve did
 // not return. It does not cancel handlers; Stop does. Stats().Drain tells what it
@@ -35,19 +37,15 @@ func (c *Consumer) Drain(ctx context.Context) error {
 	}
 	c.state = stateDraining
 	c.beginDrainLocked()
-	done := c.done
 	c.mu.Unlock()
 	c.gate.Close()
 
 	finishedBefore := c.stats.handled.Load() + c.stats.deadLettered.Load()
 	releasedBefore := c.stats.released.Load()
+	committedBefore := c.stats.committed.Load()
 	ds := DrainStats{Ran: true, InFlight: c.gate.InFlight()}
 	c.log.Info("draining", zap.Int("in_flight", ds.InFlight))
 	werr := c.gate.Wait(ctx)
-	if werr == nil {
-		// Nothing is in flight; the fetch loop and the workers are on their way out.
-		werr = awaitDone(ctx, done)
-	}
 	ds.Finished = int(c.stats.handled.Load() + c.stats.deadLettered.Load() - finishedBefore)
 	ds.Released = int(c.stats.released.Load() - releasedBefore)
 	ds.Abandoned = c.gate.InFlight()
@@ -63,23 +61,22 @@ func (c *Consumer) Drain(ctx context.Context) error {
 	}
 
 	var errs []error
-	n, err := c.commit(ctx)
-	ds.Committed = n
-	if err != nil {
+	if _, err := c.commit(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("kafkaentry %q: final commit: %w", c.cfg.Name, err))
 	}
-	abandoned, err := c.closeReader(ctx)
+	abandoned, err := c.closeGroup(ctx)
 	ds.CloseAbandoned = abandoned
 	if err != nil {
 		errs = append(errs, fmt.Errorf("kafkaentry %q: %w", c.cfg.Name, err))
 	}
+	ds.Committed = c.stats.committed.Load() - committedBefore
 	c.closeWriter(ctx)
 	ds.Duration = time.Since(start)
 	c.setDrainStats(ds)
 	if err := c.takeFailure(); err != nil {
 		errs = append(errs, err)
 	}
-	fields := append(ds.fields(), zap.Uint64("uncommitted", c.offsets.uncommittedCount()))
+	fields := append(ds.fields(), zap.Uint64("uncommitted", c.Stats().Uncommitted))
 	if len(errs) > 0 {
 		c.log.Warn("drained with errors", append(fields, zap.Error(errors.Join(errs...)))...)
 	} else {
@@ -95,8 +92,8 @@ type DrainStats struct {
 	Finished       int           // of those, handled or dead-lettered during the drain
 	Released       int           // of those, given back uncommitted (waiting for a retry)
 	Abandoned      int           // of those, still running when ctx expired; left to Stop
-	Committed      uint64        // messages whose offsets the final commit covered
-	CloseAbandoned bool          // the reader's Close did not return within CloseTimeout
+	Committed      uint64        // messages whose offsets were committed during the drain
+	CloseAbandoned bool          // the group's Close did not return within CloseTimeout
 	Duration       time.Duration // how long Drain took
 }
 
@@ -134,7 +131,7 @@ func (c *Consumer) Stats() Stats {
 		DeadLettered: c.stats.deadLettered.Load(),
 		Released:     c.stats.released.Load(),
 		Committed:    c.stats.committed.Load(),
-		Uncommitted:  c.offsets.uncommittedCount(),
+		Uncommitted:  uint64(max(c.stats.uncommitted.Load(), 0)),
 		InFlight:     c.gate.InFlight(),
 		Drain:        ds,
 	}

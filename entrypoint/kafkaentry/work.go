@@ -13,38 +13,78 @@ import (
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// workerQueue is how many fetched messages wait for each worker. The queue only
-// smooths the hand-off: a drain releases queued messages uncommitted, it does not
-// handle them.
-const workerQueue = 64
-
-// Backoff of the fetch loop when kafka-go reports an error (a failed group join, a
-// broker gone); kafka-go heals on its own, the loop only avoids spinning.
+// Backoff of a partition's fetch loop when kafka-go reports an error (a broker
+// gone, a leader moved); kafka-go heals on its own, the loop only avoids spinning.
 const (
 	fetchBackoffInitial = 100 * time.Millisecond
 	fetchBackoffMax     = 5 * time.Second
 )
 
-// fetchLoop fetches messages and hands each to the worker that owns its partition,
-// until ctx is cancelled. It closes the worker queues when it returns. A message
-// fetched and not handed over is not committed.
-func (c *Consumer) fetchLoop(ctx context.Context, queues []chan kafka.Message) {
+// partitionRun is one partition assigned in one generation.
+type partitionRun struct {
+	assignment
+	gs *genState
+	// intake ends at the end of the generation, and at a drain, a failure under
+	// StopEntrypoint or Stop: no message is taken after it, and retry waits end.
+	intake context.Context
+	// handlers is the handlers' ctx: Stop cancels it, and so does the end of the
+	// generation for handlers that outlive half the RebalanceTimeout.
+	handlers context.Context
+}
+
+// consumePartition reads and handles one partition of a generation, in offset
+// order, from Serve until its intake ends. Then it tells the generation it is no
+// longer handling anything and closes its reader. A message fetched and not handled
+// is not committed: the partition's next reader starts from the committed offset.
+func (c *Consumer) consumePartition(p partitionRun) {
+	defer c.wg.Done()
+	handling := true
+	finish := func() {
+		if handling {
+			handling = false
+			p.gs.doneHandling()
+		}
+	}
+	defer finish()
+
+	select {
+	case <-c.serving:
+	case <-p.intake.Done():
+		return
+	}
+	r, err := c.openReader(p.topic, p.partition, p.offset)
+	if err != nil {
+		c.log.Error("cannot read a partition; it waits for the next generation",
+			zap.Stringer("partition", p.assignment), zap.Error(err))
+		return
+	}
 	defer func() {
-		for _, q := range queues {
-			close(q)
+		finish() // the generation need not wait for the reader's Close
+		if err := safe.Call("kafka Reader.Close", r.Close); err != nil {
+			c.log.Warn("partition reader close failed", zap.Stringer("partition", p.assignment), zap.Error(err))
 		}
 	}()
+	c.readPartition(p, r)
+}
+
+// readPartition fetches and handles messages until the intake ends, or a message is
+// given up on: handling the ones after it would commit past it.
+func (c *Consumer) readPartition(p partitionRun, r partitionReader) {
 	b := backoff{initial: fetchBackoffInitial, max: fetchBackoffMax}
 	b.reset()
 	for {
-		msg, err := c.reader.FetchMessage(ctx)
+		msg, err := r.FetchMessage(p.intake)
+		if p.intake.Err() != nil { // even with a message: it was not taken
+			return
+		}
 		if err != nil {
-			if ctx.Err() != nil || errors.Is(err, io.EOF) { // stopped, or the reader closed
+			if errors.Is(err, io.EOF) {
 				return
 			}
 			wait := b.next()
-			c.log.Warn("kafka fetch failed; retrying", zap.Error(err), zap.Duration("retry_in", wait))
-			if !sleepCtx(ctx, wait) {
+			c.log.Warn("kafka fetch failed; retrying", zap.Stringer("partition", p.assignment),
+				zap.Error(err), zap.Duration("retry_in", wait))
+			if !sleepCtx(p.intake, wait) {
 				return
 			}
 			continue
@@ -54,55 +94,38 @@ func (c *Consumer) fetchLoop(ctx context.Context, queues []chan kafka.Message) {
 		if tm := c.metrics.topic(msg.Topic); tm != nil {
 			tm.consumed.Inc()
 		}
-		select {
-		case queues[pick(msg.Topic, msg.Partition, len(queues))] <- msg:
-		case <-ctx.Done():
+		if !c.handle(p, &msg) {
 			return
 		}
 	}
 }
 
-// pick maps a partition to a worker. Partitions of one topic go round robin, so
-// they spread evenly; each partition always goes to the same worker, which keeps
-// its order.
-func pick(topic string, partition, workers int) int {
-	if workers == 1 {
-		return 0
+// handle processes msg holding a worker slot (Config.Workers) and the gate. It
+// reports false when msg was not done — refused by a drain, released, or failed —
+// and the partition must stop.
+func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
+	select {
+	case c.slots <- struct{}{}:
+	case <-p.intake.Done():
+		return false
 	}
-	h := uint32(2166136261) // FNV-1a of the topic
-	for i := 0; i < len(topic); i++ {
-		h ^= uint32(topic[i])
-		h *= 16777619
+	defer func() { <-c.slots }()
+	if p.intake.Err() != nil {
+		return false
 	}
-	return int((h + uint32(partition)) % uint32(workers))
-}
-
-// workLoop handles the messages of one queue in order until the queue is closed.
-// Once a message is given up on (a drain or Stop, or a failure that stops the
-// entrypoint), every later message of the queue is released unhandled: handling
-// them would commit past the one given up on.
-func (c *Consumer) workLoop(ctx context.Context, queue <-chan kafka.Message) {
-	halted := false
-	for msg := range queue {
-		if halted {
-			continue
-		}
-		leave, ok := c.gate.Enter()
-		if !ok { // draining: released, uncommitted
-			halted = true
-			continue
-		}
-		if !c.process(ctx, &msg) {
-			halted = true
-		}
-		leave()
+	leave, ok := c.gate.Enter()
+	if !ok { // draining: released, uncommitted
+		return false
 	}
+	defer leave()
+	return c.process(p, msg)
 }
 
 // process handles one message: the handler with retries, then OnFailure. It reports
 // whether the message is done (handled or dead-lettered, and marked for commit);
 // false means it was given up on and its offset must not be committed.
-func (c *Consumer) process(ctx context.Context, msg *kafka.Message) bool {
+func (c *Consumer) process(p partitionRun, msg *kafka.Message) bool {
+	ctx := p.handlers
 	tm := c.metrics.topic(msg.Topic)
 	b := c.newBackoff()
 	var err error
@@ -115,10 +138,10 @@ func (c *Consumer) process(ctx context.Context, msg *kafka.Message) bool {
 			if tm != nil {
 				tm.handled.Inc()
 			}
-			c.marked(msg)
+			c.marked(p.gs, msg)
 			return true
 		}
-		if ctx.Err() != nil { // Stop cut the handler; not a failure of the message
+		if ctx.Err() != nil { // Stop or a revocation cut the handler; not a failure of the message
 			c.stats.released.Add(1)
 			return false
 		}
@@ -131,15 +154,15 @@ func (c *Consumer) process(ctx context.Context, msg *kafka.Message) bool {
 		}
 		wait := b.next()
 		c.log.Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", wait))...)...)
-		if !c.pause(ctx, wait) {
-			c.log.Info("retry given up by drain; the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
+		if !c.pause(p, wait) {
+			c.log.Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
 			c.stats.released.Add(1)
 			return false
 		}
 	}
 	c.log.Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
 	if c.cfg.OnFailure.deadLetter {
-		if !c.deadLetter(ctx, msg, err, attempts) {
+		if !c.deadLetter(p, msg, err, attempts) {
 			c.stats.released.Add(1)
 			return false
 		}
@@ -153,16 +176,17 @@ func (c *Consumer) process(ctx context.Context, msg *kafka.Message) bool {
 }
 
 // pause waits d before the next attempt and reports true, or reports false as soon
-// as a drain begins or ctx is done: a drain does not wait out retry schedules.
-func (c *Consumer) pause(ctx context.Context, d time.Duration) bool {
+// as the partition's intake ends (a drain, a revocation, a failure, Stop) or the
+// handlers' ctx is done: nobody waits out a retry schedule.
+func (c *Consumer) pause(p partitionRun, d time.Duration) bool {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		return true
-	case <-c.draining:
+	case <-p.intake.Done():
 		return false
-	case <-ctx.Done():
+	case <-p.handlers.Done():
 		return false
 	}
 }

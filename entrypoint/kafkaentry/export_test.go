@@ -1,0 +1,15 @@
+package kafkaentry
+
+import "context"
+
+// Crash stops c the way a killed process stops, as far as its offsets go: nothing
+// is committed any more — neither the batch due nor a generation's final commit —
+// then it stops. Unlike a killed process it still leaves the group, so that the
+// test need not wait out the session timeout. Stats().Uncommitted then tells how
+// many handled messages the group delivers again.
+func (c *Consumer) Crash(ctx context.Context) error {
+	c.commitSem <- struct{}{} // a commit in progress finishes first, so that Uncommitted is exact
+	c.crashed.Store(true)
+	<-c.commitSem
+	return c.Stop(ctx)
+}
