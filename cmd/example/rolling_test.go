@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -139,10 +140,11 @@ func rollingRestart(t *testing.T, bin string, env []string, wantExit0 bool) *loa
 	l := &load{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { l.run(lb.Addr(), 400, 64, stop) })
+	rate, rounds := envInt("SW_ROLLING_RATE", 400), envInt("SW_ROLLING_ROUNDS", 3) // make bench runs it larger
+	wg.Go(func() { l.run(lb.Addr(), rate, 64, stop) })
 	defer func() { close(stop); wg.Wait() }()
 
-	for round := range 3 {
+	for round := range rounds {
 		for _, r := range reps {
 			_ = r.proc.Signal(syscall.SIGTERM)
 			code, err := r.proc.Wait(30 * time.Second)
@@ -188,4 +190,12 @@ func TestRollingRestart(t *testing.T) {
 			t.Errorf("0 of %d failed: the test cannot tell a graceful drain from none", total)
 		}
 	})
+}
+
+func envInt(name string, def int) int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv(name), &n); err != nil || n <= 0 {
+		return def
+	}
+	return n
 }

@@ -71,6 +71,8 @@ var figures = []figure{
 	{"readiness", readinessFigure},
 	{"http", httpFigure},
 	{"leader", leaderFigures},
+	{"rolling", rollingFigure},
+	{"kafka", kafkaFigures},
 	{"process", processFigures},
 }
 
