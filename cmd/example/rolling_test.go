@@ -141,7 +141,8 @@ func rollingRestart(t *testing.T, bin string, env []string, wantExit0 bool) *loa
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	rate, rounds := envInt("SW_ROLLING_RATE", 400), envInt("SW_ROLLING_ROUNDS", 3) // make bench runs it larger
-	wg.Go(func() { l.run(lb.Addr(), rate, 64, stop) })
+	workers := max(64, rate/5)                                                     // a third of the requests hold 300 ms
+	wg.Go(func() { l.run(lb.Addr(), rate, workers, stop) })
 	defer func() { close(stop); wg.Wait() }()
 
 	for round := range rounds {

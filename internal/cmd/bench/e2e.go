@@ -18,7 +18,7 @@ var (
 // restarted in turn under load, beside a naive net/http server in the same run.
 func rollingFigure(e env) ([]row, error) {
 	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestRollingRestart$", "-v", "-timeout", "20m", "./cmd/example/")
-	cmd.Env = append(os.Environ(), "SW_ROLLING_RATE=1000", "SW_ROLLING_ROUNDS=8")
+	cmd.Env = append(os.Environ(), "SW_ROLLING_RATE=1000", "SW_ROLLING_ROUNDS=10")
 	out, err := cmd.CombinedOutput()
 	ours, naive := rollingOurs.FindSubmatch(out), rollingNaive.FindSubmatch(out)
 	if ours == nil || naive == nil {
@@ -27,7 +27,7 @@ func rollingFigure(e env) ([]row, error) {
 	total, _ := strconv.Atoi(string(ours[1]))
 	failed, _ := strconv.Atoi(string(ours[3]))
 	return []row{{
-		Figure:   "rolling restart, 2 replicas × 8 restarts behind HAProxy under load",
+		Figure:   "rolling restart, 2 replicas × 10 restarts behind HAProxy under load",
 		Target:   "0 failed of ≥ 20 000",
 		Measured: fmt.Sprintf("%d failed of %d (%s req/s)", failed, total, ours[2]),
 		Baseline: fmt.Sprintf("naive net/http: %s failed of %s", naive[2], naive[1]),

@@ -15,14 +15,20 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/host"
 )
 
 func hello(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("hello\n")) }
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
-	mode := flag.String("mode", "bare", "bare | entry | entry+metrics")
+	mode := flag.String("mode", "bare", "bare | entry | entry+metrics | host")
 	flag.Parse()
+	if *mode == "host" {
+		mainHost(*addr)
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := serve(ctx, *addr, *mode); err != nil {
@@ -58,4 +64,20 @@ func serve(ctx context.Context, addr, mode string) error {
 	defer cancel()
 	_ = s.Drain(dctx)
 	return s.Stop(dctx)
+}
+
+// mainHost runs the handler as a whole servicewright service: the HTTP entrypoint
+// under host.Main, with the probe listener on PROBE_ADDR. make bench times its
+// exec → ready and SIGTERM → exit against the bare baseline.
+func mainHost(addr string) {
+	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(host.ExitCode(err))
+	}
+	host.Main(host.AppSpec{
+		ServiceName: "httpbench",
+		Entrypoints: []host.Registration{{Entrypoint: s}},
+		Probes:      health.ListenerConfig{Addr: os.Getenv("PROBE_ADDR")},
+	})
 }
