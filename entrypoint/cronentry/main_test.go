@@ -14,6 +14,8 @@ import (
 
 var env testenv.Env
 
+// TestMain starts the package's services once; testenv.Run stops them and then
+// checks for leaked goroutines with goleak.Find, as goleak.VerifyTestMain would.
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, &env, testenv.WithRedis()))
 }
