@@ -16,7 +16,7 @@ import (
 
 // serveHTTP is the root handler of every request: admission through the Gate, stream
 // tracking, panic recovery and metrics, around the user's handler. Past the Gate, a
-// plain request costs one small allocation (the response wrapper).
+// plain request allocates nothing of its own: its response wrapper comes from a pool.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	leave, ok := s.gate.Enter()
 	if !ok {
@@ -27,7 +27,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.metrics != nil {
 		start = time.Now()
 	}
-	rw := &response{ResponseWriter: w, srv: s, req: r}
+	rw := s.responses.Get().(*response)
+	*rw = response{ResponseWriter: w, srv: s, req: r}
 	defer s.finish(rw, leave, start)
 	if s.isStream != nil && s.isStream(r) {
 		rw.stream = s.streams.newStream(r.Context(), true)
@@ -69,6 +70,13 @@ func (s *Server) finish(w *response, leave func(), start time.Time) {
 	w.release(leave)
 	if s.metrics != nil {
 		s.metrics.observe(w, start, abort)
+	}
+	if w.stream == nil {
+		// A plain request's wrapper is done with: net/http forbids using a
+		// ResponseWriter after its handler returned. A stream's or hijacked
+		// connection's wrapper is still referenced, so it is left to the collector.
+		*w = response{}
+		s.responses.Put(w)
 	}
 	if abort {
 		panic(http.ErrAbortHandler)

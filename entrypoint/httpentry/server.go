@@ -47,10 +47,11 @@ type Server struct {
 	isStream   func(*http.Request) bool
 	retryAfter string
 
-	gate    entrypoint.Gate
-	streams streamSet
-	panics  atomic.Uint64
-	refused atomic.Uint64
+	gate      entrypoint.Gate
+	streams   streamSet
+	responses sync.Pool // of *response, reused across plain requests
+	panics    atomic.Uint64
+	refused   atomic.Uint64
 
 	mu        sync.Mutex
 	state     state
@@ -84,6 +85,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 
 	s := &Server{
 		cfg:        cfg,
+		responses:  sync.Pool{New: func() any { return new(response) }},
 		next:       handler,
 		log:        o.log.With(zap.String("entrypoint", cfg.Name)),
 		isStream:   o.isStream,

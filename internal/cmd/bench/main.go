@@ -28,6 +28,7 @@ type row struct {
 func main() {
 	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
 	out := flag.String("out", "BENCH.md", "where to write the report")
+	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, leader, rolling, kafka, process); all when empty")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "sw-bench")
@@ -36,6 +37,9 @@ func main() {
 
 	var rows []row
 	for _, f := range figures {
+		if *only != "" && !slices.Contains(strings.Split(*only, ","), f.name) {
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "bench: %s\n", f.name)
 		rs, err := f.run(env{dir: dir, runs: *runs})
 		if err != nil {

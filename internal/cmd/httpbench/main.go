@@ -39,7 +39,11 @@ func main() {
 
 func serve(ctx context.Context, addr, mode string) error {
 	if mode == "bare" {
-		srv := &http.Server{Addr: addr, Handler: http.HandlerFunc(hello), ReadHeaderTimeout: 5 * time.Second}
+		// The same timeouts as httpentry's defaults, so the comparison is of the
+		// entrypoint's work per request, not of a timeout policy.
+		srv := &http.Server{Addr: addr, Handler: http.HandlerFunc(hello),
+			ReadHeaderTimeout: httpentry.DefaultReadHeaderTimeout, IdleTimeout: httpentry.DefaultIdleTimeout,
+			MaxHeaderBytes: httpentry.DefaultMaxHeaderBytes}
 		go func() { <-ctx.Done(); _ = srv.Shutdown(context.Background()) }()
 		if err := srv.ListenAndServe(); err != http.ErrServerClosed {
 			return err
