@@ -5,7 +5,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
+	"strings"
 	"time"
 
 	"go.uber.org/fx"
@@ -28,6 +30,10 @@ func main() {
 // spec declares the service.
 func spec(k knobs) host.AppSpec {
 	lc := &hooks.Registry{}
+	lc.AddPostStart("print-hints", func(context.Context) error {
+		printHints(os.Stdout, envOr("HTTP_ADDR", ":8080"), envOr("PROBE_ADDR", ":8079"))
+		return nil
+	})
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
 		return sleep(ctx, k.hookDelay)
 	})
@@ -80,4 +86,30 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// printHints tells the person who ran `make run` what to try, on stdout (the logs go
+// to stderr).
+func printHints(w io.Writer, httpAddr, probeAddr string) {
+	h, p := localAddr(httpAddr), localAddr(probeAddr)
+	fmt.Fprintf(w, `
+orders is ready. Try:
+  curl -s %[1]s/hello
+  curl -s -XPOST %[1]s/orders -d '{"id":"o1","item":"tea","qty":2}'
+  curl -s %[1]s/orders/o1
+  curl -sN %[1]s/events
+  curl -s '%[1]s/slow?d=2s'      (press Ctrl+C meanwhile: it still completes)
+  curl -s %[2]s/readyz
+  curl -s %[2]s/debug/lifecycle
+Ctrl+C stops it gracefully.
+
+`, h, p)
+}
+
+// localAddr turns a listen address into one curl can reach: ":8080" → "localhost:8080".
+func localAddr(addr string) string {
+	if strings.HasPrefix(addr, ":") {
+		return "localhost" + addr
+	}
+	return addr
 }
