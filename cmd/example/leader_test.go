@@ -183,12 +183,15 @@ func TestLeadership(t *testing.T) {
 		}
 		// Let the new leader write, then wake the old one.
 		var newFirst time.Time
-		deadline := time.Now().Add(5 * time.Second)
-		for db.QueryRow(context.Background(), `SELECT min(written_at) FROM digest_log WHERE token = $1`, int64(newTok)).Scan(&newFirst); newFirst.IsZero(); {
+		for deadline := time.Now().Add(5 * time.Second); newFirst.IsZero(); {
 			if time.Now().After(deadline) {
 				t.Fatal("the new leader never wrote")
 			}
-			db.QueryRow(context.Background(), `SELECT min(written_at) FROM digest_log WHERE token = $1`, int64(newTok)).Scan(&newFirst)
+			var first *time.Time
+			_ = db.QueryRow(context.Background(), `SELECT min(written_at) FROM digest_log WHERE token = $1`, int64(newTok)).Scan(&first)
+			if first != nil {
+				newFirst = *first
+			}
 		}
 		_ = paused.proc.Signal(syscall.SIGCONT)
 		t.Logf("paused for %s", time.Since(stoppedAt))
