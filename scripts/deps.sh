@@ -8,6 +8,7 @@ command -v redis-server >/dev/null || need+=(redis-server)
 command -v haproxy >/dev/null || need+=(haproxy)
 command -v kcat >/dev/null || need+=(kcat)
 command -v wrk >/dev/null || need+=(wrk)
+command -v curl >/dev/null || need+=(curl)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -gt 0 ]; then
