@@ -183,17 +183,7 @@ func (r *LoopRunner) Serve(ctx context.Context, stop <-chan struct{}) error {
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
 	r.mu.Unlock()
-
-	select {
-	case <-stop:
-		return nil
-	case <-done: // Drain or Stop came before stop
-		return nil
-	case <-ctx.Done():
-		r.halt(true)
-		<-done
-		return ctx.Err()
-	}
+	return ServeUntil(ctx, stop, done, done, func() { r.halt(true) })
 }
 
 // Drain stops the loop between units: a unit that is running is left to finish, and
@@ -202,7 +192,7 @@ func (r *LoopRunner) Serve(ctx context.Context, stop <-chan struct{}) error {
 // running for Stop. Drain does not cancel the unit's ctx; Stop does. Without a prior
 // Serve it returns nil.
 func (r *LoopRunner) Drain(ctx context.Context) error {
-	return r.await(ctx, r.halt(false))
+	return Await(ctx, r.halt(false))
 }
 
 // Stop cancels the ctx of a running unit, stops the loop and waits for it to exit. It
@@ -210,7 +200,7 @@ func (r *LoopRunner) Drain(ctx context.Context) error {
 // ignores cancellation is then abandoned, still running. Without a prior Serve it
 // returns nil.
 func (r *LoopRunner) Stop(ctx context.Context) error {
-	return r.await(ctx, r.halt(true))
+	return Await(ctx, r.halt(true))
 }
 
 // halt tells the loop to stop between units and, when cut is set, cancels the
@@ -227,18 +217,6 @@ func (r *LoopRunner) halt(cut bool) <-chan struct{} {
 		r.cancel()
 	}
 	return r.done
-}
-
-func (r *LoopRunner) await(ctx context.Context, done <-chan struct{}) error {
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // InFlight reports 1 while a unit is running and 0 otherwise.

@@ -157,16 +157,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 	go l.run(base, camp, done)
 	l.mu.Unlock()
 
-	select {
-	case <-stop:
-		return nil
-	case <-l.quit: // Drain or Stop came before stop
-		return nil
-	case <-ctx.Done():
-		l.halt(true)
-		<-done
-		return ctx.Err()
-	}
+	return entrypoint.ServeUntil(ctx, stop, l.quit, done, func() { l.halt(true) })
 }
 
 // Drain stops campaigning and ends the term, if this replica holds one: it closes
@@ -178,7 +169,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 // campaign has exited; if ctx is done first it returns ctx.Err() and leaves the rest
 // to Stop. The whole takes at most Spec.StopTime. Without a prior Serve it returns nil.
 func (l *Leadership) Drain(ctx context.Context) error {
-	return await(ctx, l.halt(false))
+	return entrypoint.Await(ctx, l.halt(false))
 }
 
 // Stop cuts everything: it cancels lead's ctx at once (no grace), still releases the
@@ -187,7 +178,7 @@ func (l *Leadership) Drain(ctx context.Context) error {
 // done first; whatever still runs is then abandoned (a lead that ignores its ctx
 // keeps the lease until its TTL lapses).
 func (l *Leadership) Stop(ctx context.Context) error {
-	if err := await(ctx, l.halt(true)); err != nil {
+	if err := entrypoint.Await(ctx, l.halt(true)); err != nil {
 		return err
 	}
 	if err := l.acq.Wait(ctx); err != nil {
@@ -219,18 +210,6 @@ func (l *Leadership) halt(cut bool) <-chan struct{} {
 		return nil
 	}
 	return l.done
-}
-
-func await(ctx context.Context, done <-chan struct{}) error {
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Leadership reports the lease this replica campaigns for, keyed by Spec.Key: Held

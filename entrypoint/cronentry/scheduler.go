@@ -24,14 +24,6 @@ var _ interface {
 // state is where a Scheduler is in its lifecycle; it only moves forward.
 type state = entrypoint.Phase
 
-const (
-	stateNew      = entrypoint.PhaseNew
-	stateBound    = entrypoint.PhaseBound
-	stateServing  = entrypoint.PhaseServing
-	stateDraining = entrypoint.PhaseDraining
-	stateStopped  = entrypoint.PhaseStopped
-)
-
 // Scheduler runs jobs on cron expressions or fixed intervals as an entrypoint. Make
 // one with New. Its methods are safe for concurrent use.
 type Scheduler struct {
@@ -106,10 +98,10 @@ func (s *Scheduler) Name() string { return s.name }
 func (s *Scheduler) Bind(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != stateNew {
+	if s.state != entrypoint.PhaseNew {
 		return fmt.Errorf("cronentry %q: Bind called when %v", s.name, s.state)
 	}
-	s.state = stateBound
+	s.state = entrypoint.PhaseBound
 	return nil
 }
 
@@ -130,16 +122,16 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 	case s.served:
 		s.mu.Unlock()
 		return fmt.Errorf("cronentry %q: Serve called twice", s.name)
-	case s.state == stateNew:
+	case s.state == entrypoint.PhaseNew:
 		s.mu.Unlock()
 		return fmt.Errorf("cronentry %q: Serve called before Bind", s.name)
 	}
 	s.served = true
-	if s.state != stateBound {
+	if s.state != entrypoint.PhaseBound {
 		s.mu.Unlock()
 		return nil
 	}
-	s.state = stateServing
+	s.state = entrypoint.PhaseServing
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.quit, s.loopDone, s.cancel = make(chan struct{}), make(chan struct{}), cancel
 	quit, done := s.quit, s.loopDone
@@ -147,16 +139,7 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Unlock()
 	s.log.Info("cron schedule started", zap.Int("jobs", len(s.jobs)))
 
-	select {
-	case <-stop:
-		return nil
-	case <-done: // Drain or Stop came before stop
-		return nil
-	case <-ctx.Done():
-		s.halt(true)
-		<-done
-		return ctx.Err()
-	}
+	return entrypoint.ServeUntil(ctx, stop, done, done, func() { s.halt(true) })
 }
 
 // Drain takes no new tick and waits for the runs in progress: first it ends the
@@ -170,11 +153,11 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 // Stop, it returns nil at once. A drained Scheduler cannot be served again.
 func (s *Scheduler) Drain(ctx context.Context) error {
 	s.mu.Lock()
-	if s.state == stateDraining || s.state == stateStopped {
+	if s.state == entrypoint.PhaseDraining || s.state == entrypoint.PhaseStopped {
 		s.mu.Unlock()
 		return nil
 	}
-	s.state = stateDraining
+	s.state = entrypoint.PhaseDraining
 	s.drained = true
 	s.haltLocked(false)
 	s.drainSeen = s.activeLocked()
@@ -202,7 +185,7 @@ func (s *Scheduler) Drain(ctx context.Context) error {
 // Without Serve it returns nil; a second Stop waits again for what is left.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	s.state = stateStopped
+	s.state = entrypoint.PhaseStopped
 	s.haltLocked(true)
 	done := s.loopDone
 	s.mu.Unlock()

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // DrainStreams is a drain phase: it closes the streams open now, spread evenly over
@@ -29,7 +31,7 @@ import (
 // Serve or after Drain began it does nothing and returns nil.
 func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
 	s.mu.Lock()
-	serving := s.state == stateServing
+	serving := s.state == entrypoint.PhaseServing
 	s.mu.Unlock()
 	if !serving {
 		return nil
@@ -64,13 +66,13 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.state
-	if prev == stateBound || prev == stateServing {
-		s.state = stateDraining
+	if prev == entrypoint.PhaseBound || prev == entrypoint.PhaseServing {
+		s.state = entrypoint.PhaseDraining
 	}
 	done := s.serveDone
 	s.mu.Unlock()
 	switch {
-	case prev == stateNew || prev == stateStopped:
+	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped:
 		return nil
 	case done == nil: // bound, never served
 		s.gate.Close()
@@ -79,7 +81,7 @@ func (s *Server) Drain(ctx context.Context) error {
 
 	s.srv.SetKeepAlivesEnabled(false)
 	s.gate.Close()
-	if prev == stateServing {
+	if prev == entrypoint.PhaseServing {
 		close(s.draining)
 	}
 	list := s.streams.snapshot(true)
@@ -123,13 +125,13 @@ func (s *Server) Drain(ctx context.Context) error {
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.state
-	if prev != stateNew {
-		s.state = stateStopped
+	if prev != entrypoint.PhaseNew {
+		s.state = entrypoint.PhaseStopped
 	}
 	done := s.serveDone
 	s.mu.Unlock()
 	switch {
-	case prev == stateNew:
+	case prev == entrypoint.PhaseNew:
 		return nil
 	case done == nil:
 		s.gate.Close()

@@ -27,14 +27,6 @@ var _ interface {
 // state is where a Server is in its lifecycle; it only moves forward.
 type state = entrypoint.Phase
 
-const (
-	stateNew      = entrypoint.PhaseNew
-	stateBound    = entrypoint.PhaseBound
-	stateServing  = entrypoint.PhaseServing
-	stateDraining = entrypoint.PhaseDraining
-	stateStopped  = entrypoint.PhaseStopped
-)
-
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
 // refuses new requests and lets the admitted ones finish while spreading the close
 // of streams, and Stop cuts whatever is left. Make one with New.
@@ -166,7 +158,7 @@ func (s *Server) Stats() Stats {
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != stateNew {
+	if s.state != entrypoint.PhaseNew {
 		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
 	}
 	if s.ln == nil {
@@ -177,7 +169,7 @@ func (s *Server) Bind(ctx context.Context) error {
 		}
 		s.ln = ln
 	}
-	s.state = stateBound
+	s.state = entrypoint.PhaseBound
 	return nil
 }
 
@@ -197,15 +189,15 @@ func (s *Server) Bind(ctx context.Context) error {
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Lock()
 	switch s.state {
-	case stateNew, stateServing:
+	case entrypoint.PhaseNew, entrypoint.PhaseServing:
 		st := s.state
 		s.mu.Unlock()
 		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
-	case stateDraining, stateStopped:
+	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
 		s.mu.Unlock()
 		return nil
 	}
-	s.state = stateServing
+	s.state = entrypoint.PhaseServing
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }
 	done := make(chan struct{})

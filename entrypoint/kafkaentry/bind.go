@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/internal/safe"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
@@ -38,7 +40,7 @@ var ErrUnknownTopic = errors.New("unknown topic")
 func (c *Consumer) Bind(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != stateNew {
+	if c.state != entrypoint.PhaseNew {
 		return fmt.Errorf("kafkaentry %q: Bind called twice", c.cfg.Name)
 	}
 	addr, err := c.reachable(ctx)

@@ -170,7 +170,7 @@ func (c *Consumer) joinLocked(ctx context.Context, g group) {
 	c.group = g
 	c.runCtx, c.runCancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.intakeCtx, c.stopIntake = context.WithCancel(c.runCtx)
-	c.state = stateBound
+	c.state = entrypoint.PhaseBound
 	c.wg.Add(1)
 	go c.groupLoop(c.runCtx)
 }
@@ -200,22 +200,22 @@ func (c *Consumer) Config() Config {
 func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 	c.mu.Lock()
 	switch c.state {
-	case stateNew:
+	case entrypoint.PhaseNew:
 		c.mu.Unlock()
 		return fmt.Errorf("kafkaentry %q: Serve called before Bind", c.cfg.Name)
-	case stateServing:
+	case entrypoint.PhaseServing:
 		c.mu.Unlock()
 		return fmt.Errorf("kafkaentry %q: Serve called twice", c.cfg.Name)
-	case stateDraining, stateStopped:
+	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
 		c.mu.Unlock()
 		return nil
-	case stateBound:
+	case entrypoint.PhaseBound:
 	default:
 		st := c.state
 		c.mu.Unlock()
 		return fmt.Errorf("kafkaentry %q: Serve called in state %v", c.cfg.Name, st)
 	}
-	c.state = stateServing
+	c.state = entrypoint.PhaseServing
 	c.serveOnce.Do(func() { close(c.serving) })
 	c.mu.Unlock()
 	c.log.Info("consuming", zap.Strings("topics", c.cfg.Topics), zap.String("group", c.cfg.GroupID),
@@ -248,11 +248,11 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 func (c *Consumer) Stop(ctx context.Context) error {
 	c.mu.Lock()
 	prev := c.state
-	if prev == stateNew || prev == stateStopped {
+	if prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = stateStopped
+	c.state = entrypoint.PhaseStopped
 	c.beginDrainLocked()
 	c.runCancel()
 	groupClosing := c.closeDone != nil
@@ -354,14 +354,6 @@ func (c *Consumer) InFlight() int { return c.gate.InFlight() }
 
 // state is where a Consumer is in its lifecycle; it only moves forward.
 type state = entrypoint.Phase
-
-const (
-	stateNew      = entrypoint.PhaseNew
-	stateBound    = entrypoint.PhaseBound
-	stateServing  = entrypoint.PhaseServing
-	stateDraining = entrypoint.PhaseDraining
-	stateStopped  = entrypoint.PhaseStopped
-)
 
 // counters are the Consumer's running totals, read by Stats.
 type counters struct {

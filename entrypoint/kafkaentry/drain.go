@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // Drain stops intake and hands the partitions back with nothing lost: first it stops
@@ -31,11 +33,11 @@ import (
 func (c *Consumer) Drain(ctx context.Context) error {
 	start := time.Now()
 	c.mu.Lock()
-	if c.state == stateNew || c.state == stateDraining || c.state == stateStopped {
+	if c.state == entrypoint.PhaseNew || c.state == entrypoint.PhaseDraining || c.state == entrypoint.PhaseStopped {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = stateDraining
+	c.state = entrypoint.PhaseDraining
 	c.beginDrainLocked()
 	c.mu.Unlock()
 	c.gate.Close()
