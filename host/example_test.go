@@ -13,20 +13,16 @@ import (
 )
 
 // queue is a custom entrypoint: it takes jobs from a channel, one at a time, and
-// counts them through a Gate so the Host can drain it.
+// counts them through a Gate so the Host can drain it. The README shows this code.
 type queue struct {
-	jobs    chan string
-	handled chan string // for the example: reports each job handled
-	gate    entrypoint.Gate
-	done    chan struct{}
+	jobs   chan string
+	handle func(job string)
+	gate   entrypoint.Gate
+	done   chan struct{}
 }
 
-func (q *queue) Name() string { return "queue" }
-
-func (q *queue) Bind(context.Context) error {
-	q.done = make(chan struct{})
-	return nil
-}
+func (q *queue) Name() string               { return "queue" }
+func (q *queue) Bind(context.Context) error { q.done = make(chan struct{}); return nil }
 
 func (q *queue) Serve(ctx context.Context, stop <-chan struct{}) error {
 	go q.work()
@@ -41,15 +37,12 @@ func (q *queue) work() {
 		if !ok {
 			return // draining: leave the job for another replica
 		}
-		q.handled <- job
+		q.handle(job)
 		leave()
 	}
 }
 
-func (q *queue) Drain(ctx context.Context) error {
-	q.gate.Close()
-	return q.gate.Wait(ctx)
-}
+func (q *queue) Drain(ctx context.Context) error { q.gate.Close(); return q.gate.Wait(ctx) }
 
 func (q *queue) Stop(ctx context.Context) error {
 	close(q.jobs)
@@ -62,14 +55,15 @@ func (q *queue) Stop(ctx context.Context) error {
 }
 
 func Example_customEntrypoint() {
-	q := &queue{jobs: make(chan string, 1), handled: make(chan string, 1)}
+	handled := make(chan string, 1)
+	q := &queue{jobs: make(chan string, 1), handle: func(job string) { handled <- job }}
 	lc := &hooks.Registry{}
 	lc.AddPreShutdown("flush", func(context.Context) error { fmt.Println("flushed"); return nil })
 
 	ctx, stop := context.WithCancel(context.Background())
 	lc.AddPostStart("demo", func(context.Context) error {
 		q.jobs <- "order-1"
-		go func() { fmt.Println("handled", <-q.handled); stop() }()
+		go func() { fmt.Println("handled", <-handled); stop() }()
 		return nil
 	})
 	err := host.Run(ctx, host.AppSpec{

@@ -25,50 +25,7 @@ import (
 	"github.com/servicewright/servicewright/leader"
 )
 
-// --- A custom entrypoint
-
-func handle(string) {}
-
-type queue struct {
-	jobs chan string
-	gate entrypoint.Gate
-	done chan struct{}
-}
-
-func (q *queue) Name() string               { return "queue" }
-func (q *queue) Bind(context.Context) error { q.done = make(chan struct{}); return nil }
-
-func (q *queue) Serve(ctx context.Context, stop <-chan struct{}) error {
-	go q.work()
-	<-stop // return at stop, still taking jobs until Drain
-	return nil
-}
-
-func (q *queue) work() {
-	defer close(q.done)
-	for job := range q.jobs {
-		leave, ok := q.gate.Enter()
-		if !ok {
-			return // draining: leave the job for another replica
-		}
-		handle(job)
-		leave()
-	}
-}
-
-func (q *queue) Drain(ctx context.Context) error { q.gate.Close(); return q.gate.Wait(ctx) }
-
-func (q *queue) Stop(ctx context.Context) error {
-	close(q.jobs)
-	select {
-	case <-q.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-var _ entrypoint.Entrypoint = (*queue)(nil)
+// The custom entrypoint of the README is host.Example_customEntrypoint.
 
 // --- Hooks and drain phases
 
@@ -104,7 +61,9 @@ type Outbox struct{}
 
 func (*Outbox) Flush(context.Context) error { return nil }
 
-func newConsumer(db *DB) *queue { return &queue{} }
+func newConsumer(db *DB) *entrypoint.LoopRunner {
+	return entrypoint.Loop("consumer", db.Ping, time.Second, 0)
+}
 
 func fxSnippet(spec *host.AppSpec) {
 	spec.Container = fx.Options(
