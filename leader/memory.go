@@ -81,11 +81,10 @@ func (m *MemoryLock) Renew(ctx context.Context, lease Lease) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.init()
 	now := time.Now()
-	cur, ok := m.current(lease.Key, now)
-	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {
-		return fmt.Errorf("renew %q token %d: %w", lease.Key, lease.Token, ErrNotHeld)
+	cur, err := m.held("renew", lease, now)
+	if err != nil {
+		return err
 	}
 	cur.expires = now.Add(lease.TTL)
 	m.leases[lease.Key] = cur
@@ -102,10 +101,8 @@ func (m *MemoryLock) Release(ctx context.Context, lease Lease) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.init()
-	cur, ok := m.current(lease.Key, time.Now())
-	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {
-		return fmt.Errorf("release %q token %d: %w", lease.Key, lease.Token, ErrNotHeld)
+	if _, err := m.held("release", lease, time.Now()); err != nil {
+		return err
 	}
 	delete(m.leases, lease.Key)
 	return nil
@@ -149,4 +146,15 @@ func (m *MemoryLock) Inspect(ctx context.Context, key string) (Holder, error) {
 		h.Owner, h.Token, h.TTL = cur.owner, cur.token, cur.expires.Sub(now)
 	}
 	return h, nil
+}
+
+// held returns the live lease of lease.Key if lease still owns it (same owner and
+// token), or an error wrapping ErrNotHeld that names op. m.mu must be held.
+func (m *MemoryLock) held(op string, lease Lease, now time.Time) (memLease, error) {
+	m.init()
+	cur, ok := m.current(lease.Key, now)
+	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {
+		return memLease{}, fmt.Errorf("%s %q token %d: %w", op, lease.Key, lease.Token, ErrNotHeld)
+	}
+	return cur, nil
 }

@@ -111,27 +111,21 @@ func TestProcess(t *testing.T) {
 		}
 	})
 
-	t.Run("a second SIGINT while a hook blocks exits 130", func(t *testing.T) {
-		p, _ := startExample(t, "EXAMPLE_HOOK_DELAY=30s")
-		mustLog(t, p, stage("serve"), 20*time.Second)
-		_ = p.Signal(syscall.SIGINT)
-		mustLog(t, p, stage("pre_shutdown"), 20*time.Second)
-		_ = p.Signal(syscall.SIGINT)
-		if code := exitCode(t, p); code != 130 {
-			t.Fatalf("exit code %d, want 130", code)
-		}
-	})
-
-	t.Run("a second SIGTERM exits 143", func(t *testing.T) {
-		p, _ := startExample(t, "EXAMPLE_HOOK_DELAY=30s")
-		mustLog(t, p, stage("serve"), 20*time.Second)
-		_ = p.Signal(syscall.SIGTERM)
-		mustLog(t, p, stage("pre_shutdown"), 20*time.Second)
-		_ = p.Signal(syscall.SIGTERM)
-		if code := exitCode(t, p); code != 143 {
-			t.Fatalf("exit code %d, want 143", code)
-		}
-	})
+	for _, c := range []struct {
+		sig  syscall.Signal
+		want int
+	}{{syscall.SIGINT, 130}, {syscall.SIGTERM, 143}} {
+		t.Run(fmt.Sprintf("a second %s while a hook blocks exits %d", c.sig, c.want), func(t *testing.T) {
+			p, _ := startExample(t, "EXAMPLE_HOOK_DELAY=30s")
+			mustLog(t, p, stage("serve"), 20*time.Second)
+			_ = p.Signal(c.sig)
+			mustLog(t, p, stage("pre_shutdown"), 20*time.Second)
+			_ = p.Signal(c.sig)
+			if code := exitCode(t, p); code != c.want {
+				t.Fatalf("exit code %d, want %d", code, c.want)
+			}
+		})
+	}
 
 	t.Run("an essential entrypoint failing exits 1 and names it", func(t *testing.T) {
 		p, _ := startExample(t, "EXAMPLE_FAIL_AFTER=200ms")
