@@ -243,8 +243,10 @@ func TestRedisFencingAfterDataLoss(t *testing.T) {
 		s := rSpec(lk, key, "c")
 		s.Claim, s.FenceFloor, s.RequiresFenceAdvance = store.claim, store.floor, true
 		var g termLog
-		c := startReplica(t, s, g.untilEnded)
-		waitFor(t, 5*time.Second, "c claims", c.held)
+		startReplica(t, s, g.untilEnded)
+		// The term is logged once lead starts, which is after its claim: wait for that,
+		// not for the lease, which is held a moment before.
+		waitFor(t, 5*time.Second, "c to lead", func() bool { return len(g.all()) > 0 })
 		if terms := g.all(); len(terms) != 1 || terms[0].token != 23 || store.refused.Load() != refused {
 			t.Fatalf("terms %v, %d refused; want the first term to claim token 23", terms, store.refused.Load()-refused)
 		}
