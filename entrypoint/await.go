@@ -1,6 +1,9 @@
 package entrypoint
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // ServeUntil is the tail of a Serve that has started background work of its own (a
 // loop, a schedule, a campaign). It returns nil when stop closes — the work goes on,
@@ -33,5 +36,27 @@ func Await(ctx context.Context, done <-chan struct{}) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// Sleep waits d and reports true, or reports false as soon as quit is closed —
+// including when it is closed already. Background loops use it between units, so a
+// Drain never waits out an interval.
+func Sleep(d time.Duration, quit <-chan struct{}) bool {
+	select {
+	case <-quit:
+		return false
+	default:
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-quit:
+		return false
+	case <-t.C:
+		return true
 	}
 }

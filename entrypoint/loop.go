@@ -249,7 +249,7 @@ func (r *LoopRunner) run(ctx context.Context, cancel context.CancelFunc, quit <-
 	}
 	step := r.cfg.backoffInit
 	for {
-		if !sleep(wait, quit) {
+		if !Sleep(wait, quit) {
 			return
 		}
 		err := r.runUnit(ctx)
@@ -288,26 +288,6 @@ func (r *LoopRunner) runUnit(ctx context.Context) error {
 		defer cancel()
 	}
 	return safe.Call(r.what, func() error { return r.unit(ctx) })
-}
-
-// sleep waits d and reports true, or reports false as soon as quit is closed.
-func sleep(d time.Duration, quit <-chan struct{}) bool {
-	if d <= 0 {
-		select {
-		case <-quit:
-			return false
-		default:
-			return true
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-quit:
-		return false
-	case <-t.C:
-		return true
-	}
 }
 
 // jittered draws uniformly from [d-jitter, d+jitter], clamped to [0, MaxInt64].

@@ -11,6 +11,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/internal/safe"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // errNoAnswer: an acquire was not answered within CampaignEvery. The call goes on;
@@ -45,7 +47,7 @@ func (l *Leadership) run(base, camp context.Context, done chan<- struct{}) {
 
 func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 	wait, step := time.Duration(0), l.cfg.backoffInit
-	for sleep(wait, l.quit) {
+	for entrypoint.Sleep(wait, l.quit) {
 		lease, sent, err := l.campaign(camp, st)
 		if err != nil {
 			return err

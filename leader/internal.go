@@ -111,26 +111,6 @@ func isFatal(err error) bool {
 
 func isUnsupported(err error) bool { return errors.Is(err, errors.ErrUnsupported) }
 
-// sleep waits d and reports true, or reports false as soon as quit is closed.
-func sleep(d time.Duration, quit <-chan struct{}) bool {
-	select {
-	case <-quit:
-		return false
-	default:
-	}
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-quit:
-		return false
-	case <-t.C:
-		return true
-	}
-}
-
 func closed(ch <-chan struct{}) bool {
 	select {
 	case <-ch:
