@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -32,7 +32,7 @@ var _ interface {
 // only between units when drained. Make one with Loop.
 type LoopRunner struct {
 	name          string
-	what          string // names the unit in a *safe.PanicError
+	what          string // names the unit in a *fault.PanicError
 	unit          func(context.Context) error
 	every, jitter time.Duration
 	cfg           loopConfig
@@ -56,7 +56,7 @@ type loopConfig struct {
 	backoffMax  time.Duration
 	startDelay  time.Duration
 	unitTimeout time.Duration
-	problems    cfgerr.List // option misuse, reported by Bind
+	problems    fault.Problems // option misuse, reported by Bind
 }
 
 // A LoopOption configures a LoopRunner.
@@ -132,12 +132,12 @@ func Loop(name string, unit func(ctx context.Context) error, every, jitter time.
 // Name returns the name given to Loop.
 func (r *LoopRunner) Name() string { return r.name }
 
-// Bind checks the configuration and returns a *cfgerr.Error listing every problem
+// Bind checks the configuration and returns a *fault.ConfigError listing every problem
 // with its field. It starts nothing.
 func (r *LoopRunner) Bind(context.Context) error { return r.validate() }
 
 func (r *LoopRunner) validate() error {
-	var l cfgerr.List
+	var l fault.Problems
 	if r.name == "" {
 		l.Addf("name", "must not be empty")
 	}
@@ -271,7 +271,7 @@ func (r *LoopRunner) run(ctx context.Context, cancel context.CancelFunc, quit <-
 			step = r.cfg.backoffMax
 		}
 		fields := []zap.Field{zap.Error(err), zap.Uint64("consecutive_failures", streak), zap.Duration("retry_in", wait)}
-		if pe, ok := errors.AsType[*safe.PanicError](err); ok {
+		if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 			fields = append(fields, zap.ByteString("stack", pe.Stack))
 		}
 		r.cfg.log.Error("loop unit failed", fields...)

@@ -8,7 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // recorder notes when each unit starts, in virtual time.
@@ -78,9 +78,9 @@ func TestLoopBind(t *testing.T) {
 		r := Loop("", nil, 0, -time.Second,
 			WithBackoff(0, -time.Second), WithStartDelay(-1), WithUnitTimeout(0))
 		err := r.Bind(context.Background())
-		var ce *cfgerr.Error
+		var ce *fault.ConfigError
 		if !errors.As(err, &ce) {
-			t.Fatalf("Bind = %v, want a *cfgerr.Error", err)
+			t.Fatalf("Bind = %v, want a *fault.ConfigError", err)
 		}
 		want := []string{"name", "unit", "every", "jitter", "backoff.initial", "backoff.max", "startDelay", "unitTimeout"}
 		var got []string
@@ -96,7 +96,7 @@ func TestLoopBind(t *testing.T) {
 			}
 		}
 		if err := r.Serve(context.Background(), nil); !errors.As(err, &ce) {
-			t.Fatalf("Serve with a bad config = %v, want the *cfgerr.Error", err)
+			t.Fatalf("Serve with a bad config = %v, want the *fault.ConfigError", err)
 		}
 	})
 

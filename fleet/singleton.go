@@ -10,7 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/leader"
 )
 
@@ -62,10 +62,10 @@ func WithSingletonLogger(l *zap.Logger) SingletonOption {
 // released finds the lock free and runs it again. For work that must stay on one
 // replica for the life of the process, use a leader.Leadership instead.
 //
-// Singleton validates its arguments and returns a *cfgerr.Error (host.ConfigError)
+// Singleton validates its arguments and returns a *fault.ConfigError (fault.ConfigError)
 // listing every problem; it sends nothing to the lock.
 func Singleton(lock leader.Lock, key, owner string, ttl time.Duration, start, stop func(ctx context.Context) error, opts ...SingletonOption) (*SingletonStep, error) {
-	var l cfgerr.List
+	var l fault.Problems
 	if lock == nil {
 		l.Addf("lock", "must not be nil")
 	}

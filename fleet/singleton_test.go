@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 	"github.com/servicewright/servicewright/leader"
 )
 
@@ -21,9 +21,9 @@ func nop(context.Context) error { return nil }
 
 func TestSingletonValidation(t *testing.T) {
 	_, err := fleet.Singleton(nil, "", "", 0, nil, nil)
-	ce, ok := errors.AsType[*cfgerr.Error](err)
+	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok {
-		t.Fatalf("err = %v, want *cfgerr.Error", err)
+		t.Fatalf("err = %v, want *fault.ConfigError", err)
 	}
 	var fields []string
 	for _, p := range ce.Problems {
@@ -33,7 +33,7 @@ func TestSingletonValidation(t *testing.T) {
 		t.Fatalf("problems %v", ce.Problems)
 	}
 	_, err = fleet.Singleton(leader.NewMemoryLock(), "migrate:want", "a", -time.Second, nop, nil)
-	if ce, ok = errors.AsType[*cfgerr.Error](err); !ok || len(ce.Problems) != 2 || ce.Problems[0].Field != "key" || ce.Problems[1].Field != "ttl" {
+	if ce, ok = errors.AsType[*fault.ConfigError](err); !ok || len(ce.Problems) != 2 || ce.Problems[0].Field != "key" || ce.Problems[1].Field != "ttl" {
 		t.Fatalf("err = %v, want key and ttl refused", err)
 	}
 }

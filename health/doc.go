@@ -44,6 +44,6 @@
 // serves /metrics and /debug/lifecycle. The Host starts it at bootstrap, before warmup,
 // and closes it last, after cleanup, so it answers for the whole life of the process.
 //
-// Every constructor validates its input and returns a *cfgerr.Error (host.ConfigError)
+// Every constructor validates its input and returns a *fault.ConfigError (fault.ConfigError)
 // naming each bad field; nothing panics on bad configuration.
 package health

@@ -11,7 +11,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -57,7 +57,7 @@ type evaluator struct {
 
 // validateChecks records every unusable entry of checks. Names must be non-empty,
 // without commas or surrounding spaces, so that ?exclude= can name each of them.
-func validateChecks(l *cfgerr.List, checks map[string]Check) {
+func validateChecks(l *fault.Problems, checks map[string]Check) {
 	for _, name := range slices.Sorted(mapKeys(checks)) {
 		field := fmt.Sprintf("Checks[%q]", name)
 		switch {
@@ -74,13 +74,13 @@ func validateChecks(l *cfgerr.List, checks map[string]Check) {
 	}
 }
 
-func validateTimeout(l *cfgerr.List, d time.Duration) {
+func validateTimeout(l *fault.Problems, d time.Duration) {
 	if d < 0 {
 		l.Addf("CheckTimeout", "must be positive, got %s (0 means the default, %s)", d, DefaultCheckTimeout)
 	}
 }
 
-func validateSource(l *cfgerr.List, src Source) {
+func validateSource(l *fault.Problems, src Source) {
 	if isNil(src) {
 		l.Addf("Source", "must not be nil")
 	}
@@ -144,7 +144,7 @@ func sourceStatus(src Source, log *zap.Logger) Status {
 
 func logPanic(log *zap.Logger, msg string, err error, fields ...zap.Field) {
 	fields = append(fields, zap.Error(err))
-	if pe, ok := errors.AsType[*safe.PanicError](err); ok {
+	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 		fields = append(fields, zap.ByteString("stack", pe.Stack))
 	}
 	log.Error(msg, fields...)
@@ -261,7 +261,7 @@ func (e *evaluator) judge(name string, ctx context.Context, err error) CheckResu
 		return CheckResult{OK: true, Detail: "ok"}
 	}
 	res := CheckResult{Detail: ErrorType(err)}
-	if _, ok := errors.AsType[*safe.PanicError](err); ok {
+	if _, ok := errors.AsType[*fault.PanicError](err); ok {
 		res.Detail = "panic"
 		logPanic(e.log, "readiness check panicked", err, zap.String("check", name))
 		return res

@@ -9,7 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -82,9 +82,9 @@ type ReadinessOptions struct {
 // dependency. Keep the endpoint internal, like /metrics.
 //
 // Invalid options (nil src, a nil or badly named check, a negative CheckTimeout) return
-// a *cfgerr.Error listing each problem by field.
+// a *fault.ConfigError listing each problem by field.
 func NewReadiness(src Source, opts ReadinessOptions) (http.Handler, error) {
-	var l cfgerr.List
+	var l fault.Problems
 	validateSource(&l, src)
 	validateTimeout(&l, opts.CheckTimeout)
 	validateChecks(&l, opts.Checks)

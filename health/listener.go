@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // DefaultProbeAddr is where the probe listener listens when ListenerConfig.Addr is empty.
@@ -27,16 +27,16 @@ type ListenerConfig struct {
 	CheckTimeout time.Duration // each readiness check's budget; 0 means 2s
 }
 
-// Validate returns a *cfgerr.Error naming each bad field: a negative CheckTimeout, an
+// Validate returns a *fault.ConfigError naming each bad field: a negative CheckTimeout, an
 // Addr that is not host:port with a numeric port. Fields are checked even when
 // Disabled.
 func (c ListenerConfig) Validate() error {
-	var l cfgerr.List
+	var l fault.Problems
 	c.validate(&l)
 	return l.Err()
 }
 
-func (c ListenerConfig) validate(l *cfgerr.List) {
+func (c ListenerConfig) validate(l *fault.Problems) {
 	validateTimeout(l, c.CheckTimeout)
 	if c.Addr == "" {
 		return
@@ -92,10 +92,10 @@ type Listener struct {
 var ErrListenerClosed = errors.New("probe listener: closed")
 
 // NewListener validates cfg and opts and returns a Listener ready to Start. It binds
-// nothing. Problems come back as one *cfgerr.Error naming each field ("Addr",
+// nothing. Problems come back as one *fault.ConfigError naming each field ("Addr",
 // "CheckTimeout", `Checks["redis"]`, "Source").
 func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listener, error) {
-	var l cfgerr.List
+	var l fault.Problems
 	cfg.validate(&l)
 	validateSource(&l, src)
 	validateChecks(&l, opts.Checks)

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 func startListener(t *testing.T, cfg health.ListenerConfig, src health.Source, opts health.ListenerOptions) *health.Listener {
@@ -246,7 +246,7 @@ func TestListenerConfigValidate(t *testing.T) {
 				}
 				return
 			}
-			ce, ok := errors.AsType[*cfgerr.Error](err)
+			ce, ok := errors.AsType[*fault.ConfigError](err)
 			if !ok || len(ce.Problems) != 1 || ce.Problems[0].Field != tc.field {
 				t.Fatalf("Validate = %v, want one problem on %s", err, tc.field)
 			}
@@ -257,7 +257,7 @@ func TestListenerConfigValidate(t *testing.T) {
 func TestNewListenerListsEveryProblem(t *testing.T) {
 	_, err := health.NewListener(health.ListenerConfig{Addr: "nope", CheckTimeout: -1}, nil,
 		health.ListenerOptions{Checks: map[string]health.Check{"redis": nil}})
-	ce, ok := errors.AsType[*cfgerr.Error](err)
+	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok || len(ce.Problems) != 4 {
 		t.Fatalf("NewListener = %v, want 4 problems", err)
 	}

@@ -11,8 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 func ok(context.Context) error { return nil }
@@ -253,9 +253,9 @@ func TestNewReadinessRefusesBadOptions(t *testing.T) {
 			"good":  health.CheckFunc(ok),
 		},
 	})
-	ce, isConfig := errors.AsType[*cfgerr.Error](err)
+	ce, isConfig := errors.AsType[*fault.ConfigError](err)
 	if !isConfig {
-		t.Fatalf("err = %v (%T), want *cfgerr.Error", err, err)
+		t.Fatalf("err = %v (%T), want *fault.ConfigError", err, err)
 	}
 	var fields []string
 	for _, p := range ce.Problems {

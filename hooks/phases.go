@@ -79,9 +79,9 @@ type PhaseResult struct {
 	// abandonment (0 when skipped).
 	Duration time.Duration
 	// Err is nil for Completed. Otherwise: Failed — the phase's error or a
-	// *safe.PanicError; Overran — the phase's error, or ErrPhaseDeadline if it
+	// *fault.PanicError; Overran — the phase's error, or ErrPhaseDeadline if it
 	// returned nil; Interrupted — the phase's error, or the parent ctx's cause;
-	// Abandoned — an error wrapping safe.ErrAbandoned; Skipped — ErrBudgetSpent or the
+	// Abandoned — an error wrapping fault.ErrAbandoned; Skipped — ErrBudgetSpent or the
 	// parent ctx's cause.
 	Err error
 }

@@ -9,10 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/servicewright/servicewright/fault"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/servicewright/servicewright/internal/safe"
 )
 
 // call is what a phase saw when it was called.
@@ -166,7 +165,7 @@ func TestRunDrainPhases(t *testing.T) {
 			}
 			rep := RunDrainPhases(context.Background(), phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "deaf", Abandoned, 2*time.Second+AbandonAfter)
-			if err := rep.Phases[0].Err; !errors.Is(err, safe.ErrAbandoned) || !strings.Contains(err.Error(), `drain phase "deaf"`) {
+			if err := rep.Phases[0].Err; !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `drain phase "deaf"`) {
 				t.Errorf("err = %v", err)
 			}
 			// The extra second counts against the budget: 10s - 3s.
@@ -235,7 +234,7 @@ func TestRunDrainPhases(t *testing.T) {
 			rep := RunDrainPhases(context.Background(), phases, 4*time.Second, nil)
 			check(t, rep.Phases[0], "explode", Failed, 0)
 			check(t, rep.Phases[1], "next", Completed, 0)
-			var pe *safe.PanicError
+			var pe *fault.PanicError
 			if !errors.As(rep.Phases[0].Err, &pe) || pe.What != `drain phase "explode"` || pe.Value != "boom" {
 				t.Errorf("err = %v", rep.Phases[0].Err)
 			}

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -23,7 +24,7 @@ const ShutdownUnwind = 100 * time.Millisecond
 //
 // Before each hook it checks ctx: when ctx is done it returns ctx.Err() wrapped as
 // `<kind> hook "<name>": …`, naming the first hook not run. A hook's error is returned
-// wrapped the same way. A panic is recovered and returned as a *safe.PanicError whose
+// wrapped the same way. A panic is recovered and returned as a *fault.PanicError whose
 // What is `<kind> hook "<name>"`, so its message names the hook as well; it is not
 // wrapped a second time. The hooks after a failure are not run.
 //
@@ -45,7 +46,7 @@ func RunStart(ctx context.Context, kind Kind, hs []Hook, log *zap.Logger) error 
 			return e
 		})
 		switch {
-		case err != nil && !returned: // a *safe.PanicError already naming the hook
+		case err != nil && !returned: // a *fault.PanicError already naming the hook
 			return err
 		case err != nil:
 			return fmt.Errorf("%s: %w", what, err)
@@ -67,8 +68,8 @@ func RunStart(ctx context.Context, kind Kind, hs []Hook, log *zap.Logger) error 
 // validates it); with timeout ≤ 0 each hook starts with its ctx already done.
 //
 // Each failure is logged with the hook's name and joined into the result: a returned
-// error wrapped as `<kind> hook "<name>": …`, a panic as a *safe.PanicError and an
-// abandoned hook as an error wrapping safe.ErrAbandoned, both of which already carry
+// error wrapped as `<kind> hook "<name>": …`, a panic as a *fault.PanicError and an
+// abandoned hook as an error wrapping fault.ErrAbandoned, both of which already carry
 // that prefix. errors.Is and errors.As see every one. A nil log is allowed.
 //
 // RunShutdown does not retry a hook, and cannot stop an abandoned one.
@@ -102,7 +103,7 @@ func RunShutdown(ctx context.Context, kind Kind, hs []Hook, timeout time.Duratio
 }
 
 func isPanic(err error) bool {
-	var pe *safe.PanicError
+	var pe *fault.PanicError
 	return errors.As(err, &pe)
 }
 
@@ -122,8 +123,8 @@ type finish struct {
 }
 
 // bounded runs fn through safe.Bounded and tells apart its three endings: fn returned
-// (f != nil, err is fn's own error), fn panicked (f == nil, err is a *safe.PanicError),
-// or fn was abandoned (f == nil, err wraps safe.ErrAbandoned). The distinction does not
+// (f != nil, err is fn's own error), fn panicked (f == nil, err is a *fault.PanicError),
+// or fn was abandoned (f == nil, err wraps fault.ErrAbandoned). The distinction does not
 // rely on the error's identity, so fn may itself return a PanicError or ErrAbandoned.
 // A return that races the abandonment by a hair counts as a return.
 func bounded(ctx context.Context, what string, extra time.Duration, fn func(context.Context) error) (*finish, error) {

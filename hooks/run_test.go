@@ -8,10 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/servicewright/servicewright/fault"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/servicewright/servicewright/internal/safe"
 )
 
 // trace records which hooks ran, in order.
@@ -56,9 +55,9 @@ func TestRunStart(t *testing.T) {
 		var tr trace
 		hs := []Hook{{Name: "announce", Run: func(context.Context) error { panic("boom") }}, tr.hook("c", nil)}
 		err := RunStart(context.Background(), PostStart, hs, nil)
-		var pe *safe.PanicError
+		var pe *fault.PanicError
 		if !errors.As(err, &pe) || pe.Value != "boom" {
-			t.Fatalf("err = %v, want a *safe.PanicError with value boom", err)
+			t.Fatalf("err = %v, want a *fault.PanicError with value boom", err)
 		}
 		if want := `post_start hook "announce" panicked: boom`; err.Error() != want {
 			t.Fatalf("err = %q, want %q", err, want)
@@ -69,7 +68,7 @@ func TestRunStart(t *testing.T) {
 	})
 
 	t.Run("a returned PanicError is the hook's own error and is wrapped", func(t *testing.T) {
-		own := &safe.PanicError{What: "inner", Value: "x"}
+		own := &fault.PanicError{What: "inner", Value: "x"}
 		err := RunStart(context.Background(), PreStart, []Hook{{Name: "h", Run: func(context.Context) error { return own }}}, nil)
 		if !errors.Is(err, own) || !strings.HasPrefix(err.Error(), `pre_start hook "h": `) {
 			t.Fatalf("err = %q", err)
@@ -114,7 +113,7 @@ func TestRunShutdown(t *testing.T) {
 		if !equal(tr.ran, []string{"a", "b", "c", "d"}) {
 			t.Fatalf("ran %v", tr.ran)
 		}
-		var pe *safe.PanicError
+		var pe *fault.PanicError
 		if !errors.Is(err, errA) || !errors.Is(err, errC) || !errors.As(err, &pe) {
 			t.Fatalf("err = %v, want errA, errC and a PanicError joined", err)
 		}
@@ -155,7 +154,7 @@ func TestRunShutdown(t *testing.T) {
 			if want := 5*time.Second + ShutdownUnwind; nextAt != want {
 				t.Fatalf("next hook started at %v, want %v", nextAt, want)
 			}
-			if !errors.Is(err, safe.ErrAbandoned) || !strings.Contains(err.Error(), `pre_shutdown hook "stuck"`) {
+			if !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `pre_shutdown hook "stuck"`) {
 				t.Fatalf("err = %v", err)
 			}
 		})
@@ -166,7 +165,7 @@ func TestRunShutdown(t *testing.T) {
 			start := time.Now()
 			hs := []Hook{{Name: "flush", Run: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}}
 			err := RunShutdown(context.Background(), PreShutdown, hs, 2*time.Second, nil)
-			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, safe.ErrAbandoned) {
+			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fault.ErrAbandoned) {
 				t.Fatalf("err = %v", err)
 			}
 			if d := time.Since(start); d != 2*time.Second {

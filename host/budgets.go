@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 // Budgets bound each stage of an orderly exit. A zero field takes its default; a
@@ -73,7 +73,7 @@ var budgetEnv = []struct {
 
 // resolve applies environment overrides, checks every field and fills defaults.
 // Problems are recorded in l under the field or variable name.
-func (b Budgets) resolve(lookup func(string) (string, bool), l *cfgerr.List) Budgets {
+func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) Budgets {
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
 		if !ok || strings.TrimSpace(v) == "" {

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
@@ -45,7 +46,7 @@ func TestConfigError(t *testing.T) {
 		if h != nil || host.ExitCode(err) != host.ExitConfig {
 			t.Fatalf("New = %v, %v; want a ConfigError", h, err)
 		}
-		var ce *host.ConfigError
+		var ce *fault.ConfigError
 		if !errors.As(err, &ce) {
 			t.Fatal(err)
 		}
@@ -120,7 +121,7 @@ func TestExitCode(t *testing.T) {
 		want int
 	}{
 		{nil, 0},
-		{&host.ConfigError{}, 78},
+		{&fault.ConfigError{}, 78},
 		{errors.New("x"), 1},
 		{host.ErrShutdownTimeout, 1},
 		{&host.EntrypointError{Entrypoint: "a", Err: errors.New("x")}, 1},

@@ -4,7 +4,7 @@
 //
 // A service is an AppSpec: its entrypoints (what takes work from outside), warmup
 // steps, hooks, readiness checks, budgets and fx container. New validates all of it
-// and reports every problem in one *ConfigError; Run runs it.
+// and reports every problem in one *fault.ConfigError; Run runs it.
 //
 // # Startup
 //

@@ -4,21 +4,20 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
-	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // ConfigError lists every problem found in a spec or in the environment, each with
 // the field or variable it concerns. Nothing was started when it is returned; the
 // process exits with ExitConfig.
-type ConfigError = cfgerr.Error
+type ConfigError = fault.ConfigError
 
 // Problem is one entry of a ConfigError.
-type Problem = cfgerr.Problem
+type Problem = fault.Problem
 
 // PanicError is what a panic in an entrypoint method, a hook or a warmup step becomes.
 // What names the unit and the method.
-type PanicError = safe.PanicError
+type PanicError = fault.PanicError
 
 // Exit codes.
 const (
@@ -64,10 +63,10 @@ func (e *StartupError) Error() string { return fmt.Sprintf("startup failed at %s
 func (e *StartupError) Unwrap() error { return e.Err }
 
 // ExitCode maps an error returned by New, Run or Host.Run to a process exit code:
-// 0 for nil, ExitConfig for a ConfigError, ExitFailure for anything else. (A second
+// 0 for nil, ExitConfig for a *fault.ConfigError, ExitFailure for anything else. (A second
 // signal exits with 128+signum directly; see InstallSignalHandlers.)
 func ExitCode(err error) int {
-	var ce *ConfigError
+	var ce *fault.ConfigError
 	switch {
 	case err == nil:
 		return ExitOK

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
 )
@@ -112,7 +113,7 @@ func TestFailures(t *testing.T) {
 			a := newFake("a", j)
 			a.bind = func(context.Context) error { panic("nil map") }
 			err := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: a}}}).Wait()
-			var pe *host.PanicError
+			var pe *fault.PanicError
 			if !errors.As(err, &pe) || !strings.Contains(pe.What, `entrypoint "a" Bind`) {
 				t.Fatalf("Run = %v, want a PanicError naming a's Bind", err)
 			}

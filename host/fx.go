@@ -16,10 +16,10 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 // The container: AppSpec.Container is an fx application. Its OnStart hooks run at
@@ -59,7 +59,7 @@ type containerUnits struct {
 
 // buildContainer builds the fx application, running its constructors but no OnStart
 // hook, and merges the units of its groups into the Host's.
-func (h *Host) buildContainer(l *cfgerr.List) {
+func (h *Host) buildContainer(l *fault.Problems) {
 	var units containerUnits
 	app := fx.New(
 		fx.WithLogger(func() fxevent.Logger {
@@ -78,7 +78,7 @@ func (h *Host) buildContainer(l *cfgerr.List) {
 	)
 	if err := app.Err(); err != nil {
 		// A constructor's own ConfigError keeps its fields; a wiring error is one problem.
-		var ce *cfgerr.Error
+		var ce *fault.ConfigError
 		if errors.As(err, &ce) {
 			l.Merge("Container", ce)
 		} else {

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
@@ -61,7 +62,7 @@ func TestContainer(t *testing.T) {
 	t.Run("a wiring error is a ConfigError naming the container; nothing starts", func(t *testing.T) {
 		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(),
 			Container: host.Provide(func(g *greeter) *fake { return nil }, 1)}, env())
-		var ce *host.ConfigError
+		var ce *fault.ConfigError
 		if !errors.As(err, &ce) || ce.Problems[0].Field != "Container" || !strings.Contains(err.Error(), "greeter") {
 			t.Fatalf("New = %v", err)
 		}

@@ -15,9 +15,9 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 // Host runs one service through Bootstrap → Warmup → Ready → Serve → Drain → Cleanup.
@@ -66,7 +66,7 @@ func WithObserver(fn func(Event)) Option {
 
 // New validates spec and the environment and builds the container, starting
 // nothing: no listener is opened and no OnStart hook runs. Every problem is reported
-// at once in a *ConfigError, which is also logged.
+// at once in a *fault.ConfigError, which is also logged.
 func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h := &Host{spec: spec, opts: options{lookup: os.LookupEnv}}
 	for _, o := range opts {
@@ -74,13 +74,13 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	}
 	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.opts.lookup)
 	if err != nil {
-		return nil, &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "Telemetry", Reason: err.Error()}}}
+		return nil, &fault.ConfigError{Problems: []fault.Problem{{Field: "Telemetry", Reason: err.Error()}}}
 	}
 	h.tel, h.log = tel, tel.log
 	h.instance = instanceID(&spec, h.opts.lookup)
 	h.log = h.log.With(zap.String("instance", h.instance))
 
-	var problems cfgerr.List
+	var problems fault.Problems
 	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
 	// Readiness turns false in the same call that begins the shutdown, before any
 	// goroutine hop, so the probe answers "draining" at once.
@@ -234,7 +234,7 @@ func (h *Host) logBudgets() {
 // checkStopTimes refuses an entrypoint that needs longer to give up what it holds
 // than the drain window gives it — a leadership whose term would outlive DrainGrace
 // leaves the next leader waiting out the lease's TTL.
-func (h *Host) checkStopTimes(l *cfgerr.List) {
+func (h *Host) checkStopTimes(l *fault.Problems) {
 	for _, r := range h.regs {
 		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
 		if !ok {

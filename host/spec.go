@@ -8,10 +8,10 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 // AppSpec declares a service: what it runs, what it needs before it can run, and how
@@ -71,7 +71,7 @@ type Step struct {
 
 // validate reports every problem of the spec's own fields and of units that arrived
 // through the container; regs, steps and hookList are the merged lists.
-func validate(spec *AppSpec, regs []Registration, steps []Step, reg *hooks.Registry, checks map[string]health.Check, l *cfgerr.List) {
+func validate(spec *AppSpec, regs []Registration, steps []Step, reg *hooks.Registry, checks map[string]health.Check, l *fault.Problems) {
 	if spec.ServiceName == "" {
 		l.Addf("ServiceName", "must not be empty")
 	}

@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
 )
@@ -164,7 +165,7 @@ func (r *run) drain(force context.Context) {
 		}
 		r.report.drained(e.name, before, left, time.Since(start), err, detail)
 		switch {
-		case errors.Is(err, safe.ErrAbandoned):
+		case errors.Is(err, fault.ErrAbandoned):
 			h.log.Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
 				zap.Int("in_flight", left))
 			r.report.overran(e.name + " drain")
@@ -225,7 +226,7 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 	defer cancel()
 	err := safe.Bounded(ctx, what, courtesy, fn)
 	switch {
-	case errors.Is(err, safe.ErrAbandoned):
+	case errors.Is(err, fault.ErrAbandoned):
 		h.log.Error("step abandoned after its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout))
 		r.report.overran(what)
 		r.report.abandon(what)

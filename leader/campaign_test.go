@@ -9,7 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 func TestClaim(t *testing.T) {
@@ -89,7 +89,7 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 		}, ErrConfig},
 		{"from Claim, as a ConfigError", func(s *Spec, _ *func(context.Context, *Term) error) {
 			s.Claim = func(context.Context, *Term) (bool, error) {
-				return false, &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "DATABASE_URL", Reason: "wrong database"}}}
+				return false, &fault.ConfigError{Problems: []fault.Problem{{Field: "DATABASE_URL", Reason: "wrong database"}}}
 			}
 		}, nil},
 		{"from MayCampaign", func(s *Spec, _ *func(context.Context, *Term) error) {
@@ -127,7 +127,7 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 					t.Fatalf("%d lock calls after campaigning stopped", n-calls)
 				}
 				err := r.l.Halted()
-				if _, isCfg := errors.AsType[*cfgerr.Error](err); err == nil || (c.want != nil && !errors.Is(err, c.want)) || (c.want == nil && !isCfg) {
+				if _, isCfg := errors.AsType[*fault.ConfigError](err); err == nil || (c.want != nil && !errors.Is(err, c.want)) || (c.want == nil && !isCfg) {
 					t.Fatalf("Halted = %v, want %v", err, c.want)
 				}
 				if n := criticalLogs(r.logs); n != 1 {

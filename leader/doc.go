@@ -51,7 +51,7 @@
 // after such a loss draw a token above the store's fence at once, instead of
 // climbing one token per campaign.
 //
-// Misconfiguration is refused at construction as a *cfgerr.Error (host.ConfigError).
+// Misconfiguration is refused at construction as a *fault.ConfigError (fault.ConfigError).
 // At run time, a callback returning an error that wraps ErrConfig, a fencing counter
 // at its ceiling, or a fence floor the lock cannot pass stops campaigning for good,
 // with an error log marked severity=critical, while the process stays up (see

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -61,7 +61,7 @@ func (t *tracker) Wait(ctx context.Context) error {
 // call runs fn in a goroutine owned by t, with a ctx cut off after d, and returns its
 // result, or an error wrapping the ctx's error as soon as that ctx is done, even
 // when fn ignores it (fn's goroutine then finishes on its own). A panic in fn
-// becomes a *safe.PanicError naming what.
+// becomes a *fault.PanicError naming what.
 func call[T any](t *tracker, ctx context.Context, d time.Duration, what string, fn func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
@@ -104,7 +104,7 @@ func isFatal(err error) bool {
 	if err == nil {
 		return false
 	}
-	var ce *cfgerr.Error
+	var ce *fault.ConfigError
 	return errors.Is(err, ErrConfig) || errors.As(err, &ce) ||
 		errors.Is(err, ErrFenceExhausted) || errors.Is(err, ErrFenceOutOfRange)
 }

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 var _ interface {
@@ -57,8 +57,8 @@ type Leadership struct {
 }
 
 // NewLeadership returns a Leadership for spec that runs lead in each term it wins.
-// It validates spec (see Spec.Validate) and the options, and returns a *cfgerr.Error
-// (host.ConfigError) listing every problem; it starts nothing.
+// It validates spec (see Spec.Validate) and the options, and returns a *fault.ConfigError
+// (fault.ConfigError) listing every problem; it starts nothing.
 //
 // lead gets the term and a ctx that is cancelled YieldGrace after term.Ended is
 // closed. It should work in units, check term.Live() between them, pass term.Token
@@ -67,7 +67,7 @@ type Leadership struct {
 // again after a backoff; an error wrapping ErrConfig stops campaigning for good.
 func NewLeadership(spec Spec, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
 	cfg := newConfig(opts)
-	var l cfgerr.List
+	var l fault.Problems
 	l.Merge("", spec.Validate())
 	if lead == nil {
 		l.Addf("lead", "must not be nil")
@@ -105,7 +105,7 @@ func (l *Leadership) StopTime() time.Duration { return l.spec.StopTime() }
 // Bind checks the lock backend once, without failing on it: a backend that does not
 // answer within CampaignEvery is logged, and the campaign retries it. With
 // RequiresFenceAdvance, a lock that answers that it cannot advance its counter
-// (errors.ErrUnsupported) fails Bind with a *cfgerr.Error. Bind accepts nothing.
+// (errors.ErrUnsupported) fails Bind with a *fault.ConfigError. Bind accepts nothing.
 func (l *Leadership) Bind(ctx context.Context) error {
 	s := &l.spec
 	var err error
@@ -115,7 +115,7 @@ func (l *Leadership) Bind(ctx context.Context) error {
 			return s.Lock.AdvanceFence(ctx, s.Key, 0)
 		})
 		if isUnsupported(err) {
-			return &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "RequiresFenceAdvance",
+			return &fault.ConfigError{Problems: []fault.Problem{{Field: "RequiresFenceAdvance",
 				Reason: fmt.Sprintf("the lock cannot advance its fencing counter: %v", err)}}}
 		}
 	} else {

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // MaxToken is the highest fencing token a lock hands out. Redis scripts compute in
@@ -30,8 +30,8 @@ var (
 	ErrFenceExhausted = errors.New("leader: fencing counter is at its ceiling")
 	// ErrConfig marks an error as a configuration error: wrap it (fmt.Errorf("...:
 	// %w", leader.ErrConfig)) in what a Leadership callback returns, and the
-	// Leadership stops campaigning for good instead of retrying. A *cfgerr.Error
-	// (host.ConfigError) counts too.
+	// Leadership stops campaigning for good instead of retrying. A *fault.ConfigError
+	// (fault.ConfigError) counts too.
 	ErrConfig = errors.New("leader: configuration error")
 )
 
@@ -73,7 +73,7 @@ func (h Holder) Held() bool { return h.Owner != "" }
 type Lock interface {
 	// Acquire takes the lock for owner for ttl when nobody holds it, drawing the
 	// next fencing token. It returns ErrHeld when the lock is held, ErrFenceExhausted
-	// when the counter is at MaxToken, and a *cfgerr.Error for an empty key or owner
+	// when the counter is at MaxToken, and a *fault.ConfigError for an empty key or owner
 	// or a non-positive ttl. The counter is never reset or expired by the lock
 	// itself; only a backend that loses its data starts it again from zero.
 	Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error)
@@ -95,7 +95,7 @@ type Lock interface {
 
 // checkAcquire validates Acquire's arguments.
 func checkAcquire(key, owner string, ttl time.Duration) error {
-	var l cfgerr.List
+	var l fault.Problems
 	if key == "" {
 		l.Addf("key", "must not be empty")
 	}
@@ -114,14 +114,14 @@ func checkLease(l Lease) error {
 		return err
 	}
 	if l.Token == 0 {
-		return &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "lease.Token", Reason: "must be positive (a lease comes from Acquire)"}}}
+		return &fault.ConfigError{Problems: []fault.Problem{{Field: "lease.Token", Reason: "must be positive (a lease comes from Acquire)"}}}
 	}
 	return nil
 }
 
 func checkKey(key string) error {
 	if key == "" {
-		return &cfgerr.Error{Problems: []cfgerr.Problem{{Field: "key", Reason: "must not be empty"}}}
+		return &fault.ConfigError{Problems: []fault.Problem{{Field: "key", Reason: "must not be empty"}}}
 	}
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // lockSuite checks the Lock contract. Each subtest runs inside wrap (a synctest
@@ -158,12 +158,12 @@ func lockSuite(t *testing.T, lk Lock, wrap func(*testing.T, func(*testing.T)), k
 	})
 }
 
-// assertProblems checks err is a *cfgerr.Error naming exactly fields, in order.
+// assertProblems checks err is a *fault.ConfigError naming exactly fields, in order.
 func assertProblems(t *testing.T, err error, fields ...string) {
 	t.Helper()
-	ce, ok := errors.AsType[*cfgerr.Error](err)
+	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok {
-		t.Fatalf("err = %v (%T), want *cfgerr.Error naming %v", err, err, fields)
+		t.Fatalf("err = %v (%T), want *fault.ConfigError naming %v", err, err, fields)
 	}
 	var got []string
 	for _, p := range ce.Problems {

@@ -6,7 +6,7 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // ModuleConfig configures Module.
@@ -26,7 +26,7 @@ type ModuleConfig struct {
 //     entrypoints have stopped;
 //   - *RedisLock, and the same lock as Lock.
 //
-// A missing or malformed URL is a *cfgerr.Error (host.ConfigError) naming REDIS_URL,
+// A missing or malformed URL is a *fault.ConfigError (fault.ConfigError) naming REDIS_URL,
 // reported when the container is built; the URL itself is never echoed, as it may
 // carry a password. Nothing is sent to Redis until the lock is used.
 //
@@ -58,7 +58,7 @@ func Module(cfg ModuleConfig) fx.Option {
 }
 
 func parseURL(url string) (*redis.Options, error) {
-	var l cfgerr.List
+	var l fault.Problems
 	if url == "" {
 		l.Addf("REDIS_URL", "must not be empty")
 		return nil, l.Err()

@@ -11,7 +11,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 func TestModule(t *testing.T) {
@@ -46,7 +46,7 @@ func TestModule(t *testing.T) {
 	} {
 		t.Run(c.name+" is a configuration error naming REDIS_URL", func(t *testing.T) {
 			err := fx.New(Module(ModuleConfig{URL: c.url}), fx.NopLogger).Err()
-			var ce *cfgerr.Error
+			var ce *fault.ConfigError
 			if !errors.As(err, &ce) || ce.Problems[0].Field != "REDIS_URL" {
 				t.Fatalf("err = %v, want a ConfigError naming REDIS_URL", err)
 			}

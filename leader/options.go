@@ -8,7 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // Reasons a term ends, the `reason` label of servicewright_leadership_terms_ended_total.
@@ -26,7 +26,7 @@ type config struct {
 	log                    *zap.Logger
 	reg                    prometheus.Registerer
 	backoffInit, backoffMx time.Duration
-	problems               cfgerr.List
+	problems               fault.Problems
 }
 
 // An Option configures a Leadership.

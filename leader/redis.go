@@ -9,7 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 var _ Lock = (*RedisLock)(nil)
@@ -104,7 +104,7 @@ func NewRedisLock(client redis.UniversalClient, opts ...RedisOption) *RedisLock 
 
 // keys returns the lease and counter keys of the lock named key.
 func (r *RedisLock) keys(key string) ([]string, error) {
-	var l cfgerr.List
+	var l fault.Problems
 	if r.client == nil {
 		l.Addf("RedisLock.client", "must not be nil")
 	}

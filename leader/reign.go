@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -110,7 +111,7 @@ func (l *Leadership) reign(base context.Context, lease Lease, sent time.Time) (r
 			fatal = errors.Join(fatal, res.err)
 		case reason == ReasonFailed:
 			fields := []zap.Field{zap.Error(res.err)}
-			if pe, ok := errors.AsType[*safe.PanicError](res.err); ok {
+			if pe, ok := errors.AsType[*fault.PanicError](res.err); ok {
 				fields = append(fields, zap.ByteString("stack", pe.Stack))
 			}
 			log.Error("leadership: lead failed; released, campaigning again after backoff", fields...)

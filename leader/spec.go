@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // Default timings of a Spec, used for fields left zero.
@@ -135,10 +135,10 @@ func (s Spec) StopTime() time.Duration {
 	return s.YieldGrace + 3*s.ReleaseTimeout + time.Second
 }
 
-// Validate reports every problem of the spec, after defaults, as a *cfgerr.Error
-// (host.ConfigError) naming each field.
+// Validate reports every problem of the spec, after defaults, as a *fault.ConfigError
+// (fault.ConfigError) naming each field.
 func (s Spec) Validate() error {
-	var l cfgerr.List
+	var l fault.Problems
 	for _, f := range []struct {
 		name string
 		d    time.Duration

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 func noLead(context.Context, *Term) error { return nil }
@@ -55,7 +55,7 @@ func TestSpecValidate(t *testing.T) {
 			s := valid
 			c.change(&s)
 			err := s.Validate()
-			ce, ok := errors.AsType[*cfgerr.Error](err)
+			ce, ok := errors.AsType[*fault.ConfigError](err)
 			if !ok || len(ce.Problems) != 1 {
 				t.Fatalf("Validate = %v, want one problem with %s", err, c.field)
 			}

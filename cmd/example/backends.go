@@ -9,9 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 // backends are the real services the example uses when their variables are set:
@@ -21,7 +21,7 @@ type backends struct {
 	databaseURL string
 }
 
-func readBackends(l *cfgerr.List) backends {
+func readBackends(l *fault.Problems) backends {
 	b := backends{redisURL: os.Getenv("REDIS_URL"), databaseURL: os.Getenv("DATABASE_URL")}
 	if b.redisURL != "" {
 		if _, err := redis.ParseURL(b.redisURL); err != nil {

@@ -14,9 +14,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 	"github.com/servicewright/servicewright/internal/kafkabroker"
 )
 
@@ -26,7 +26,7 @@ const (
 )
 
 // readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded.
-func readBrokers(v string, l *cfgerr.List) []string {
+func readBrokers(v string, l *fault.Problems) []string {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}

@@ -4,7 +4,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/leader"
 )
 
@@ -32,7 +32,7 @@ func defaultKnobs() knobs {
 
 func readKnobs() (knobs, error) {
 	k := defaultKnobs()
-	var l cfgerr.List
+	var l fault.Problems
 	dur := func(name string, dst *time.Duration) {
 		v := os.Getenv(name)
 		if v == "" {

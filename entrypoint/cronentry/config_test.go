@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/leader"
 )
 
@@ -40,9 +40,9 @@ func TestNewRejectsEveryProblemAtOnce(t *testing.T) {
 		{Name: "fleet-jitter", Every: time.Minute, Jitter: 10 * s, OncePerFleet: OncePerFleet(lock, "a", 10*s), Run: run},
 	}
 	_, err := New("", jobs)
-	var ce *cfgerr.Error
+	var ce *fault.ConfigError
 	if !errors.As(err, &ce) {
-		t.Fatalf("New = %v, want a *cfgerr.Error", err)
+		t.Fatalf("New = %v, want a *fault.ConfigError", err)
 	}
 	want := []string{
 		`name: must not be empty`,

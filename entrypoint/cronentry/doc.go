@@ -19,7 +19,7 @@
 //
 // # Lifecycle
 //
-//  1. New parses and checks every job and returns a *cfgerr.Error (host.ConfigError)
+//  1. New parses and checks every job and returns a *fault.ConfigError (fault.ConfigError)
 //     listing every problem by field (`Jobs["report"].Schedule: …`). Bind takes no
 //     tick.
 //  2. Serve starts the one scheduling goroutine and returns at stop while ticks

@@ -8,8 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/leader"
 )
@@ -65,7 +65,7 @@ func OncePerFleet(lock leader.Lock, owner string, ttl time.Duration) *FleetLock 
 // maxAcquire bounds one Acquire, whatever the TTL.
 const maxAcquire = 5 * time.Second
 
-func (f *FleetLock) check(l *cfgerr.List, field string, j Job) {
+func (f *FleetLock) check(l *fault.Problems, field string, j Job) {
 	if f.Lock == nil {
 		l.Addf(field+".Lock", "must not be nil")
 	}

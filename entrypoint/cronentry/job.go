@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
-	"github.com/servicewright/servicewright/internal/cfgerr"
 )
 
 // DefaultMissedAfter is how late the scheduler may reach a tick before the tick counts
@@ -160,7 +160,7 @@ type job struct {
 	loc         *time.Location
 	missedAfter time.Duration
 	maxRun      time.Duration // 0 = none
-	what        string        // names a run in a *safe.PanicError
+	what        string        // names a run in a *fault.PanicError
 	stats       *jobStats
 
 	// Owned by the scheduling goroutine.
@@ -181,10 +181,10 @@ func (j *job) plan(t time.Time) {
 	}
 }
 
-// compile validates every job and returns them parsed, or a *cfgerr.Error listing
+// compile validates every job and returns them parsed, or a *fault.ConfigError listing
 // every problem of every job.
 func compile(jobs []Job, now time.Time) ([]*job, error) {
-	var l cfgerr.List
+	var l fault.Problems
 	if len(jobs) == 0 {
 		l.Addf("jobs", "must not be empty")
 	}
@@ -224,7 +224,7 @@ func badNameRune(r rune) bool {
 
 // compileJob checks one job, recording its problems under field, and returns it
 // parsed when its schedule could be parsed.
-func compileJob(l *cfgerr.List, field string, spec Job, now time.Time) *job {
+func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	loc := spec.Location
 	if loc == nil {
 		loc = time.UTC

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -93,7 +94,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, t Tick) {
 	j.stats.observe(took)
 
 	o := succeeded
-	var pe *safe.PanicError
+	var pe *fault.PanicError
 	switch {
 	case errors.As(err, &pe):
 		o = panicked

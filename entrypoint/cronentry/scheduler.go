@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 var _ interface {
@@ -61,7 +61,7 @@ func (r activeRun) String() string {
 }
 
 // New returns a Scheduler named name that runs jobs. It validates every job and
-// returns a *cfgerr.Error (host.ConfigError) listing each problem with its field,
+// returns a *fault.ConfigError (fault.ConfigError) listing each problem with its field,
 // e.g. `Jobs["report"].Schedule: invalid cron expression …`; with WithRegisterer it
 // also registers the metrics, and returns the registration's error. It starts
 // nothing and sends nothing to a fleet lock.
@@ -70,7 +70,7 @@ func New(name string, jobs []Job, opts ...Option) (*Scheduler, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var l cfgerr.List
+	var l fault.Problems
 	if name == "" {
 		l.Addf("name", "must not be empty")
 	}

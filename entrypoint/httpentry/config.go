@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // Defaults for the fields of Config left at their zero value.
@@ -63,7 +63,7 @@ type Config struct {
 // resolve fills in defaults and records every problem with cfg in l. hasListener
 // says whether WithListener supplied the listener. It returns the completed
 // Config and, when CertFile and KeyFile are set and valid, the TLS configuration.
-func (cfg Config) resolve(hasListener bool, l *cfgerr.List) (Config, *tls.Config) {
+func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
@@ -88,7 +88,7 @@ func (cfg Config) resolve(hasListener bool, l *cfgerr.List) (Config, *tls.Config
 	return cfg, cfg.loadTLS(l)
 }
 
-func defaultDuration(l *cfgerr.List, field string, d *time.Duration, def time.Duration) {
+func defaultDuration(l *fault.Problems, field string, d *time.Duration, def time.Duration) {
 	switch {
 	case *d < 0:
 		l.Addf(field, "must not be negative, got %v", *d)
@@ -99,7 +99,7 @@ func defaultDuration(l *cfgerr.List, field string, d *time.Duration, def time.Du
 
 // loadTLS reads the key pair. Each file is read on its own so that a problem names
 // the file it is about.
-func (cfg Config) loadTLS(l *cfgerr.List) *tls.Config {
+func (cfg Config) loadTLS(l *fault.Problems) *tls.Config {
 	if cfg.CertFile == "" && cfg.KeyFile == "" {
 		return nil
 	}

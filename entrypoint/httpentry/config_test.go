@@ -10,15 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
-// fields returns the fields named by err, which must be a *cfgerr.Error.
+// fields returns the fields named by err, which must be a *fault.ConfigError.
 func fields(t *testing.T, err error) []string {
 	t.Helper()
-	ce, ok := errors.AsType[*cfgerr.Error](err)
+	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok {
-		t.Fatalf("error = %v (%T), want *cfgerr.Error", err, err)
+		t.Fatalf("error = %v (%T), want *fault.ConfigError", err, err)
 	}
 	var fs []string
 	for _, p := range ce.Problems {
@@ -82,7 +82,7 @@ func TestNew(t *testing.T) {
 			t.Fatal(err)
 		}
 		_, err := New(Config{CertFile: cert, KeyFile: key}, http.NotFoundHandler())
-		ce, _ := errors.AsType[*cfgerr.Error](err)
+		ce, _ := errors.AsType[*fault.ConfigError](err)
 		if ce == nil || len(ce.Problems) != 1 || ce.Problems[0].Field != "CertFile" {
 			t.Fatalf("New = %v, want one CertFile problem", err)
 		}

@@ -6,7 +6,7 @@
 // The Host drives a Server through the entrypoint sequence:
 //
 //  1. New checks the Config (timeouts, header limit, certificate files) and returns a
-//     *cfgerr.Error naming every bad field. Nothing is opened.
+//     *fault.ConfigError naming every bad field. Nothing is opened.
 //  2. Bind listens on Config.Addr. Connections wait in the socket's backlog.
 //  3. Serve runs http.Server.Serve in a goroutine the Server owns and returns nil when
 //     the Host's stop channel closes, with the listener still open. Through the drain

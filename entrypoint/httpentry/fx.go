@@ -11,7 +11,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -51,7 +51,7 @@ type Params struct {
 // The constructor takes its handler, and its logger, metrics registry and tracer
 // provider when the container has them, from Params; opts are applied after those,
 // so they win. A Route whose pattern is invalid or conflicts with another, and a
-// missing handler, are reported in New's *cfgerr.Error.
+// missing handler, are reported in New's *fault.ConfigError.
 func Provider(cfg Config, opts ...Option) func(Params) (*Server, error) {
 	return func(p Params) (*Server, error) {
 		h, err := p.handler()
@@ -67,7 +67,7 @@ func Provider(cfg Config, opts ...Option) func(Params) (*Server, error) {
 func (p Params) handler() (http.Handler, error) {
 	if len(p.Routes) == 0 {
 		if p.Handler == nil {
-			return nil, &cfgerr.Error{Problems: []cfgerr.Problem{{
+			return nil, &fault.ConfigError{Problems: []fault.Problem{{
 				Field:  "handler",
 				Reason: fmt.Sprintf("none: provide an http.Handler or Routes in the fx group %q", RoutesGroup),
 			}}}
@@ -75,7 +75,7 @@ func (p Params) handler() (http.Handler, error) {
 		return p.Handler, nil
 	}
 	mux := http.NewServeMux()
-	var l cfgerr.List
+	var l fault.Problems
 	mount := func(field, pattern string, h http.Handler) {
 		if h == nil {
 			l.Addf(field, "handler must not be nil")
@@ -83,7 +83,7 @@ func (p Params) handler() (http.Handler, error) {
 		}
 		// ServeMux panics on a bad or conflicting pattern.
 		err := safe.Call("", func() error { mux.Handle(pattern, h); return nil })
-		if pe, ok := errors.AsType[*safe.PanicError](err); ok {
+		if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 			l.Addf(field, "%v", pe.Value)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // An Option adds an optional part to a Server. Middleware that is not asked for costs
@@ -22,7 +22,7 @@ type options struct {
 	reg      prometheus.Registerer
 	tracer   trace.TracerProvider
 	isStream func(*http.Request) bool
-	problems cfgerr.List
+	problems fault.Problems
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then

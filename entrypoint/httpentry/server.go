@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -54,7 +54,7 @@ type Server struct {
 }
 
 // New checks cfg and the options and returns a Server that will serve handler. It
-// returns a *cfgerr.Error listing every problem, with its field, when cfg or an
+// returns a *fault.ConfigError listing every problem, with its field, when cfg or an
 // option is invalid (the certificate files are read and checked here), and starts
 // nothing: no socket is opened until Bind.
 //
@@ -65,7 +65,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var l cfgerr.List
+	var l fault.Problems
 	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")

@@ -16,7 +16,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 func noop(context.Context, kafka.Message) error { return nil }
@@ -32,9 +32,9 @@ func TestNew(t *testing.T) {
 			Retry:        kafkaentry.Retry{Attempts: -1, Initial: time.Second, Max: time.Millisecond},
 			OnFailure:    kafkaentry.DeadLetter(""),
 		}, nil)
-		var ce *cfgerr.Error
+		var ce *fault.ConfigError
 		if !errors.As(err, &ce) {
-			t.Fatalf("New = %v, want a *cfgerr.Error", err)
+			t.Fatalf("New = %v, want a *fault.ConfigError", err)
 		}
 		var fields []string
 		for _, p := range ce.Problems {

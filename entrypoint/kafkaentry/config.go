@@ -9,7 +9,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // Defaults for the zero fields of a Config.
@@ -211,7 +211,7 @@ func (c Config) withDefaults() Config {
 }
 
 // validate records every problem of a defaulted config in l.
-func (c Config) validate(l *cfgerr.List) {
+func (c Config) validate(l *fault.Problems) {
 	if len(c.Brokers) == 0 {
 		l.Addf("Brokers", "must list at least one broker")
 	}

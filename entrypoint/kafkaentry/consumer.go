@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/internal/cfgerr"
+	"github.com/servicewright/servicewright/fault"
 )
 
 // Handler handles one message. It returns nil once the message's effects are done,
@@ -41,7 +41,7 @@ type HandlerError struct {
 	Partition  int
 	Offset     int64
 	Attempts   int
-	Err        error // the last attempt's error; a *safe.PanicError for a panic
+	Err        error // the last attempt's error; a *fault.PanicError for a panic
 }
 
 func (e *HandlerError) Error() string {
@@ -62,7 +62,7 @@ var _ interface {
 type Consumer struct {
 	cfg     Config
 	handler Handler
-	what    string // names the handler in a *safe.PanicError
+	what    string // names the handler in a *fault.PanicError
 	log     *zap.Logger
 	dialer  *kafka.Dialer
 	opts    options
@@ -118,14 +118,14 @@ type partitionReader interface {
 
 // New checks cfg and returns a consumer that calls handler for each message. It
 // connects to nothing; Bind does. Every problem with cfg or opts is reported at once
-// in a *cfgerr.Error (the Host's ConfigError) naming each field.
+// in a *fault.ConfigError (the Host's ConfigError) naming each field.
 func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 	o := options{log: zap.NewNop()}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	cfg = cfg.withDefaults()
-	var l cfgerr.List
+	var l fault.Problems
 	cfg.validate(&l)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")

@@ -10,9 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
+	"github.com/servicewright/servicewright/fault"
 	"go.uber.org/zap"
-
-	"github.com/servicewright/servicewright/internal/safe"
 )
 
 // Headers added to a dead-lettered message. Headers of the original message with
@@ -57,7 +56,7 @@ func deadLetterMessage(topic, group string, msg *kafka.Message, cause error, att
 // errorType names the kind of a handler failure without its message: a class the
 // package knows, or the error's Go type when that says more than "an error".
 func errorType(err error) string {
-	if _, ok := errors.AsType[*safe.PanicError](err); ok {
+	if _, ok := errors.AsType[*fault.PanicError](err); ok {
 		return "panic"
 	}
 	switch {

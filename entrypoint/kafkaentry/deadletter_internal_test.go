@@ -11,8 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/segmentio/kafka-go"
-
-	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/fault"
 )
 
 func TestDeadLetterMessage(t *testing.T) {
@@ -52,7 +51,7 @@ func TestErrorType(t *testing.T) {
 	}{
 		{errors.New("x"), "error"},
 		{fmt.Errorf("decode: %w", ErrUndecodable), "undecodable"},
-		{&safe.PanicError{Value: "boom"}, "panic"},
+		{&fault.PanicError{Value: "boom"}, "panic"},
 		{fmt.Errorf("call: %w", context.DeadlineExceeded), "timeout"},
 		{context.Canceled, "canceled"},
 		{&net.OpError{Op: "dial", Err: errors.New("refused")}, "*net.OpError"},

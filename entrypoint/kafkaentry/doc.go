@@ -5,7 +5,7 @@
 //
 // # Lifecycle
 //
-//   - New checks the Config and returns every problem at once, as a *cfgerr.Error.
+//   - New checks the Config and returns every problem at once, as a *fault.ConfigError.
 //   - Bind checks that a broker answers and that the topics exist (or creates them,
 //     with AutoCreateTopics), then joins the group through kafka-go's ConsumerGroup.
 //     The member takes part in rebalances from then on; nothing is fetched and no
@@ -50,7 +50,7 @@
 // (CommitBatch messages or CommitInterval, whichever first), beside the handlers, so
 // a crash delivers again at most what the last batch did not cover.
 //
-// A handler error or panic (recovered into a *safe.PanicError) is retried on a
+// A handler error or panic (recovered into a *fault.PanicError) is retried on a
 // jittered exponential schedule (Config.Retry), except an error wrapping
 // ErrUndecodable, which is never retried. Then Config.OnFailure applies:
 // DeadLetter(topic) writes the message to topic with headers saying where it came

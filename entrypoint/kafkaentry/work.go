@@ -10,6 +10,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -234,7 +235,7 @@ func msgFields(msg *kafka.Message, more ...zap.Field) []zap.Field {
 
 func failureFields(err error, attempts int, more ...zap.Field) []zap.Field {
 	fields := append([]zap.Field{zap.Error(err), zap.Int("attempts", attempts)}, more...)
-	if pe, ok := errors.AsType[*safe.PanicError](err); ok {
+	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 		fields = append(fields, zap.ByteString("stack", pe.Stack))
 	}
 	return fields

@@ -19,7 +19,7 @@ func main() {
 	})
 	api, err := httpentry.New(httpentry.Config{Addr: ":8080"}, mux)
 	if err != nil {
-		log.Fatal(err) // a *host.ConfigError naming each bad field
+		log.Fatal(err) // a *fault.ConfigError naming each bad field
 	}
 	host.Main(host.AppSpec{
 		ServiceName: "hello",

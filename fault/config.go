@@ -1,0 +1,97 @@
+package fault
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Problem is one thing wrong with a configuration.
+type Problem struct {
+	// Field is the field or environment variable concerned, e.g.
+	// "Budgets.DrainGrace" or "SW_DRAIN_DELAY". Nested configurations join their
+	// field names with dots. It may be empty for a problem of the whole.
+	Field string
+	// Reason says what is wrong, e.g. "must be positive, got -1s". It never
+	// carries a secret: values that may hold credentials are redacted first.
+	Reason string
+}
+
+func (p Problem) String() string {
+	if p.Field == "" {
+		return p.Reason
+	}
+	return p.Field + ": " + p.Reason
+}
+
+// ConfigError lists every problem found in a configuration. Nothing was started when
+// it is returned. Use errors.As to reach it through wrapping.
+type ConfigError struct {
+	Problems []Problem
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "invalid configuration (%d problem", len(e.Problems))
+	if len(e.Problems) != 1 {
+		b.WriteByte('s')
+	}
+	b.WriteString("): ")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.String())
+	}
+	return b.String()
+}
+
+// Invalid returns a *ConfigError with one problem: field and the formatted reason.
+func Invalid(field, format string, args ...any) error {
+	return &ConfigError{Problems: []Problem{{Field: field, Reason: fmt.Sprintf(format, args...)}}}
+}
+
+// Problems collects the problems of a configuration so that a constructor can report
+// all of them at once. The zero value is empty and ready to use.
+type Problems struct {
+	list []Problem
+}
+
+// Addf records a problem with field.
+func (l *Problems) Addf(field, format string, args ...any) {
+	l.list = append(l.list, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
+}
+
+// Merge records the problems of err when it is a *ConfigError, prefixing each field
+// with prefix (joined with a dot); any other non-nil error is recorded under prefix.
+func (l *Problems) Merge(prefix string, err error) {
+	if err == nil {
+		return
+	}
+	var ce *ConfigError
+	if !errors.As(err, &ce) {
+		l.list = append(l.list, Problem{Field: prefix, Reason: err.Error()})
+		return
+	}
+	for _, p := range ce.Problems {
+		switch {
+		case prefix == "":
+		case p.Field == "":
+			p.Field = prefix
+		default:
+			p.Field = prefix + "." + p.Field
+		}
+		l.list = append(l.list, p)
+	}
+}
+
+// Len reports how many problems were recorded.
+func (l *Problems) Len() int { return len(l.list) }
+
+// Err returns a *ConfigError holding every recorded problem, or nil when there is none.
+func (l *Problems) Err() error {
+	if len(l.list) == 0 {
+		return nil
+	}
+	return &ConfigError{Problems: append([]Problem(nil), l.list...)}
+}
