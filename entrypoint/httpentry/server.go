@@ -24,9 +24,6 @@ var _ interface {
 	entrypoint.InFlighter
 } = (*Server)(nil)
 
-// state is where a Server is in its lifecycle; it only moves forward.
-type state = entrypoint.Phase
-
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
 // refuses new requests and lets the admitted ones finish while spreading the close
 // of streams, and Stop cuts whatever is left. Make one with New.
@@ -41,12 +38,13 @@ type Server struct {
 
 	gate      entrypoint.Gate
 	streams   streamSet
+	conns     connSet
 	responses sync.Pool // of *response, reused across plain requests
 	panics    atomic.Uint64
 	refused   atomic.Uint64
 
 	mu        sync.Mutex
-	state     state
+	guard     entrypoint.Guard // the lifecycle phase
 	ln        net.Listener
 	serveDone chan struct{} // closed when the http.Server's Serve has returned
 	serveErr  error         // what it returned, unless ErrServerClosed, until reported
@@ -84,6 +82,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		ln:         o.listener,
 		draining:   make(chan struct{}),
+		guard:      entrypoint.NewGuard(cfg.Name),
 	}
 	if o.tracer != nil {
 		s.next = otelhttp.NewHandler(handler, cfg.Name,
@@ -101,6 +100,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ConnState:         s.conns.track,
 	}
 	// net/http's own complaints (TLS handshakes, malformed requests) go to the logger.
 	if stdLog, err := zap.NewStdLogAt(s.log, zap.WarnLevel); err == nil {
@@ -158,8 +158,8 @@ func (s *Server) Stats() Stats {
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != entrypoint.PhaseNew {
-		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	if err := s.guard.Bind(); err != nil {
+		return err
 	}
 	if s.ln == nil {
 		var lc net.ListenConfig
@@ -169,7 +169,7 @@ func (s *Server) Bind(ctx context.Context) error {
 		}
 		s.ln = ln
 	}
-	s.state = entrypoint.PhaseBound
+	s.guard.Bound()
 	return nil
 }
 
@@ -188,16 +188,10 @@ func (s *Server) Bind(ctx context.Context) error {
 // serving nothing, if Drain or Stop was called first.
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Lock()
-	switch s.state {
-	case entrypoint.PhaseNew, entrypoint.PhaseServing:
-		st := s.state
+	if start, err := s.guard.Serve(); !start {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
-	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
-		s.mu.Unlock()
-		return nil
+		return err
 	}
-	s.state = entrypoint.PhaseServing
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }
 	done := make(chan struct{})

@@ -61,8 +61,8 @@ type Outbox struct{}
 
 func (*Outbox) Flush(context.Context) error { return nil }
 
-func newConsumer(db *DB) *entrypoint.LoopRunner {
-	return entrypoint.Loop("consumer", db.Ping, time.Second, 0)
+func newConsumer(db *DB) (*entrypoint.Loop, error) {
+	return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "consumer", Every: time.Second}, db.Ping)
 }
 
 func fxSnippet(spec *host.AppSpec) {
