@@ -3,6 +3,10 @@ package host
 import (
 	"errors"
 	"fmt"
+	"os"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/fault"
 )
@@ -28,9 +32,16 @@ const (
 
 var (
 	// ErrShutdownTimeout is returned by Run when the exit itself overran: the
-	// Deadline expired, a drain outlived its window, or a step was abandoned.
-	// It is returned only when nothing else failed first.
+	// Deadline expired, a drain outlived its window, a step overran its
+	// StepTimeout (whether it returned late or was abandoned), or a cooperative
+	// wait ended without MarkApplicationDrained. It is returned only when nothing
+	// else failed first. The report's result is then "timeout".
 	ErrShutdownTimeout = errors.New("shutdown did not finish within its budgets")
+
+	// ErrCleanupFailed is returned by Run when a cleanup step failed — a shutdown
+	// hook, a warmup step's Stop, closing the container, flushing telemetry — and
+	// nothing caused the shutdown first. The report's result is then "failure".
+	ErrCleanupFailed = errors.New("shutdown cleanup failed")
 
 	// ErrServeReturned is the cause when an entrypoint's Serve returned nil
 	// before the Host asked it to stop.
@@ -75,4 +86,15 @@ func ExitCode(err error) int {
 	default:
 		return ExitFailure
 	}
+}
+
+// fallbackLogger is the logger of last resort, for a configuration error found
+// before the Host's own logger exists: JSON on stderr, as the Host's logger writes.
+func fallbackLogger(service string) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey = "ts"
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeDuration = zapcore.StringDurationEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel)
+	return zap.New(core).With(zap.String("service", service))
 }
