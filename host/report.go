@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 )
 
@@ -58,6 +59,9 @@ func (r *report) log(h *Host, err, cause error, total time.Duration) {
 	result := h.shutdown.Result().String()
 	if cause != nil {
 		result = "failure"
+		if errors.Is(cause, fault.ErrInterrupted) {
+			result = "interrupted" // a stop before the tasks were done (task.go)
+		}
 	} else if err != nil {
 		result = "timeout"
 	}

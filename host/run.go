@@ -86,6 +86,9 @@ func (h *Host) Run(ctx context.Context) error {
 	if cause == nil && !r.stopping(stopCtx) {
 		cause = r.serve(stopCtx)
 	}
+	if cause == nil {
+		cause = r.interrupted() // a task not done is never a success (task.go)
+	}
 	return r.teardown(cause)
 }
 
@@ -284,13 +287,20 @@ func (r *run) serve(stop context.Context) error {
 				r.servedAfterStop(res)
 				return nil
 			}
+			if done, end := r.taskDone(res); done { // task.go
+				if end {
+					h.shutdown.Begin()
+					return nil
+				}
+				continue
+			}
 			err := res.err
 			if err == nil {
 				err = ErrServeReturned
 			}
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
-			if res.e.reg.NonEssential {
+			if !essential(res.e) {
 				h.log.Error("non-essential entrypoint failed; the others keep serving",
 					zap.String("entrypoint", res.e.name), zap.Error(err))
 				continue
