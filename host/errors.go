@@ -43,6 +43,10 @@ var (
 	// before the Host asked it to stop.
 	ErrServeReturned = errors.New("serve returned before stop")
 
+	// ErrWarmupTimeout is wrapped by the startup error of a warmup step still
+	// running when Budgets.WarmupTimeout expired.
+	ErrWarmupTimeout = errors.New("warmup budget spent")
+
 	// ErrAlreadyRun is returned by a second call to Host.Run.
 	ErrAlreadyRun = errors.New("host: Run called more than once")
 )

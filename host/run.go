@@ -185,6 +185,8 @@ func (r *run) openScope(ctx context.Context) error {
 // warmup runs the steps in ascending priority groups; a group's members run
 // concurrently and the first failure cancels the rest of its group.
 func (r *run) warmup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.h.budgets.WarmupTimeout, ErrWarmupTimeout)
+	defer cancel()
 	steps := slices.Clone(r.h.steps)
 	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.Priority, b.Priority) })
 	for len(steps) > 0 {
@@ -208,7 +210,7 @@ func (r *run) warmupGroup(ctx context.Context, group []Step) error {
 	var wg sync.WaitGroup
 	for i, s := range group {
 		wg.Go(func() {
-			errs[i] = safe.Call(fmt.Sprintf("warmup %q", s.Name), func() error { return s.Start(gctx) })
+			errs[i] = r.warmupStep(gctx, s) // warmupbudget.go
 			if errs[i] != nil {
 				cancel()
 			}
