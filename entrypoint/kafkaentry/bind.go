@@ -65,12 +65,18 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	return nil
 }
 
-// Health reports whether a broker answers: it dials the brokers at once, each dial
-// bounded by DialTimeout and ctx, and returns nil as soon as one of them answers an
-// ApiVersions request. Otherwise it returns an error wrapping ErrBrokersUnreachable
-// that lists each broker's failure. It does not look at the consumer's own state, so
-// it may be used before Bind and after Stop; the Consumer is thus a health.Check.
+// Health is the consumer's readiness check. While a partition is paused on a
+// dependency outage (see Outage) it returns an error wrapping ErrPaused that names
+// the paused partitions, the rule that saw the outage and the kind of error (never
+// its message). Otherwise it reports whether a broker answers: it dials the brokers
+// at once, each dial bounded by DialTimeout and ctx, and returns nil as soon as one
+// of them answers an ApiVersions request, or an error wrapping ErrBrokersUnreachable
+// that lists each broker's failure. It may be used before Bind and after Stop; the
+// Consumer is thus a health.Check.
 func (c *Consumer) Health(ctx context.Context) error {
+	if d := c.StatusDetail(); d != "" {
+		return fmt.Errorf("kafkaentry %q: %w: %s", c.cfg.Name, ErrPaused, strings.TrimPrefix(d, "paused: "))
+	}
 	_, err := c.reachable(ctx)
 	return err
 }

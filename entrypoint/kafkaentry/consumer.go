@@ -16,9 +16,12 @@ import (
 )
 
 // Handler handles one message. It returns nil once the message's effects are done,
-// and only then may its offset be committed; any error (or a panic) makes the
-// consumer retry it, and then apply Config.OnFailure. Return an error wrapping
-// ErrUndecodable for a message that can never succeed, so that it is not retried.
+// and only then may its offset be committed. An error (or a panic) about the message
+// makes the consumer retry it, and then apply Config.OnFailure; an error about the
+// world (a dependency outage, see Outage) pauses the partition on the message until
+// it succeeds. Return an error wrapping ErrUndecodable for a message that can never
+// succeed, so that it is not retried, and mark others with Permanent or Transient
+// when the default classification (IsTransient) would get them wrong.
 //
 // ctx is cancelled by Stop (not by Drain, which waits for the handler), and when a
 // rebalance takes the message's partition away while the handler runs past half the
@@ -27,11 +30,6 @@ import (
 // be handled again after a crash, a drain that ran out of time, or a handler cut
 // short that way: handlers must be idempotent.
 type Handler func(ctx context.Context, msg kafka.Message) error
-
-// ErrUndecodable marks a message that no retry can fix, e.g. one whose value does not
-// decode. A handler error wrapping it skips the remaining attempts and goes straight
-// to Config.OnFailure.
-var ErrUndecodable = errors.New("kafkaentry: undecodable message")
 
 // HandlerError is the error of a message whose handling failed for good under
 // OnFailure: StopEntrypoint. Its offset was not committed.
@@ -76,6 +74,7 @@ type Consumer struct {
 	commitSem chan struct{}   // one commit at a time
 	kick      chan struct{}   // tells the commit loop a batch is due
 	stats     counters
+	outage    outageState
 	crashed   atomic.Bool // set by tests only (export_test.go): commit nothing more
 
 	// Made by Bind. runCtx is the handlers' ctx, which Stop cancels; intakeCtx ends

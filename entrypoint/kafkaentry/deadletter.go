@@ -67,12 +67,23 @@ func errorType(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	}
-	switch t := fmt.Sprintf("%T", err); t {
-	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
-		return "error"
-	default:
-		return t
+	// The first type along the chain that says more than "an error" (fmt.Errorf's
+	// wrappers and the markers of this package say nothing).
+	for e := err; e != nil; {
+		switch t := fmt.Sprintf("%T", e); t {
+		case "*errors.errorString", "*fmt.wrapError", "*kafkaentry.classified":
+			u, ok := e.(interface{ Unwrap() error })
+			if !ok {
+				return "error"
+			}
+			e = u.Unwrap()
+		case "*fmt.wrapErrors", "*errors.joinError":
+			return "error"
+		default:
+			return t
+		}
 	}
+	return "error"
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.

@@ -36,8 +36,9 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithRegisterer registers the consumer's metrics with r: the counters
 // servicewright_kafka_messages_{consumed,handled,failed,dead_lettered}_total{topic}
-// and the gauges servicewright_kafka_committed_offset{topic,partition} and
-// servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
+// and the gauges servicewright_kafka_committed_offset{topic,partition},
+// servicewright_kafka_paused{topic,partition,cause} (1 while a partition is paused on
+// an outage) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
 // it no metric is kept.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }

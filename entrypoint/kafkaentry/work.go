@@ -110,7 +110,12 @@ func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 	case <-p.intake.Done():
 		return false
 	}
-	defer func() { <-c.slots }()
+	slot := true // a pause gives the slot up while it waits
+	defer func() {
+		if slot {
+			<-c.slots
+		}
+	}()
 	if p.intake.Err() != nil {
 		return false
 	}
@@ -119,18 +124,20 @@ func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 		return false
 	}
 	defer leave()
-	return c.process(p, msg)
+	return c.process(p, msg, &slot)
 }
 
-// process handles one message: the handler with retries, then OnFailure. It reports
+// process handles one message: the handler with retries, then OnFailure; during an
+// outage (Config.Outage) the partition pauses on the message instead. It reports
 // whether the message is done (handled or dead-lettered, and marked for commit);
 // false means it was given up on and its offset must not be committed.
-func (c *Consumer) process(p partitionRun, msg *kafka.Message) bool {
+func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool {
 	ctx := p.handlers
 	tm := c.metrics.topic(msg.Topic)
 	b := c.newBackoff()
+	var ob backoff // the outage schedule, made at the first outage failure
 	var err error
-	attempts := 0
+	attempts := 0 // calls that count against Retry.Attempts: not those of an outage
 	for {
 		attempts++
 		err = safe.Call(c.what, func() error { return c.handler(ctx, *msg) })
@@ -139,16 +146,40 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message) bool {
 			if tm != nil {
 				tm.handled.Inc()
 			}
+			c.outage.succeeded()
+			if ob.initial > 0 {
+				c.resumed(msg, "handled")
+			}
 			c.marked(p.gs, msg)
 			return true
 		}
 		if ctx.Err() != nil { // Stop or a revocation cut the handler; not a failure of the message
 			c.stats.released.Add(1)
+			c.resumed(msg, "released")
 			return false
 		}
 		c.stats.failed.Add(1)
 		if tm != nil {
 			tm.failed.Inc()
+		}
+		if cause := c.outageCause(ctx, msg, err); cause != "" {
+			attempts--
+			if ob.initial == 0 {
+				ob = backoff{initial: c.cfg.Outage.Initial, max: c.cfg.Outage.Max}
+				ob.reset()
+			}
+			c.paused(p, msg, cause, err)
+			if !c.outageWait(p, &ob, slot) {
+				c.log.Info("paused message released (drain, revocation or stop); it stays uncommitted", msgFields(msg)...)
+				c.stats.released.Add(1)
+				c.resumed(msg, "released")
+				return false
+			}
+			continue
+		}
+		if ob.initial > 0 {
+			c.resumed(msg, "failing on its own")
+			ob = backoff{}
 		}
 		if errors.Is(err, ErrUndecodable) || attempts >= c.cfg.Retry.Attempts {
 			break
