@@ -9,10 +9,13 @@ import (
 	"sync/atomic"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // Handler handles one message. It returns nil once the message's effects are done,
@@ -101,7 +104,7 @@ type Consumer struct {
 	group        group
 	gen          *genState // the generation in progress; nil between generations
 	dlq          MessageWriter
-	ownDLQ       *kafka.Writer // the dead-letter writer Bind made, closed by Drain or Stop
+	ownDLQ       *kafkakit.Producer // the dead-letter producer Bind made, closed by Drain or Stop
 	failErr      error
 	failReported bool          // failErr was returned by Serve, Drain or Stop
 	closeDone    chan struct{} // closed when the group's Close returned
@@ -119,7 +122,7 @@ type partitionReader interface {
 // connects to nothing; Bind does. Every problem with cfg or opts is reported at once
 // in a *fault.ConfigError (the Host's ConfigError) naming each field.
 func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
-	o := options{log: zap.NewNop()}
+	o := options{log: zap.NewNop(), tracer: noop.NewTracerProvider(), propagator: kafkakit.W3C()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -359,3 +362,9 @@ type counters struct {
 	consumed, handled, failed, deadLettered, released, committed atomic.Uint64
 	uncommitted                                                  atomic.Int64 // done, not covered by a commit
 }
+
+// Marks declares what the consumer needs of the fleet: a long-running process (it
+// holds a group membership and partitions for the life of the process), so a
+// run-to-completion profile refuses it. The Host reads them from the entrypoint; a
+// registration may add marks, never take these away.
+func (c *Consumer) Marks() fleet.Marks { return fleet.Marks{RequiresLongRunning: true} }
