@@ -97,7 +97,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 			return o
 		}),
 		host.Provide(func(brokers []string, s store, log *zap.Logger, reg prometheus.Registerer,
-			tp trace.TracerProvider, p *kafkakit.Producer) (*kafkaentry.Consumer, error) {
+			tp trace.TracerProvider) (*kafkaentry.Consumer, error) {
 			return kafkaentry.New(kafkaentry.Config{
 				Name:             "orders-consumer",
 				Brokers:          brokers,
@@ -108,7 +108,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 				// A store outage (PostgreSQL down) pauses consumption: the driver's
 				// connection errors are transient to kafkaentry.IsTransient, the default.
 			}, handleOrder(s, handleDelay), kafkaentry.WithLogger(log), kafkaentry.WithRegisterer(reg),
-				kafkaentry.WithTracerProvider(tp), kafkaentry.WithDeadLetterWriter(p))
+				kafkaentry.WithTracerProvider(tp))
 		}, 20),
 		host.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
 	)

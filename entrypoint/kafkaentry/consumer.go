@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
@@ -68,6 +69,7 @@ type Consumer struct {
 	dialer  *kafka.Dialer
 	opts    options
 	metrics *metrics
+	tracer  trace.Tracer // nil when the tracer provider is a no-op
 	// openReader opens the reader of one assigned partition at offset; tests stand
 	// in their own.
 	openReader func(topic string, partition int, offset int64) (partitionReader, error)
@@ -156,6 +158,7 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 		serving:   make(chan struct{}),
 		draining:  make(chan struct{}),
 		failed:    make(chan struct{}),
+		tracer:    newTracer(o.tracer),
 	}
 	c.openReader = c.openPartition
 	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })

@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/servicewright/servicewright/fault"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -104,8 +106,10 @@ func truncate(s string, n int) string {
 // It reports false when the message was given up on instead: Stop cut the write, or
 // the partition's intake ended (a drain, a revocation) during a wait between writes. A message is never committed past
 // without being written.
-func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, attempts int) bool {
-	ctx := p.handlers
+func (c *Consumer) deadLetter(h handling, p partitionRun, msg *kafka.Message, cause error, attempts int) bool {
+	// Without the handling's span, so that the dead-letter message keeps the trace
+	// context it came with.
+	ctx := trace.ContextWithSpanContext(p.handlers, trace.SpanContext{})
 	dm := deadLetterMessage(c.cfg.OnFailure.topic, c.cfg.GroupID, msg, cause, attempts, time.Now())
 	b := c.newBackoff()
 	for {
@@ -115,7 +119,8 @@ func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, a
 			if tm := c.metrics.topic(msg.Topic); tm != nil {
 				tm.deadLettered.Inc()
 			}
-			c.log.Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
+			h.event("dead_lettered", attribute.String("dead_letter_topic", dm.Topic), attribute.Int("attempts", attempts))
+			h.log().Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 				zap.Int("attempts", attempts), zap.String("error_type", errorType(cause)), zap.Error(cause))...)
 			c.marked(p.gs, msg)
 			return true
@@ -124,7 +129,8 @@ func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, a
 			return false
 		}
 		wait := b.next()
-		c.log.Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
+		h.event("dead_letter_failed", attribute.String("error.type", errorType(err)))
+		h.log().Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 			zap.Error(err), zap.Duration("retry_in", wait))...)
 		if !c.pause(p, wait) {
 			return false

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 )
 
@@ -171,7 +172,7 @@ func (c *Consumer) checkDown(ctx context.Context) error {
 
 // paused records p's partition as held on msg by cause, and logs and counts the
 // pause when it begins.
-func (c *Consumer) paused(p partitionRun, msg *kafka.Message, cause string, err error) {
+func (c *Consumer) paused(h handling, msg *kafka.Message, cause string, err error) {
 	tp := topicPartition{msg.Topic, msg.Partition}
 	c.outage.mu.Lock()
 	if c.outage.paused == nil {
@@ -191,14 +192,14 @@ func (c *Consumer) paused(p partitionRun, msg *kafka.Message, cause string, err 
 		c.metrics.setPaused(msg.Topic, msg.Partition, prevCause, cause)
 	}
 	if begun {
-		c.log.Warn("dependency outage: partition paused on the message; retrying until it is back",
-			msgFields(msg, zap.String("cause", cause), zap.String("error_type", errorType(err)), zap.Error(err),
-				zap.Stringer("partition_run", p.assignment))...)
+		h.log().Warn("dependency outage: partition paused on the message; retrying until it is back",
+			msgFields(msg, zap.String("cause", cause), zap.String("error_type", errorType(err)), zap.Error(err))...)
+		h.event("paused", attribute.String("cause", cause), attribute.String("error.type", errorType(err)))
 	}
 }
 
 // resumed ends msg's partition's pause, if any, and logs how long it lasted.
-func (c *Consumer) resumed(msg *kafka.Message, outcome string) {
+func (c *Consumer) resumed(h handling, msg *kafka.Message, outcome string) {
 	tp := topicPartition{msg.Topic, msg.Partition}
 	c.outage.mu.Lock()
 	ps := c.outage.paused[tp]
@@ -208,7 +209,8 @@ func (c *Consumer) resumed(msg *kafka.Message, outcome string) {
 		return
 	}
 	c.metrics.setPaused(msg.Topic, msg.Partition, ps.Cause, "")
-	c.log.Info("partition resumed", msgFields(msg, zap.String("outcome", outcome), zap.String("cause", ps.Cause),
+	h.event("resumed", attribute.String("outcome", outcome), attribute.Int("attempts", ps.Attempts))
+	h.log().Info("partition resumed", msgFields(msg, zap.String("outcome", outcome), zap.String("cause", ps.Cause),
 		zap.Duration("paused_for", time.Since(ps.Since)), zap.Int("attempts", ps.Attempts))...)
 }
 

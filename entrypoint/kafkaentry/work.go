@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -130,8 +131,10 @@ func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 // process handles one message: the handler with retries, then OnFailure; during an
 // outage (Config.Outage) the partition pauses on the message instead. It reports
 // whether the message is done (handled or dead-lettered, and marked for commit);
-// false means it was given up on and its offset must not be committed.
+// false means it was given up on and its offset must not be committed. With tracing,
+// the handling runs in a consumer span that continues the message's trace.
 func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool {
+	h, p := c.startHandling(p, msg)
 	ctx := p.handlers
 	tm := c.metrics.topic(msg.Topic)
 	b := c.newBackoff()
@@ -148,14 +151,16 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			}
 			c.outage.succeeded()
 			if ob.initial > 0 {
-				c.resumed(msg, "handled")
+				c.resumed(h, msg, "handled")
 			}
 			c.marked(p.gs, msg)
+			h.end("handled", nil)
 			return true
 		}
 		if ctx.Err() != nil { // Stop or a revocation cut the handler; not a failure of the message
 			c.stats.released.Add(1)
-			c.resumed(msg, "released")
+			c.resumed(h, msg, "released")
+			h.end("released", err)
 			return false
 		}
 		c.stats.failed.Add(1)
@@ -168,42 +173,49 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 				ob = backoff{initial: c.cfg.Outage.Initial, max: c.cfg.Outage.Max}
 				ob.reset()
 			}
-			c.paused(p, msg, cause, err)
+			c.paused(h, msg, cause, err)
 			if !c.outageWait(p, &ob, slot) {
-				c.log.Info("paused message released (drain, revocation or stop); it stays uncommitted", msgFields(msg)...)
+				h.log().Info("paused message released (drain, revocation or stop); it stays uncommitted", msgFields(msg)...)
 				c.stats.released.Add(1)
-				c.resumed(msg, "released")
+				c.resumed(h, msg, "released")
+				h.end("released", err)
 				return false
 			}
 			continue
 		}
 		if ob.initial > 0 {
-			c.resumed(msg, "failing on its own")
+			c.resumed(h, msg, "failing on its own")
 			ob = backoff{}
 		}
 		if errors.Is(err, ErrUndecodable) || attempts >= c.cfg.Retry.Attempts {
 			break
 		}
 		wait := b.next()
-		c.log.Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", wait))...)...)
+		h.log().Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", wait))...)...)
+		h.event("retry", attribute.Int("attempt", attempts), attribute.String("error.type", errorType(err)),
+			attribute.String("retry_in", wait.String()))
 		if !c.pause(p, wait) {
-			c.log.Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
+			h.log().Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
 			c.stats.released.Add(1)
+			h.end("released", err)
 			return false
 		}
 	}
-	c.log.Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
+	h.log().Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
 	if c.cfg.OnFailure.deadLetter {
-		if !c.deadLetter(p, msg, err, attempts) {
+		if !c.deadLetter(h, p, msg, err, attempts) {
 			c.stats.released.Add(1)
+			h.end("released", err)
 			return false
 		}
+		h.end("dead_lettered", err)
 		return true
 	}
 	c.fail(&HandlerError{
 		Entrypoint: c.cfg.Name, Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
 		Attempts: attempts, Err: err,
 	})
+	h.end("failed", err)
 	return false
 }
 
