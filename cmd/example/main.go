@@ -52,7 +52,7 @@ func spec(k knobs) host.AppSpec {
 		}},
 		Lifecycle: lc,
 		Container: fx.Options(k.module(), storeModule(), kafkaModule(k.brokers), leaderModule(k), cronModule(k),
-			httpModule(envOr("HTTP_ADDR", ":8080"))),
+			httpModule(envOr("HTTP_ADDR", ":8080")), grpcModule(envOr("GRPC_ADDR", ":9090"))),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
 		// 10% headroom; the startup log lists it figure by figure.
