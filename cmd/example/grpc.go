@@ -188,4 +188,3 @@ func (s feedStore) Handle(ctx context.Context, o Order) error {
 	s.feed.publish(o)
 	return nil
 }
-
