@@ -49,8 +49,16 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(k.module(), tickerModule(), storeModule(), kafkaModule(k.brokers, k.handleDelay), leaderModule(k), cronModule(k),
-			httpModule(envOr("HTTP_ADDR", ":8080"))),
+		Container: fx.Options(
+			k.module(),
+			tickerModule(),
+			storeModule(),
+			kafkaModule(k.brokers, k.handleDelay),
+			leaderModule(k),
+			cronModule(k),
+			httpModule(envOr("HTTP_ADDR", ":8080")),
+			grpcModule(envOr("GRPC_ADDR", ":9090")),
+		),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
 		// 10% headroom; the startup log lists it figure by figure.

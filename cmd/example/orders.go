@@ -176,13 +176,12 @@ func storeModule() fx.Option {
 			}
 			return &memStore{orders: map[string]Order{}}
 		}),
-		host.Warmup(func(s store) host.Step {
+		host.Warmup(func(p storeParams) host.Step {
 			return host.Step{Name: "orders-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
-				pg, ok := s.(pgStore)
-				if !ok {
-					return nil
+				if p.Pool == nil {
+					return nil // the memory store needs no schema
 				}
-				if err := migrate(ctx, pg.pool, ordersDDL); err != nil {
+				if err := migrate(ctx, p.Pool, ordersDDL); err != nil {
 					return fmt.Errorf("create table orders: %w", err)
 				}
 				return nil
