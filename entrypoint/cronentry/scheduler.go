@@ -13,6 +13,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 var _ interface {
@@ -198,9 +199,7 @@ func (s *Scheduler) Drain(ctx context.Context) error {
 	s.log.Info("cron draining", zap.Stringers("running", seen))
 
 	if err := s.await(ctx, done); err != nil {
-		s.mu.Lock()
-		left := s.activeLocked()
-		s.mu.Unlock()
+		left := s.running()
 		s.log.Warn("cron drain ran out of time; Stop will cancel the runs left", zap.Stringers("still_running", left))
 		return fmt.Errorf("cronentry %q: drain: jobs still running: %s: %w", s.name, names(left), err)
 	}
@@ -220,9 +219,7 @@ func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Unlock()
 
 	if err := s.await(ctx, done); err != nil {
-		s.mu.Lock()
-		left := s.activeLocked()
-		s.mu.Unlock()
+		left := s.running()
 		s.log.Error("cron runs abandoned: they ignored their cancelled ctx", zap.Stringers("abandoned", left))
 		return fmt.Errorf("cronentry %q: stop: abandoned jobs still running: %s: %w", s.name, names(left), err)
 	}
@@ -260,12 +257,8 @@ func (s *Scheduler) haltLocked(cut bool) {
 // await waits for the scheduling goroutine (when there is one) and then for every
 // run, or until ctx is done.
 func (s *Scheduler) await(ctx context.Context, loopDone <-chan struct{}) error {
-	if loopDone != nil {
-		select {
-		case <-loopDone:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := wait.Await(ctx, loopDone); err != nil {
+		return err
 	}
 	return s.gate.Wait(ctx)
 }
@@ -299,6 +292,13 @@ func (s *Scheduler) DrainReport() string {
 	}
 	return fmt.Sprintf("running=%s finished=%s still_running=%s",
 		list(s.drainSeen), list(finished), list(left))
+}
+
+// running returns the runs in progress, oldest first.
+func (s *Scheduler) running() []activeRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activeLocked()
 }
 
 // activeLocked returns the runs in progress, oldest first. Called with mu held.
