@@ -140,6 +140,8 @@ func TestStreamDrainFitsShortGrace(t *testing.T) {
 				t.Errorf("Drain took %v of a %v grace", took, grace)
 			}
 			at := collect(t, ends, n)
+			t.Logf("grace %v: Drain returned after %v, %v after the last stream ended",
+				grace, took, start.Add(took).Sub(at[n-1]).Round(time.Millisecond))
 			if last := at[n-1].Sub(start); last > grace-grace/10+200*time.Millisecond {
 				t.Errorf("last stream ended %v after Drain began, want by %v", last, grace-grace/10)
 			}
