@@ -296,3 +296,29 @@ func TestLoopFailures(t *testing.T) {
 		})
 	})
 }
+
+func TestLoopSetDefaults(t *testing.T) {
+	failing := func(context.Context) error { return errors.New("down") }
+	for _, tc := range []struct {
+		name         string
+		opts         []LoopOption
+		wantHostLogs bool
+	}{
+		{"the Host's logger is used without WithLogger", nil, true},
+		{"WithLogger wins over the Host's logger", []LoopOption{WithLogger(zap.NewNop())}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				core, logs := observer.New(zapcore.InfoLevel)
+				r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, failing, tc.opts...)
+				r.SetDefaults(Defaults{Logger: zap.New(core)})
+				s := serve(t, r)
+				synctest.Wait()
+				s.shutdown(t)
+				if got := logs.FilterMessage("loop unit failed").Len() > 0; got != tc.wantHostLogs {
+					t.Errorf("failure logged to the Host's logger: %v, want %v", got, tc.wantHostLogs)
+				}
+			})
+		})
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"sync"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // connSet follows the state of the http.Server's connections, so that Drain learns
@@ -23,8 +25,8 @@ import (
 type connSet struct {
 	mu    sync.Mutex
 	conns map[net.Conn]connInfo // the connections not closed or hijacked
-	busy  int                   // how many of them are busy
-	quiet chan struct{}         // made by a wait while busy, closed when busy reaches 0
+	busy  entrypoint.Gate       // one unit per busy connection; never closed
+	leave func()                // the Gate's leave, the same for every unit
 }
 
 type connInfo struct {
@@ -62,46 +64,20 @@ func (cs *connSet) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-// setBusy marks info busy or not, keeping the count, and wakes the waits when the
-// count reaches zero. Called with mu held.
+// setBusy marks info busy or not, counting it in the Gate. Called with mu held.
 func (cs *connSet) setBusy(info *connInfo, busy bool) {
 	switch {
 	case busy && !info.busy:
-		cs.busy++
+		cs.leave, _ = cs.busy.Enter() // an open Gate always admits
 	case !busy && info.busy:
-		cs.busy--
-		if cs.busy == 0 && cs.quiet != nil {
-			close(cs.quiet)
-			cs.quiet = nil
-		}
+		cs.leave()
 	}
 	info.busy = busy
 }
 
 // busyCount reports how many connections are busy.
-func (cs *connSet) busyCount() int {
-	cs.mu.Lock()
-	defer cs.mu.Unlock()
-	return cs.busy
-}
+func (cs *connSet) busyCount() int { return cs.busy.InFlight() }
 
 // wait returns nil as soon as no connection is busy, or ctx.Err() if ctx is done
 // first. A connection accepted later makes no difference to a wait that returned.
-func (cs *connSet) wait(ctx context.Context) error {
-	cs.mu.Lock()
-	if cs.busy == 0 {
-		cs.mu.Unlock()
-		return nil
-	}
-	if cs.quiet == nil {
-		cs.quiet = make(chan struct{})
-	}
-	ch := cs.quiet
-	cs.mu.Unlock()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func (cs *connSet) wait(ctx context.Context) error { return cs.busy.Wait(ctx) }

@@ -78,6 +78,40 @@ func TestSlowClients(t *testing.T) {
 		}
 		collect(t, ends, 3) // each ended by the drain, with its bye event
 	})
+
+	t.Run("ReadTimeout does not cut a hijacked connection", func(t *testing.T) {
+		const readTimeout = 100 * time.Millisecond
+		echoed := make(chan struct{})
+		h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			c, brw, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer c.Close()
+			io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: test\r\n\r\n")
+			line, err := brw.ReadString('\n') // sent by the client after ReadTimeout
+			if err == nil {
+				io.WriteString(c, line)
+			}
+			close(echoed)
+		})
+		x := run(t, Config{ReadTimeout: readTimeout}, h)
+		c := dialRaw(t, x.s.Addr())
+		if resp, _ := c.do("GET", "/ws", "", upgrade...); resp.StatusCode != 101 {
+			t.Fatalf("status = %d, want 101", resp.StatusCode)
+		}
+		time.Sleep(4 * readTimeout) // let ReadTimeout pass; the connection must outlive it
+		io.WriteString(c, "ping\n")
+		recv(t, echoed, "the handler to read after ReadTimeout")
+		if line, err := c.br.ReadString('\n'); err != nil || line != "ping\n" {
+			t.Errorf("echo = %q, %v; want ping", line, err)
+		}
+		x.endServe()
+		if err := x.drain(failAfter); err != nil {
+			t.Errorf("Drain = %v", err)
+		}
+	})
 }
 
 // TestStreamDrainFitsShortGrace is the case a polling drain reported as a timeout:
@@ -106,6 +140,8 @@ func TestStreamDrainFitsShortGrace(t *testing.T) {
 				t.Errorf("Drain took %v of a %v grace", took, grace)
 			}
 			at := collect(t, ends, n)
+			t.Logf("grace %v: Drain returned after %v, %v after the last stream ended",
+				grace, took, start.Add(took).Sub(at[n-1]).Round(time.Millisecond))
 			if last := at[n-1].Sub(start); last > grace-grace/10+200*time.Millisecond {
 				t.Errorf("last stream ended %v after Drain began, want by %v", last, grace-grace/10)
 			}

@@ -88,24 +88,18 @@ func (st *stream) detach() {
 
 // reach is what the spread drain does to a stream: cancel its ctx, and close its
 // hijacked connection if no handler watches the ctx.
-func (st *stream) reach() {
-	st.cancel(ErrStreamDrained)
-	st.mu.Lock()
-	c := st.conn
-	st.mu.Unlock()
-	if c != nil && !st.watched.Load() {
-		c.Close()
-	}
-}
+func (st *stream) reach() { st.close(false) }
 
 // cut is what Stop does to a stream: cancel its ctx and close its hijacked
 // connection, watched or not.
-func (st *stream) cut() {
+func (st *stream) cut() { st.close(true) }
+
+func (st *stream) close(evenWatched bool) {
 	st.cancel(ErrStreamDrained)
 	st.mu.Lock()
 	c := st.conn
 	st.mu.Unlock()
-	if c != nil {
+	if c != nil && (evenWatched || !st.watched.Load()) {
 		c.Close()
 	}
 }

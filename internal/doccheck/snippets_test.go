@@ -130,7 +130,7 @@ func producerSnippet(w http.ResponseWriter, r *http.Request, tp trace.TracerProv
 func sendReport(context.Context, time.Time) error { return nil }
 
 func cronSnippet(lock leader.Lock, instanceID string) {
-	sched, err := cronentry.New("cron", []cronentry.Job{{
+	sched, err := cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{{
 		Name:         "daily-report",
 		Schedule:     "CRON_TZ=Europe/Paris 0 30 9 * * *", // 09:30 Paris time, with seconds
 		Jitter:       30 * time.Second,
