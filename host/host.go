@@ -43,6 +43,7 @@ type Host struct {
 	stage    atomic.Int32
 	entries  []*entry // one per registration, in bind order
 	mu       sync.Mutex
+	ahead    drainAhead // what PreStop ran ahead of the stop (prestop.go)
 }
 
 // Option changes how a Host is built.
@@ -85,16 +86,12 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	// Readiness turns false in the same call that begins the shutdown, before any
 	// goroutine hop, so the probe answers "draining" at once.
 	h.shutdown = newShutdown(h.budgets.Deadline, h.withdraw)
-	h.lifecycle = &hooks.Registry{}
-	if spec.Lifecycle != nil {
-		for _, k := range hookKinds {
-			for _, hk := range spec.Lifecycle.Hooks(k) {
-				h.lifecycle.Add(k, hk)
-			}
-		}
-		for _, p := range spec.Lifecycle.DrainPhases() {
-			h.lifecycle.AddDrainPhase(p)
-		}
+	// The Host runs the spec's own registry, so that a drain phase a warmup step or a
+	// start hook adds to it during startup runs at the drain (and is counted, see
+	// recountBudget); the container's hooks join it.
+	h.lifecycle = spec.Lifecycle
+	if h.lifecycle == nil {
+		h.lifecycle = &hooks.Registry{}
 	}
 	h.regs = slices.Clone(spec.Entrypoints)
 	h.steps = slices.Clone(spec.Warmups)
@@ -131,8 +128,6 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.logBudgets()
 	return h, nil
 }
-
-var hookKinds = []hooks.Kind{hooks.PreStart, hooks.PostStart, hooks.PreShutdown, hooks.PostShutdown}
 
 // Run is New followed by Host.Run. The caller owns signals: cancel ctx to stop.
 func Run(ctx context.Context, spec AppSpec, opts ...Option) error {
@@ -209,6 +204,7 @@ func (h *Host) WorstCase() WorstCase {
 // orchestrator's grace period, or when a Kubernetes pod has no drain delay.
 func (h *Host) logBudgets() {
 	w := h.WorstCase()
+	h.ahead.counted.Store(int64(len(h.lifecycle.DrainPhases())))
 	fields := []zap.Field{zap.Duration("worst_case", w.Total)}
 	for _, f := range w.Figures {
 		fields = append(fields, zap.Duration(f.Name, f.Value))

@@ -156,7 +156,8 @@ func (r *run) startup(ctx context.Context) error {
 			return &StartupError{Stage: s.stage, Err: err}
 		}
 	}
-	h.log.Info("service ready", zap.Int("entrypoints", len(r.bound)))
+	h.log.Info("service ready", append([]zap.Field{zap.Int("entrypoints", len(r.bound))}, runtimeFields()...)...)
+	h.recountBudget() // ready.go: phases registered during startup
 	return nil
 }
 

@@ -36,8 +36,7 @@ func (r *run) teardown(cause error) error {
 	// 3. Drain phases, once, and only after a complete startup.
 	if phases := h.lifecycle.DrainPhases(); r.wasReady && len(phases) > 0 {
 		r.enter(StageDrainPhases)
-		rep := hooks.RunDrainPhases(force, phases, h.budgets.DrainPhasesBudget, h.log)
-		r.report.phases = rep
+		r.report.phases = h.drainPhasesOnce(force) // prestop.go: not again if PreStop ran them
 	}
 
 	// 4. Drain each bound entrypoint in reverse, in one shared window.
@@ -106,7 +105,7 @@ func (r *run) announce(force context.Context) {
 	h := r.h
 	delay := time.Duration(0)
 	if r.wasReady {
-		delay = h.budgets.DrainDelay
+		delay = h.drainDelayLeft() // prestop.go: less what PreStop already waited
 	}
 	if delay > 0 {
 		h.log.Info("readiness withdrawn; waiting the drain delay with every entrypoint accepting",
