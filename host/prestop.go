@@ -11,6 +11,10 @@ import (
 	"github.com/servicewright/servicewright/hooks"
 )
 
+// PreStopFunc is Host.PreStop as the container sees it, so that an admin endpoint
+// built there (a preStop httpGet target) can drain ahead of the stop.
+type PreStopFunc func(ctx context.Context) error
+
 // drainAhead is what PreStop runs before the stop, shared with the shutdown so that
 // neither runs it twice.
 type drainAhead struct {

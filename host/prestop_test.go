@@ -10,6 +10,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"go.uber.org/fx"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -207,4 +208,21 @@ func fieldsOfNextReady(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	return logs.FilterMessage("service ready").All()[0].ContextMap()
+}
+
+func TestPreStopFromContainer(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		j := &journal{}
+		var preStop host.PreStopFunc
+		spec := phaseSpec(j)
+		spec.Container = fx.Invoke(func(p host.PreStopFunc) { preStop = p })
+		x := start(t, j, spec)
+		x.WaitStage(host.StageServe)
+		if err := preStop(context.Background()); err != nil || x.Host().Readiness() != health.Draining {
+			t.Errorf("PreStopFunc = %v, readiness %s; want nil and draining", err, x.Host().Readiness())
+		}
+		if !slices.Contains(names(j), "phase") {
+			t.Errorf("the phases did not run: %v", j.get())
+		}
+	})
 }
