@@ -55,8 +55,9 @@ type serveResult struct {
 // and Run returns nil after cleanup.
 //
 // Run returns nil after a graceful exit; the *StartupError or *EntrypointError that
-// caused the exit; or, when nothing else failed, an error wrapping
-// ErrShutdownTimeout if the exit overran a budget. ExitCode maps each to an exit code.
+// caused the exit; an error wrapping fault.ErrInterrupted when a task (an
+// entrypoint.Finite) was not done at the stop, see task.go; or, when nothing else
+// failed, an error wrapping ErrShutdownTimeout if the exit overran a budget. ExitCode maps each to an exit code.
 // Run may be called once.
 func (h *Host) Run(ctx context.Context) error {
 	if !h.ran.CompareAndSwap(false, true) {
