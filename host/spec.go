@@ -37,7 +37,7 @@ type AppSpec struct {
 	// shutdown budget logged at ready. The container's hooks are added to it; give
 	// each Host a registry of its own.
 	Lifecycle *hooks.Registry
-	Checks      map[string]health.Check
+	Checks    map[string]health.Check
 
 	Budgets Budgets
 	Profile fleet.Profile
