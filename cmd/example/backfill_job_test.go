@@ -39,9 +39,13 @@ type job struct {
 				RestartPolicy string `yaml:"restartPolicy"`
 				Grace         int    `yaml:"terminationGracePeriodSeconds"`
 				Containers    []struct {
-					Name string   `yaml:"name"`
-					Args []string `yaml:"args"`
-					Env  []struct {
+					Name    string   `yaml:"name"`
+					Args    []string `yaml:"args"`
+					Startup struct {
+						Period    int `yaml:"periodSeconds"`
+						Threshold int `yaml:"failureThreshold"`
+					} `yaml:"startupProbe"`
+					Env []struct {
 						Name  string `yaml:"name"`
 						Value string `yaml:"value"`
 					} `yaml:"env"`
@@ -140,6 +144,9 @@ func TestBackfillJobManifest(t *testing.T) {
 	}
 	if deadline := time.Duration(j.Spec.ActiveDeadlineSeconds) * time.Second; deadline <= grace {
 		t.Errorf("activeDeadlineSeconds %s must exceed the grace period %s", deadline, grace)
+	}
+	if window := time.Duration(c.Startup.Period*c.Startup.Threshold) * time.Second; window <= h.Budgets().WarmupTimeout {
+		t.Errorf("the startup probe gives up after %s, before the %s warmup budget names the stuck step", window, h.Budgets().WarmupTimeout)
 	}
 	t.Logf("grace %s >= worst case %s; FailJob on %v", grace, w, failJob)
 }
