@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -56,6 +57,10 @@ func TestBackfill(t *testing.T) {
 		}
 		if r := reportOf(t, p); r["result"] != "success" {
 			t.Errorf("report %v", r)
+		}
+		ready := p.Find(map[string]string{"msg": "service ready"})
+		if ready == nil || ready["gomaxprocs"] == nil || ready["go_version"] != runtime.Version() {
+			t.Errorf("ready line %v, want gomaxprocs and go_version", ready)
 		}
 	})
 
