@@ -71,6 +71,10 @@ func backfillSpec(k knobs, b backfillKnobs) host.AppSpec {
 				}
 				return newBackfill(b, bs, log)
 			}, 10)),
+		Warmups: []host.Step{{
+			Name:  "prime-cache",
+			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
+		}},
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		// No traffic to drain: no DrainDelay. DrainGrace is how long the work gets to
 		// reach its next unit boundary after a stop.

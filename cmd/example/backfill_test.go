@@ -104,6 +104,21 @@ func TestBackfill(t *testing.T) {
 		}
 	})
 
+	t.Run("SIGTERM during warmup exits interrupted with nothing stored", func(t *testing.T) {
+		db := freshDatabase(t, pg.DSN(), "backfill_warmup")
+		p := backfill(t, db.dsn, "EXAMPLE_WARMUP_DELAY=30s", "SW_LOG_LEVEL=debug")
+		mustLog(t, p, stage("warmup"), 20*time.Second)
+		if err := p.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := exitCode(t, p); code != host.ExitInterrupted {
+			t.Errorf("exit %d, want %d: a Job stopped before its work must be retried", code, host.ExitInterrupted)
+		}
+		if n := db.count(t); n != 0 {
+			t.Errorf("%d orders stored, want none", n)
+		}
+	})
+
 	for _, c := range []struct {
 		fail string
 		code int
