@@ -46,6 +46,9 @@ type Host struct {
 
 	mu      sync.Mutex
 	settled *lifecycle // the run's hooks and phases, once startup reached pre_start
+	ahead   drainAhead // what PreStop ran ahead of the stop (prestop.go)
+
+	budgetLogged atomic.Int64 // the WorstCase total of the last "shutdown budget" line
 }
 
 // Option changes how a Host is built.
@@ -235,6 +238,7 @@ func (h *Host) WorstCase() WorstCase {
 // orchestrator's grace period, or when a Kubernetes pod has no drain delay.
 func (h *Host) logBudgets() {
 	w := h.WorstCase()
+	h.budgetLogged.Store(int64(w.Total))
 	fields := []zap.Field{zap.Duration("worst_case", w.Total)}
 	for _, f := range w.Figures {
 		fields = append(fields, zap.Duration(f.Name, f.Value))

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -58,11 +59,10 @@ func (h *Host) settleLifecycle() (lifecycle, error) {
 	if err := problems.Err(); err != nil {
 		return lifecycle{}, fmt.Errorf("hooks or drain phases registered after New: %w", err)
 	}
-	before := h.WorstCase()
 	h.mu.Lock()
 	h.settled = &lc
 	h.mu.Unlock()
-	if after := h.WorstCase(); after.Total != before.Total {
+	if after := h.WorstCase(); after.Total != time.Duration(h.budgetLogged.Load()) {
 		h.log.Info("hooks or drain phases were registered during startup; logging the shutdown budget again")
 		h.logBudgets()
 	}

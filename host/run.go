@@ -49,9 +49,11 @@ type run struct {
 // returns nil after cleanup.
 //
 // Run returns nil after a graceful exit; the *StartupError or *EntrypointError that
-// caused the exit; or, when nothing else failed, an error wrapping ErrCleanupFailed
-// if a cleanup step failed, or ErrShutdownTimeout if the exit overran a budget.
-// ExitCode maps each to an exit code. Run may be called once.
+// caused the exit; an error wrapping fault.ErrInterrupted when a task (an
+// entrypoint.Finite) was not done at the stop (task.go); or, when nothing else
+// failed, an error wrapping ErrCleanupFailed if a cleanup step failed, or
+// ErrShutdownTimeout if the exit overran a budget. ExitCode maps each to an exit
+// code. Run may be called once.
 func (h *Host) Run(ctx context.Context) error {
 	if !h.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
@@ -142,7 +144,7 @@ func (r *run) startup(ctx context.Context) error {
 		}
 	}
 	r.complete = true
-	h.log.Info("service ready", zap.Int("entrypoints", len(r.bound)))
+	h.log.Info("service ready", append([]zap.Field{zap.Int("entrypoints", len(r.bound))}, runtimeFields()...)...)
 	return nil
 }
 

@@ -31,8 +31,13 @@ type AppSpec struct {
 
 	Entrypoints []Registration
 	Warmups     []Step
-	Lifecycle   *hooks.Registry // hooks and drain phases; may be nil
-	Checks      map[string]health.Check
+	// Lifecycle holds hooks and drain phases; it may be nil. The Host runs this
+	// registry itself, so a drain phase added to it during startup (a warmup step
+	// registering its phase when it starts) runs at the drain and is counted in the
+	// shutdown budget logged at ready. The container's hooks are added to it; give
+	// each Host a registry of its own.
+	Lifecycle *hooks.Registry
+	Checks    map[string]health.Check
 
 	Budgets Budgets
 	Profile fleet.Profile

@@ -39,7 +39,7 @@ func (r *run) teardown(cause error) error {
 	// Drain phases, once, and only after a complete startup.
 	if r.complete && len(r.lc.phases) > 0 {
 		r.enter(StageDrainPhases)
-		r.report.phases = hooks.RunDrainPhases(force, r.lc.phases, h.budgets.DrainPhasesBudget, h.log)
+		r.report.phases = h.drainPhasesOnce(force, r.lc.phases) // prestop.go: not again if PreStop ran them
 	}
 
 	// Every entrypoint drains at once, each in the whole window.
@@ -112,7 +112,7 @@ func (r *run) announce(force context.Context) {
 	h := r.h
 	delay := time.Duration(0)
 	if r.wasReady {
-		delay = h.budgets.DrainDelay
+		delay = h.drainDelayLeft() // prestop.go: less what PreStop already waited
 	}
 	if delay > 0 {
 		h.log.Info("readiness withdrawn; waiting the drain delay with every entrypoint accepting",

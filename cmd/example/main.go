@@ -24,7 +24,24 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(host.ExitCode(err))
 	}
-	host.Main(spec(k))
+	command := ""
+	if len(os.Args) > 1 {
+		command = os.Args[1]
+	}
+	switch command {
+	case "", "serve":
+		host.Main(spec(k))
+	case "backfill": // run once, as a Kubernetes Job (backfill.go)
+		b, err := readBackfillKnobs()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(host.ExitCode(err))
+		}
+		host.Main(backfillSpec(k, b))
+	default:
+		fmt.Fprintf(os.Stderr, "example: unknown command %q; known: serve (the default), backfill\n", command)
+		os.Exit(host.ExitConfig)
+	}
 }
 
 // spec declares the service.
