@@ -89,3 +89,14 @@ func TestHandleDelayKnob(t *testing.T) {
 		t.Errorf("EXAMPLE_HANDLE_DELAY=-1s: %v, want an error naming it", err)
 	}
 }
+
+func TestKafkaBrokersNotEchoed(t *testing.T) {
+	t.Setenv("KAFKA_BROKERS", "localhost:9092,svc:hunter2@kafka.internal")
+	_, err := readKnobs()
+	if err == nil || !strings.Contains(err.Error(), "KAFKA_BROKERS") {
+		t.Fatalf("a malformed KAFKA_BROKERS: %v, want an error naming it", err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error %q echoes the entry's password", err)
+	}
+}
