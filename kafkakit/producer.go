@@ -207,9 +207,9 @@ func (p *Producer) write(ctx context.Context, msgs []kafka.Message) error {
 }
 
 // Close flushes what is pending and closes the producer's connections. It waits for
-// the writes in progress, those given up on included, at most WriteTimeout, and
-// for kafka-go's Close as long; beyond that they are abandoned. A second Close
-// returns the first one's error.
+// the writes in progress (those given up on included) and for kafka-go's Close, in
+// all at most WriteTimeout; beyond that they are abandoned and Close returns an
+// error saying so. A second Close returns the first one's error.
 func (p *Producer) Close() error {
 	p.closeOnce.Do(func() {
 		errc := make(chan error, 1)
@@ -217,12 +217,12 @@ func (p *Producer) Close() error {
 			p.wg.Wait()
 			errc <- p.w.Close()
 		}()
-		t := time.NewTimer(2 * p.cfg.WriteTimeout)
+		t := time.NewTimer(p.cfg.WriteTimeout)
 		defer t.Stop()
 		select {
 		case p.closeErr = <-errc:
 		case <-t.C:
-			p.closeErr = fmt.Errorf("kafka producer close: abandoned after %v", 2*p.cfg.WriteTimeout)
+			p.closeErr = fmt.Errorf("kafka producer close: abandoned after %v", p.cfg.WriteTimeout)
 		}
 	})
 	return p.closeErr

@@ -27,17 +27,17 @@ const (
 	deadLetters = "orders.dlq"
 )
 
-// readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded.
+// readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded. A
+// bad entry is named by its position, never echoed: it may carry credentials.
 func readBrokers(v string, l *fault.Problems) []string {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}
 	var out []string
-	for _, b := range strings.Split(v, ",") {
+	for i, b := range strings.Split(v, ",") {
 		b = strings.TrimSpace(b)
-		host, port, err := net.SplitHostPort(b)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || host == "" || n <= 0 || n > 65535 {
-			l.Addf("KAFKA_BROKERS", "%q is not host:port", b)
+		if reason := kafkakit.CheckBroker(b); reason != "" {
+			l.Addf("KAFKA_BROKERS", "entry %d: %s", i+1, reason)
 			continue
 		}
 		out = append(out, b)

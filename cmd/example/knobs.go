@@ -25,6 +25,9 @@ type knobs struct {
 	campaignEvery time.Duration // EXAMPLE_CAMPAIGN_EVERY: how often non-leaders campaign (default 2s)
 }
 
+// maxHandleDelay bounds EXAMPLE_HANDLE_DELAY: longer than any drain it exists to test.
+const maxHandleDelay = 10 * time.Minute
+
 // defaultKnobs are the knobs with no environment.
 func defaultKnobs() knobs {
 	return knobs{cronEvery: 10 * time.Second, publishEvery: time.Second,
@@ -53,6 +56,9 @@ func readKnobs() (knobs, error) {
 	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
 	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
 	dur("EXAMPLE_HANDLE_DELAY", &k.handleDelay)
+	if k.handleDelay > maxHandleDelay {
+		l.Addf("EXAMPLE_HANDLE_DELAY", "must be at most %s, got %s", maxHandleDelay, k.handleDelay)
+	}
 	dur("EXAMPLE_CRON_EVERY", &k.cronEvery)
 	dur("EXAMPLE_PUBLISH_EVERY", &k.publishEvery)
 	dur("EXAMPLE_LEADER_TTL", &k.leaderTTL)

@@ -84,8 +84,21 @@ func TestHandleDelayKnob(t *testing.T) {
 	if err != nil || k.handleDelay != 250*time.Millisecond {
 		t.Errorf("EXAMPLE_HANDLE_DELAY=250ms: %v, %v", k.handleDelay, err)
 	}
-	t.Setenv("EXAMPLE_HANDLE_DELAY", "-1s")
-	if _, err := readKnobs(); err == nil || !strings.Contains(err.Error(), "EXAMPLE_HANDLE_DELAY") {
-		t.Errorf("EXAMPLE_HANDLE_DELAY=-1s: %v, want an error naming it", err)
+	for _, v := range []string{"-1s", "11m", "soon"} {
+		t.Setenv("EXAMPLE_HANDLE_DELAY", v)
+		if _, err := readKnobs(); err == nil || !strings.Contains(err.Error(), "EXAMPLE_HANDLE_DELAY") {
+			t.Errorf("EXAMPLE_HANDLE_DELAY=%s: %v, want an error naming it", v, err)
+		}
+	}
+}
+
+func TestKafkaBrokersNotEchoed(t *testing.T) {
+	t.Setenv("KAFKA_BROKERS", "localhost:9092,svc:hunter2@kafka.internal")
+	_, err := readKnobs()
+	if err == nil || !strings.Contains(err.Error(), "KAFKA_BROKERS") {
+		t.Fatalf("a malformed KAFKA_BROKERS: %v, want an error naming it", err)
+	}
+	if strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("the error %q echoes the entry's password", err)
 	}
 }

@@ -96,6 +96,42 @@ func TestOutageRules(t *testing.T) {
 		}
 	})
 
+	t.Run("distinct messages failing in a row are an outage, and a success ends it", func(t *testing.T) {
+		topic, dlq := newTopic(t, 3), newTopic(t, 1)
+		for p := range 3 {
+			produceToPartition(t, topic, p, fmt.Sprintf("p%d", p))
+		}
+		back := make(chan struct{})
+		col := newCollector()
+		col.fn = func(kafka.Message) error {
+			select {
+			case <-back:
+				return nil
+			default:
+				return errors.New("HTTP 500 from the pricing service") // unclassified
+			}
+		}
+		cfg := config(t, topic)
+		cfg.Workers = 3
+		cfg.Retry = kafkaentry.Retry{Attempts: 3, Initial: 500 * time.Millisecond}
+		cfg.OnFailure = kafkaentry.DeadLetter(dlq)
+		c, err := kafkaentry.New(cfg, col.handle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := start(t, c)
+		waitUntil(t, func() bool { return len(c.Paused()) > 0 }, "a partition is paused")
+		if p := c.Paused()[0]; p.Cause != kafkaentry.CauseDistinctFailures {
+			t.Errorf("paused by %q, want %q", p.Cause, kafkaentry.CauseDistinctFailures)
+		}
+		close(back)
+		col.waitCount(t, 3)
+		r.mustShutdown(t)
+		if st := c.Stats(); st.DeadLettered != 0 {
+			t.Errorf("%d dead-lettered, want none", st.DeadLettered)
+		}
+	})
+
 	t.Run("a drain during a pause releases the message uncommitted within its budget", func(t *testing.T) {
 		topic := newTopic(t, 1)
 		produceToPartition(t, topic, 0, "ok", "stuck", "after")

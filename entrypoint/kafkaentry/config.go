@@ -2,7 +2,6 @@ package kafkaentry
 
 import (
 	"math"
-	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // Defaults for the zero fields of a Config.
@@ -221,8 +221,9 @@ func (c Config) validate(l *fault.Problems) {
 		l.Addf("Brokers", "must list at least one broker")
 	}
 	for i, b := range c.Brokers {
-		if err := checkHostPort(b); err != "" {
-			l.Addf("Brokers["+strconv.Itoa(i)+"]", "%q: %s", b, err)
+		// The entry is not echoed: a broker list may carry credentials.
+		if reason := kafkakit.CheckBroker(b); reason != "" {
+			l.Addf("Brokers["+strconv.Itoa(i)+"]", "%s", reason)
 		}
 	}
 	if c.GroupID == "" {
@@ -307,21 +308,6 @@ func (c Config) validate(l *fault.Problems) {
 			l.Addf("OnFailure", "dead-letter topic %q is also consumed; failures would loop", t)
 		}
 	}
-}
-
-// checkHostPort returns what is wrong with a "host:port" broker address, or "".
-func checkHostPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "must be host:port"
-	}
-	if host == "" {
-		return "host must not be empty"
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return "port must be a number from 1 to 65535"
-	}
-	return ""
 }
 
 // checkTopic returns what is wrong with a topic name by Kafka's rules, or "".

@@ -60,8 +60,11 @@ func WithDialer(d *kafka.Dialer) Option {
 }
 
 // WithDeadLetterWriter makes the dead-letter path write through w instead of a
-// writer of the consumer's own, e.g. to share the service's producer. The consumer
-// does not close w. It is used only with OnFailure: DeadLetter(topic).
+// producer of the consumer's own (a kafkakit.Producer with the consumer's dialer and
+// propagator). The consumer does not close w. It is used only with OnFailure:
+// DeadLetter(topic). The write's ctx holds no span, so that the dead-letter message
+// keeps the trace context it came with; a w that starts spans of its own (a
+// kafkakit.Producer given WithTracerProvider) writes its span's context instead.
 func WithDeadLetterWriter(w MessageWriter) Option {
 	return func(o *options) { o.dlq = w }
 }

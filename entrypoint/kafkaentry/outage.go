@@ -47,8 +47,8 @@ var ErrPaused = errors.New("consumption paused by a dependency outage")
 // IsTransient); or Check is set and fails; or DistinctFailures distinct messages
 // failed in a row, across the consumer's partitions, with no success between. The
 // last rule needs as many partitions failing at once (one partition tries one message
-// at a time), and it cannot tell an outage from as many poison messages in a row; give
-// Check to be exact.
+// at a time, and a message given up on as poison no longer counts), and it cannot tell
+// an outage from as many poison messages failing together; give Check to be exact.
 type Outage struct {
 	// Classify reports whether a handler error is transient (about the world).
 	// Default IsTransient.
@@ -142,6 +142,18 @@ func (o *outageState) failedDistinct(msg *kafka.Message) int {
 	o.failing[msgID{topicPartition{msg.Topic, msg.Partition}, msg.Offset}] = struct{}{}
 	o.nFailing.Store(int32(len(o.failing)))
 	return len(o.failing)
+}
+
+// forget drops msg from the failing messages: it was given up on as poison, so it
+// no longer says anything about the world.
+func (o *outageState) forget(msg *kafka.Message) {
+	if o.nFailing.Load() == 0 {
+		return
+	}
+	o.mu.Lock()
+	delete(o.failing, msgID{topicPartition{msg.Topic, msg.Partition}, msg.Offset})
+	o.nFailing.Store(int32(len(o.failing)))
+	o.mu.Unlock()
 }
 
 // outageCause says whether err, the failure of msg, is an outage, and which rule

@@ -201,6 +201,7 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			return false
 		}
 	}
+	c.outage.forget(msg)
 	h.log().Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
 	if c.cfg.OnFailure.deadLetter {
 		if !c.deadLetter(h, p, msg, err, attempts) {
