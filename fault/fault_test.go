@@ -5,12 +5,8 @@ import (
 	"fmt"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/servicewright/servicewright/fault"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestProblems(t *testing.T) {
 	t.Run("empty is nil", func(t *testing.T) {
