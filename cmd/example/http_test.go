@@ -65,7 +65,7 @@ func TestHTTPDrain(t *testing.T) {
 			}
 			done <- err
 		}()
-		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(mustGet(t, "http://"+probe+"/debug/lifecycle").raw, `"in_flight":1`); {
+		for deadline := time.Now().Add(5 * time.Second); !strings.Contains(mustGet(t, "http://"+probe+"/debug/lifecycle").raw, `{"name":"http","state":"serving","in_flight":1`); {
 			if time.Now().After(deadline) {
 				t.Fatal("the slow request never became in flight")
 			}
