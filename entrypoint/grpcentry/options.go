@@ -108,9 +108,12 @@ func WithHealthServices(names ...string) Option {
 	}
 }
 
-// WithServerOptions passes opts to grpc.NewServer after the Server's own, so they
-// win: codecs, extra interceptors (run inside the Server's gate), credentials. Do not
-// use it to undo the message or keepalive limits without a reason.
+// WithServerOptions passes opts to grpc.NewServer after the Server's own, so that a
+// limit given here wins: codecs, credentials, extra interceptors. Interceptors added
+// with grpc.ChainUnaryInterceptor or grpc.ChainStreamInterceptor run inside the
+// Server's gate and panic recovery; one set with grpc.UnaryInterceptor or
+// grpc.StreamInterceptor runs outside them, before the gate. Do not use it to undo the
+// message or keepalive limits without a reason.
 func WithServerOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) {
 		o.serverOpts = append(o.serverOpts, opts...)
