@@ -10,9 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -39,7 +36,10 @@ type Server struct {
 	cfg     Config
 	grpc    *grpc.Server
 	log     *zap.Logger
-	metrics *metrics // nil without WithRegisterer
+	metrics *metrics // nil without a registerer
+	tracing tracing  // otelgrpc once a tracer provider is given
+	own     options  // what the options gave; SetDefaults fills in the rest
+	regErr  error    // SetDefaults' registration failed; Bind reports it
 	health  *healthServer
 	monitor *health.Monitor // nil without WithHealth
 
@@ -71,7 +71,7 @@ type Server struct {
 // twice; that is not caught. Server reflection, if wanted, is registered by
 // register (reflection.Register).
 func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, error) {
-	o := options{log: zap.NewNop()}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -85,8 +85,14 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, ln: o.listener, monitor: o.monitor, log: o.log.With(zap.String("entrypoint", cfg.Name))}
-	gs := grpc.NewServer(append(s.serverOptions(cfg, tlsCfg, o), o.serverOpts...)...)
+	s := &Server{cfg: cfg, own: o, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
+	if o.log != nil {
+		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
+	}
+	if o.tracer != nil {
+		s.tracing.use(o.tracer)
+	}
+	gs := grpc.NewServer(append(s.serverOptions(cfg, tlsCfg), o.serverOpts...)...)
 	err := safe.Call("register", func() error { register(gs); return nil })
 	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 		l.Addf("register", "%v", pe.Value)
@@ -105,8 +111,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	s.grpc = gs
 
 	if o.reg != nil {
-		m, err := newMetrics(o.reg, cfg.Name, s.InFlight)
-		if err != nil {
+		if err := s.useRegisterer(o.reg); err != nil {
 			if errAlreadyRegistered(err) {
 				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 			} else {
@@ -114,14 +119,13 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 			}
 			return nil, l.Err()
 		}
-		s.metrics = m
 	}
 	return s, nil
 }
 
 // serverOptions are the Server's own: limits, keepalive, TLS, tracing and its
 // interceptors, outermost.
-func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config, o options) []grpc.ServerOption {
+func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config) []grpc.ServerOption {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
@@ -141,15 +145,7 @@ func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config, o options) []grpc
 	if tlsCfg != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
 	}
-	if o.tracer != nil {
-		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
-			otelgrpc.WithTracerProvider(o.tracer),
-			otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
-			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(
-				propagation.TraceContext{}, propagation.Baggage{})),
-		)))
-	}
-	return opts
+	return append(opts, grpc.StatsHandler(&s.tracing))
 }
 
 // registered lists the services register added, sorted.
@@ -221,13 +217,17 @@ func (s *Server) DrainReport() string {
 
 // Bind opens the listening socket on Config.Addr (or takes the listener given with
 // WithListener) but serves nothing yet: connections wait in the socket's backlog
-// until Serve. A failure to listen is returned naming the entrypoint and the address,
-// and leaves the Server unbound. Calling it twice is an error.
+// until Serve. A failure to listen, or to register the metrics with the registry
+// SetDefaults gave, is returned naming the entrypoint, and leaves the Server unbound.
+// Calling it twice is an error.
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.state != entrypoint.PhaseNew {
 		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	}
+	if s.regErr != nil {
+		return s.regErr
 	}
 	if s.ln == nil {
 		var lc net.ListenConfig
