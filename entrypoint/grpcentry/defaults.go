@@ -1,17 +1,13 @@
 package grpcentry
 
 import (
-	"context"
 	"fmt"
-	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
-	"google.golang.org/grpc/stats"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/servicewright/servicewright/entrypoint"
 )
@@ -20,7 +16,10 @@ var _ entrypoint.DefaultsUser = (*Server)(nil)
 
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger, its registry for the metrics unless WithRegisterer, its tracer
-// provider unless WithTracerProvider. A registration that fails is reported by
+// provider unless WithTracerProvider. Taking the tracer provider builds the
+// grpc.Server again with otelgrpc, calling the register function given to New once
+// more (a no-op provider is not taken: tracing costs every RPC its stats events). A
+// registration that fails, or a register that panics this time, is reported by
 // Bind. It does nothing once the Server is bound.
 func (s *Server) SetDefaults(d entrypoint.Defaults) {
 	s.mu.Lock()
@@ -31,8 +30,8 @@ func (s *Server) SetDefaults(d entrypoint.Defaults) {
 	if s.own.log == nil && d.Logger != nil {
 		s.log = d.Logger.With(zap.String("entrypoint", s.cfg.Name))
 	}
-	if s.own.tracer == nil && d.TracerProvider != nil {
-		s.tracing.use(d.TracerProvider)
+	if s.own.tracer == nil && d.TracerProvider != nil && !isNoop(d.TracerProvider) && !s.traced {
+		s.rebuild(d.TracerProvider)
 	}
 	if s.own.reg == nil && d.Registerer != nil && s.metrics == nil && s.regErr == nil {
 		if err := s.useRegisterer(d.Registerer); err != nil {
@@ -51,45 +50,22 @@ func (s *Server) useRegisterer(reg prometheus.Registerer) error {
 	return nil
 }
 
-// tracing is the grpc.Server's stats handler: otelgrpc with the tracer provider the
-// options or SetDefaults gave, or nothing. It is installed when the grpc.Server is
-// built, in New, and filled in before Bind.
-type tracing struct {
-	h atomic.Pointer[stats.Handler]
-}
-
-func (t *tracing) use(tp trace.TracerProvider) {
-	h := otelgrpc.NewServerHandler(
-		otelgrpc.WithTracerProvider(tp),
-		otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
-		otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(
-			propagation.TraceContext{}, propagation.Baggage{})),
-	)
-	t.h.Store(&h)
-}
-
-func (t *tracing) TagRPC(ctx context.Context, info *stats.RPCTagInfo) context.Context {
-	if h := t.h.Load(); h != nil {
-		return (*h).TagRPC(ctx, info)
+// rebuild replaces the grpc.Server, not yet served, by one that traces with tp.
+func (s *Server) rebuild(tp trace.TracerProvider) {
+	gs, _, err := s.build(tp)
+	if err != nil {
+		s.regErr = fmt.Errorf("%s: register: %w", s.cfg.Name, err)
+		return
 	}
-	return ctx
+	healthpb.RegisterHealthServer(gs, s.health)
+	s.grpc, s.traced = gs, true
 }
 
-func (t *tracing) HandleRPC(ctx context.Context, st stats.RPCStats) {
-	if h := t.h.Load(); h != nil {
-		(*h).HandleRPC(ctx, st)
+// isNoop tells the tracer providers that record nothing.
+func isNoop(tp trace.TracerProvider) bool {
+	switch tp.(type) {
+	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
+		return true
 	}
-}
-
-func (t *tracing) TagConn(ctx context.Context, info *stats.ConnTagInfo) context.Context {
-	if h := t.h.Load(); h != nil {
-		return (*h).TagConn(ctx, info)
-	}
-	return ctx
-}
-
-func (t *tracing) HandleConn(ctx context.Context, st stats.ConnStats) {
-	if h := t.h.Load(); h != nil {
-		(*h).HandleConn(ctx, st)
-	}
+	return false
 }

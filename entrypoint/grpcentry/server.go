@@ -10,6 +10,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -33,15 +37,17 @@ var _ interface {
 // refuses new RPCs and lets the admitted ones finish while spreading the close of
 // streams, and Stop cuts whatever is left. Make one with New.
 type Server struct {
-	cfg     Config
-	grpc    *grpc.Server
-	log     *zap.Logger
-	metrics *metrics // nil without a registerer
-	tracing tracing  // otelgrpc once a tracer provider is given
-	own     options  // what the options gave; SetDefaults fills in the rest
-	regErr  error    // SetDefaults' registration failed; Bind reports it
-	health  *healthServer
-	monitor *health.Monitor // nil without WithHealth
+	cfg      Config
+	grpc     *grpc.Server
+	log      *zap.Logger
+	metrics  *metrics // nil without a registerer
+	own      options  // what the options gave; SetDefaults fills in the rest
+	regErr   error    // SetDefaults' registration failed; Bind reports it
+	tlsCfg   *tls.Config
+	register func(*grpc.Server)
+	traced   bool // the grpc.Server has otelgrpc
+	health   *healthServer
+	monitor  *health.Monitor // nil without WithHealth
 
 	gate    entrypoint.Gate
 	streams streamSet
@@ -69,7 +75,9 @@ type Server struct {
 // register must not register grpc.health.v1.Health: the Server serves it, tied to
 // readiness (see WithHealth). grpc-go exits the process on a service registered
 // twice; that is not caught. Server reflection, if wanted, is registered by
-// register (reflection.Register).
+// register (reflection.Register). register must do nothing but register services:
+// when SetDefaults takes the Host's tracer provider, the grpc.Server is built again
+// and register is called once more, on the new one.
 func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
@@ -85,20 +93,16 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, own: o, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
+	s := &Server{cfg: cfg, own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
 	if o.log != nil {
 		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
 	}
-	if o.tracer != nil {
-		s.tracing.use(o.tracer)
-	}
-	gs := grpc.NewServer(append(s.serverOptions(cfg, tlsCfg), o.serverOpts...)...)
-	err := safe.Call("register", func() error { register(gs); return nil })
-	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
-		l.Addf("register", "%v", pe.Value)
+	gs, names, err := s.build(o.tracer)
+	s.traced = o.tracer != nil
+	if err != nil {
+		l.Addf("register", "%v", err)
 		return nil, l.Err()
 	}
-	names := registered(gs)
 	if o.servicesSet {
 		checkServices(&l, o.services, names)
 		names = o.services
@@ -123,9 +127,12 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	return s, nil
 }
 
-// serverOptions are the Server's own: limits, keepalive, TLS, tracing and its
-// interceptors, outermost.
-func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config) []grpc.ServerOption {
+// build makes a grpc.Server with the Server's options — limits, keepalive, TLS, its
+// interceptors outermost, otelgrpc when tp is not nil, then WithServerOptions — and
+// calls register on it. It returns the server and the services register added
+// (sorted), or register's panic. The health service is added by the caller.
+func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) {
+	cfg := s.cfg
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
@@ -142,10 +149,24 @@ func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config) []grpc.ServerOpti
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 	}
-	if tlsCfg != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	if s.tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tlsCfg)))
 	}
-	return append(opts, grpc.StatsHandler(&s.tracing))
+	if tp != nil {
+		// Only when there is a provider: any stats handler costs every RPC its events.
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(tp),
+			otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(
+				propagation.TraceContext{}, propagation.Baggage{})),
+		)))
+	}
+	gs := grpc.NewServer(append(opts, s.own.serverOpts...)...)
+	err := safe.Call("register", func() error { s.register(gs); return nil })
+	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
+		return nil, nil, fmt.Errorf("%v", pe.Value)
+	}
+	return gs, registered(gs), nil
 }
 
 // registered lists the services register added, sorted.
