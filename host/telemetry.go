@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+
+	"github.com/servicewright/servicewright/fault"
 )
 
 // TelemetryConfig sets up what the Host builds before anything else, so that every
@@ -53,7 +55,7 @@ func newTelemetry(cfg TelemetryConfig, service string, lookup func(string) (stri
 		level := zapcore.InfoLevel
 		if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
 			if err := level.Set(strings.ToLower(v)); err != nil {
-				return nil, errors.New("SW_LOG_LEVEL: unknown level " + v)
+				return nil, fault.Invalid("SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
 			}
 		}
 		enc := zap.NewProductionEncoderConfig()
