@@ -24,7 +24,7 @@ var _ entrypoint.DefaultsUser = (*Server)(nil)
 func (s *Server) SetDefaults(d entrypoint.Defaults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != entrypoint.PhaseNew {
+	if s.guard.Phase() != entrypoint.PhaseNew {
 		return
 	}
 	if s.own.log == nil && d.Logger != nil {

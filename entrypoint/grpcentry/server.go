@@ -55,7 +55,7 @@ type Server struct {
 	refused atomic.Uint64
 
 	mu          sync.Mutex
-	state       entrypoint.Phase
+	guard       entrypoint.Guard // the lifecycle phase
 	ln          net.Listener
 	serveDone   chan struct{} // closed when grpc.Server.Serve has returned
 	serveErr    error         // what it returned, until reported
@@ -93,7 +93,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
+	s := &Server{cfg: cfg, guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
 	if o.log != nil {
 		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
 	}
@@ -240,12 +240,12 @@ func (s *Server) DrainReport() string {
 // WithListener) but serves nothing yet: connections wait in the socket's backlog
 // until Serve. A failure to listen, or to register the metrics with the registry
 // SetDefaults gave, is returned naming the entrypoint, and leaves the Server unbound.
-// Calling it twice is an error.
+// Calling it twice is an error wrapping entrypoint.ErrOutOfTurn.
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != entrypoint.PhaseNew {
-		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	if err := s.guard.Bind(); err != nil {
+		return err
 	}
 	if s.regErr != nil {
 		return s.regErr
@@ -258,7 +258,7 @@ func (s *Server) Bind(ctx context.Context) error {
 		}
 		s.ln = ln
 	}
-	s.state = entrypoint.PhaseBound
+	s.guard.Bound()
 	return nil
 }
 
@@ -271,20 +271,15 @@ func (s *Server) Bind(ctx context.Context) error {
 // is done before stop, the Host has given up on the entrypoint: Serve cuts everything
 // as Stop does and returns ctx.Err().
 //
-// Serve returns an error if called before Bind or twice; nil at once, serving
-// nothing, if Drain or Stop came first.
+// Serve returns an error wrapping entrypoint.ErrOutOfTurn if called before Bind or
+// twice; nil at once, serving nothing, if Drain or Stop came first.
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Lock()
-	switch s.state {
-	case entrypoint.PhaseNew, entrypoint.PhaseServing:
-		st := s.state
+	start, err := s.guard.Serve()
+	if !start {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
-	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
-		s.mu.Unlock()
-		return nil
+		return err
 	}
-	s.state = entrypoint.PhaseServing
 	done := make(chan struct{})
 	s.serveDone = done
 	if s.monitor != nil {
