@@ -43,8 +43,15 @@ func TestGRPCOrders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("health: %v %v, want SERVING", r, err)
+	// NOT_SERVING until the first run of the readiness checks, then SERVING.
+	for {
+		r, err := watch.Recv()
+		if err != nil {
+			t.Fatalf("health: %v, want SERVING", err)
+		}
+		if r.GetStatus() == healthpb.HealthCheckResponse_SERVING {
+			break
+		}
 	}
 	stream, err := api.WatchOrders(ctx, &ordersv1.WatchOrdersRequest{})
 	if err != nil {

@@ -1,6 +1,7 @@
 package grpcentry_test
 
 import (
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 	"github.com/servicewright/servicewright/fault"
 )
@@ -82,5 +84,31 @@ func TestNewAcceptsZeroConfig(t *testing.T) {
 	}
 	if s.Name() != "grpc" || s.Addr() != nil {
 		t.Fatalf("Name %q Addr %v", s.Name(), s.Addr())
+	}
+}
+
+// Methods called out of the Host's order are refused with entrypoint.ErrOutOfTurn.
+func TestOutOfTurn(t *testing.T) {
+	s, err := grpcentry.New(grpcentry.Config{Addr: "127.0.0.1:0"}, register)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Serve(context.Background(), nil); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+		t.Errorf("Serve before Bind = %v, want ErrOutOfTurn", err)
+	}
+	if err := s.Bind(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bind(context.Background()); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+		t.Errorf("second Bind = %v, want ErrOutOfTurn", err)
+	}
+	if err := s.Drain(context.Background()); err != nil {
+		t.Errorf("Drain before Serve = %v", err)
+	}
+	if err := s.Serve(context.Background(), nil); err != nil {
+		t.Errorf("Serve after Drain = %v, want nil (nothing to serve)", err)
+	}
+	if err := s.Stop(context.Background()); err != nil {
+		t.Errorf("Stop = %v", err)
 	}
 }

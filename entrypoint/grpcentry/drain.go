@@ -34,10 +34,7 @@ const giveUpStop = time.Second
 // Before Serve it closes the listener and returns nil; after Stop it does nothing.
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
-	prev := s.state
-	if prev == entrypoint.PhaseBound || prev == entrypoint.PhaseServing {
-		s.state = entrypoint.PhaseDraining
-	}
+	prev := s.guard.Drain()
 	s.mu.Unlock()
 	switch prev {
 	case entrypoint.PhaseNew, entrypoint.PhaseStopped, entrypoint.PhaseDraining:
@@ -89,10 +86,7 @@ func (s *Server) Drain(ctx context.Context) error {
 // listener; before Bind it does nothing.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	prev := s.state
-	if prev != entrypoint.PhaseNew {
-		s.state = entrypoint.PhaseStopped
-	}
+	prev := s.guard.Stop()
 	done := s.serveDone
 	s.mu.Unlock()
 	switch {

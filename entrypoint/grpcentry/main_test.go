@@ -80,12 +80,22 @@ type running struct {
 // Cleanup stops it and closes the client.
 func run(t *testing.T, cfg grpcentry.Config, svc *service, opts ...grpcentry.Option) *running {
 	t.Helper()
+	return runHooked(t, cfg, svc, nil, opts...)
+}
+
+// runHooked is run with before called between New and Bind, as the Host calls
+// SetDefaults.
+func runHooked(t *testing.T, cfg grpcentry.Config, svc *service, before func(*grpcentry.Server), opts ...grpcentry.Option) *running {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	s, err := grpcentry.New(cfg, func(g *grpc.Server) { testpb.RegisterTestServiceServer(g, svc) }, opts...)
 	if err != nil {
 		t.Fatalf("New = %v", err)
+	}
+	if before != nil {
+		before(s)
 	}
 	if err := s.Bind(context.Background()); err != nil {
 		t.Fatalf("Bind = %v", err)

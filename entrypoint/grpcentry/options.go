@@ -38,8 +38,8 @@ func WithListener(l net.Listener) Option {
 	}
 }
 
-// WithLogger sets the logger for handler panics and the drain's account. The default
-// discards them. A nil logger is ignored.
+// WithLogger sets the logger for handler panics. Without it the Server takes the
+// Host's (SetDefaults), or discards them. A nil logger is ignored.
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -62,7 +62,8 @@ func WithLogger(l *zap.Logger) Option {
 // RPCs when their handler returns; a refused RPC is counted only in
 // refused_draining_total; the health service is not counted. A registration that
 // fails (a name already taken) makes New fail, and nothing is left registered. A nil
-// reg is ignored.
+// reg is ignored. Without it the Server registers with the Host's registry
+// (SetDefaults), if any.
 func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(o *options) {
 		if reg != nil {
@@ -74,7 +75,8 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 // WithTracerProvider traces every RPC with otelgrpc through tp: a server span per
 // RPC, continuing the caller's W3C trace context. The global OpenTelemetry providers
 // and propagator are not used, and otelgrpc's own metrics are off (WithRegisterer
-// has the RED metrics). A nil tp is ignored.
+// has the RED metrics). A nil tp is ignored. Without it the Server traces with the
+// Host's tracer provider (SetDefaults), if any.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
@@ -108,9 +110,12 @@ func WithHealthServices(names ...string) Option {
 	}
 }
 
-// WithServerOptions passes opts to grpc.NewServer after the Server's own, so they
-// win: codecs, extra interceptors (run inside the Server's gate), credentials. Do not
-// use it to undo the message or keepalive limits without a reason.
+// WithServerOptions passes opts to grpc.NewServer after the Server's own, so that a
+// limit given here wins: codecs, credentials, extra interceptors. Interceptors added
+// with grpc.ChainUnaryInterceptor or grpc.ChainStreamInterceptor run inside the
+// Server's gate and panic recovery; one set with grpc.UnaryInterceptor or
+// grpc.StreamInterceptor runs outside them, before the gate. Do not use it to undo the
+// message or keepalive limits without a reason.
 func WithServerOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) {
 		o.serverOpts = append(o.serverOpts, opts...)

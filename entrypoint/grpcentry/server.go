@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -36,12 +37,17 @@ var _ interface {
 // refuses new RPCs and lets the admitted ones finish while spreading the close of
 // streams, and Stop cuts whatever is left. Make one with New.
 type Server struct {
-	cfg     Config
-	grpc    *grpc.Server
-	log     *zap.Logger
-	metrics *metrics // nil without WithRegisterer
-	health  *healthServer
-	monitor *health.Monitor // nil without WithHealth
+	cfg      Config
+	grpc     *grpc.Server
+	log      *zap.Logger
+	metrics  *metrics // nil without a registerer
+	own      options  // what the options gave; SetDefaults fills in the rest
+	regErr   error    // SetDefaults' registration failed; Bind reports it
+	tlsCfg   *tls.Config
+	register func(*grpc.Server)
+	traced   bool // the grpc.Server has otelgrpc
+	health   *healthServer
+	monitor  *health.Monitor // nil without WithHealth
 
 	gate    entrypoint.Gate
 	streams streamSet
@@ -49,7 +55,7 @@ type Server struct {
 	refused atomic.Uint64
 
 	mu          sync.Mutex
-	state       entrypoint.Phase
+	guard       entrypoint.Guard // the lifecycle phase
 	ln          net.Listener
 	serveDone   chan struct{} // closed when grpc.Server.Serve has returned
 	serveErr    error         // what it returned, until reported
@@ -69,9 +75,11 @@ type Server struct {
 // register must not register grpc.health.v1.Health: the Server serves it, tied to
 // readiness (see WithHealth). grpc-go exits the process on a service registered
 // twice; that is not caught. Server reflection, if wanted, is registered by
-// register (reflection.Register).
+// register (reflection.Register). register must do nothing but register services:
+// when SetDefaults takes the Host's tracer provider, the grpc.Server is built again
+// and register is called once more, on the new one.
 func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, error) {
-	o := options{log: zap.NewNop()}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -85,14 +93,16 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, ln: o.listener, monitor: o.monitor, log: o.log.With(zap.String("entrypoint", cfg.Name))}
-	gs := grpc.NewServer(append(s.serverOptions(cfg, tlsCfg, o), o.serverOpts...)...)
-	err := safe.Call("register", func() error { register(gs); return nil })
-	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
-		l.Addf("register", "%v", pe.Value)
+	s := &Server{cfg: cfg, guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
+	if o.log != nil {
+		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
+	}
+	gs, names, err := s.build(o.tracer)
+	s.traced = o.tracer != nil
+	if err != nil {
+		l.Addf("register", "%v", err)
 		return nil, l.Err()
 	}
-	names := registered(gs)
 	if o.servicesSet {
 		checkServices(&l, o.services, names)
 		names = o.services
@@ -105,8 +115,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	s.grpc = gs
 
 	if o.reg != nil {
-		m, err := newMetrics(o.reg, cfg.Name, s.InFlight)
-		if err != nil {
+		if err := s.useRegisterer(o.reg); err != nil {
 			if errAlreadyRegistered(err) {
 				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 			} else {
@@ -114,14 +123,16 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 			}
 			return nil, l.Err()
 		}
-		s.metrics = m
 	}
 	return s, nil
 }
 
-// serverOptions are the Server's own: limits, keepalive, TLS, tracing and its
-// interceptors, outermost.
-func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config, o options) []grpc.ServerOption {
+// build makes a grpc.Server with the Server's options — limits, keepalive, TLS, its
+// interceptors outermost, otelgrpc when tp is not nil, then WithServerOptions — and
+// calls register on it. It returns the server and the services register added
+// (sorted), or register's panic. The health service is added by the caller.
+func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) {
+	cfg := s.cfg
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
@@ -138,18 +149,24 @@ func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config, o options) []grpc
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 	}
-	if tlsCfg != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	if s.tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tlsCfg)))
 	}
-	if o.tracer != nil {
+	if tp != nil {
+		// Only when there is a provider: any stats handler costs every RPC its events.
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
-			otelgrpc.WithTracerProvider(o.tracer),
+			otelgrpc.WithTracerProvider(tp),
 			otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
 			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(
 				propagation.TraceContext{}, propagation.Baggage{})),
 		)))
 	}
-	return opts
+	gs := grpc.NewServer(append(opts, s.own.serverOpts...)...)
+	err := safe.Call("register", func() error { s.register(gs); return nil })
+	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
+		return nil, nil, fmt.Errorf("%v", pe.Value)
+	}
+	return gs, registered(gs), nil
 }
 
 // registered lists the services register added, sorted.
@@ -221,13 +238,17 @@ func (s *Server) DrainReport() string {
 
 // Bind opens the listening socket on Config.Addr (or takes the listener given with
 // WithListener) but serves nothing yet: connections wait in the socket's backlog
-// until Serve. A failure to listen is returned naming the entrypoint and the address,
-// and leaves the Server unbound. Calling it twice is an error.
+// until Serve. A failure to listen, or to register the metrics with the registry
+// SetDefaults gave, is returned naming the entrypoint, and leaves the Server unbound.
+// Calling it twice is an error wrapping entrypoint.ErrOutOfTurn.
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != entrypoint.PhaseNew {
-		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	if err := s.guard.Bind(); err != nil {
+		return err
+	}
+	if s.regErr != nil {
+		return s.regErr
 	}
 	if s.ln == nil {
 		var lc net.ListenConfig
@@ -237,7 +258,7 @@ func (s *Server) Bind(ctx context.Context) error {
 		}
 		s.ln = ln
 	}
-	s.state = entrypoint.PhaseBound
+	s.guard.Bound()
 	return nil
 }
 
@@ -250,20 +271,15 @@ func (s *Server) Bind(ctx context.Context) error {
 // is done before stop, the Host has given up on the entrypoint: Serve cuts everything
 // as Stop does and returns ctx.Err().
 //
-// Serve returns an error if called before Bind or twice; nil at once, serving
-// nothing, if Drain or Stop came first.
+// Serve returns an error wrapping entrypoint.ErrOutOfTurn if called before Bind or
+// twice; nil at once, serving nothing, if Drain or Stop came first.
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Lock()
-	switch s.state {
-	case entrypoint.PhaseNew, entrypoint.PhaseServing:
-		st := s.state
+	start, err := s.guard.Serve()
+	if !start {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
-	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
-		s.mu.Unlock()
-		return nil
+		return err
 	}
-	s.state = entrypoint.PhaseServing
 	done := make(chan struct{})
 	s.serveDone = done
 	if s.monitor != nil {

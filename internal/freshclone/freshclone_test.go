@@ -85,7 +85,7 @@ func TestFreshClone(t *testing.T) {
 
 	httpAddr, probeAddr := freeAddr(t), freeAddr(t)
 	began := time.Now()
-	p := proctest.Start(t, bin, "HTTP_ADDR="+httpAddr, "PROBE_ADDR="+probeAddr, "KAFKA_BROKERS=", "REDIS_URL=", "DATABASE_URL=")
+	p := proctest.Start(t, bin, "HTTP_ADDR="+httpAddr, "PROBE_ADDR="+probeAddr, "GRPC_ADDR=127.0.0.1:0", "KAFKA_BROKERS=", "REDIS_URL=", "DATABASE_URL=")
 	if _, err := p.WaitLog(map[string]string{"msg": "service ready"}, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}

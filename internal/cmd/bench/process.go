@@ -87,7 +87,7 @@ func startStop(bin string, args []string, env ...string) (readyMS, exitMS float6
 	if args == nil {
 		cmd = exec.Command(bin)
 	}
-	cmd.Env = append(os.Environ(), append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + httpAddr, "SW_LOG_LEVEL=warn"}, env...)...)
+	cmd.Env = append(os.Environ(), append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + httpAddr, "GRPC_ADDR=127.0.0.1:0", "SW_LOG_LEVEL=warn"}, env...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	began := time.Now()
 	if err := cmd.Start(); err != nil {
