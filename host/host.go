@@ -45,7 +45,8 @@ type Host struct {
 	entries  []*entry // one per registration, in bind order
 
 	mu      sync.Mutex
-	settled *lifecycle // the run's hooks and phases, once startup reached pre_start
+	settled *lifecycle    // the run's hooks and phases, once startup reached pre_start
+	logged  time.Duration // the worst case last logged
 }
 
 // Option changes how a Host is built.
@@ -235,6 +236,9 @@ func (h *Host) WorstCase() WorstCase {
 // orchestrator's grace period, or when a Kubernetes pod has no drain delay.
 func (h *Host) logBudgets() {
 	w := h.WorstCase()
+	h.mu.Lock()
+	h.logged = w.Total
+	h.mu.Unlock()
 	fields := []zap.Field{zap.Duration("worst_case", w.Total)}
 	for _, f := range w.Figures {
 		fields = append(fields, zap.Duration(f.Name, f.Value))

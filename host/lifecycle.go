@@ -58,11 +58,11 @@ func (h *Host) settleLifecycle() (lifecycle, error) {
 	if err := problems.Err(); err != nil {
 		return lifecycle{}, fmt.Errorf("hooks or drain phases registered after New: %w", err)
 	}
-	before := h.WorstCase()
 	h.mu.Lock()
 	h.settled = &lc
+	logged := h.logged
 	h.mu.Unlock()
-	if after := h.WorstCase(); after.Total != before.Total {
+	if h.WorstCase().Total != logged {
 		h.log.Info("hooks or drain phases were registered during startup; logging the shutdown budget again")
 		h.logBudgets()
 	}
