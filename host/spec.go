@@ -91,9 +91,15 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, lc lifecycle, ch
 		if names[name]++; names[name] == 2 {
 			l.Addf(field, "name is used by more than one entrypoint")
 		}
-		if why := spec.Profile.Check(marksOf(r)); why != "" {
-			l.Addf(field, "%s profile: %s", spec.Profile, why)
+		m, own := marksOf(r)
+		if own && r.Marks.SingletonGuarded && !m.SingletonGuarded {
+			l.Addf(field+".Marks.SingletonGuarded", "the entrypoint declares itself not singleton-guarded; a registration may add marks, never lift this one")
 		}
+		kind := kindEntrypoint
+		if own {
+			kind = kindOwnMarks
+		}
+		checkMarks(spec.Profile, field, m, kind, l)
 	}
 	stepNames := map[string]int{}
 	for i, s := range steps {
@@ -112,9 +118,7 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, lc lifecycle, ch
 				l.Addf(field, "name is used by more than one warmup step")
 			}
 		}
-		if why := spec.Profile.Check(s.Marks); why != "" {
-			l.Addf(field, "%s profile: %s", spec.Profile, why)
-		}
+		checkMarks(spec.Profile, field, s.Marks, kindStep, l)
 	}
 	validateLifecycle(spec.Profile, lc, l)
 	for name, c := range checks {
@@ -142,17 +146,50 @@ func instanceID(spec *AppSpec, lookup func(string) (string, bool)) string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-// marksOf is a registration's marks, joined with those its entrypoint declares
-// itself through a Marks() fleet.Marks method (cronentry.Scheduler does).
-func marksOf(r Registration) fleet.Marks {
-	m := r.Marks
-	if mk, ok := r.Entrypoint.(interface{ Marks() fleet.Marks }); ok {
-		own := mk.Marks()
-		m.MutatesSharedState = m.MutatesSharedState || own.MutatesSharedState
-		m.SingletonGuarded = m.SingletonGuarded || own.SingletonGuarded
-		m.RequiresLongRunning = m.RequiresLongRunning || own.RequiresLongRunning
+// marksOf is an entrypoint's marks: those it declares itself through a Marks()
+// fleet.Marks method (cronentry's Scheduler does), joined with its registration's.
+// A registration may add a mark, never lift one the entrypoint sets itself: when the
+// entrypoint declares its own marks, it alone says whether it is SingletonGuarded.
+// own reports whether it declared any.
+func marksOf(r Registration) (m fleet.Marks, own bool) {
+	m = r.Marks
+	mk, ok := r.Entrypoint.(interface{ Marks() fleet.Marks })
+	if !ok {
+		return m, false
 	}
-	return m
+	o := mk.Marks()
+	m.MutatesSharedState = m.MutatesSharedState || o.MutatesSharedState
+	m.RequiresLongRunning = m.RequiresLongRunning || o.RequiresLongRunning
+	m.SingletonGuarded = o.SingletonGuarded
+	return m, true
+}
+
+// unit kinds, for the remedy a fleet problem names.
+const (
+	kindEntrypoint = iota
+	kindOwnMarks   // an entrypoint that declares its own marks
+	kindStep       // a warmup step, a hook or a drain phase
+)
+
+// checkMarks adds the profile's problem with m, if any, naming the remedy for kind.
+func checkMarks(profile fleet.Profile, field string, m fleet.Marks, kind int, l *fault.Problems) {
+	why := profile.Check(m)
+	if why == "" {
+		return
+	}
+	if profile == fleet.Fleet && m.MutatesSharedState && !m.SingletonGuarded {
+		switch kind {
+		case kindOwnMarks:
+			why = "mutates shared state and declares itself not singleton-guarded; a registration cannot mark it guarded. " +
+				"For a cron scheduler, give each job that mutates shared state OncePerFleet (cronentry.Job.OncePerFleet)"
+		case kindEntrypoint:
+			why = "mutates shared state but is not singleton-guarded: guard its work (a cron job: cronentry.Job.OncePerFleet; " +
+				"other work: run it under leadership) and mark the registration SingletonGuarded"
+		default:
+			why = "mutates shared state but is not singleton-guarded: build it with fleet.NewSingleton, so one replica runs it"
+		}
+	}
+	l.Addf(field, "%s profile: %s", profile, why)
 }
 
 // validateLifecycle reports every problem of the hooks and drain phases in lc.
@@ -169,9 +206,7 @@ func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 			if h.Run == nil {
 				l.Addf(field, "hook func is nil")
 			}
-			if why := profile.Check(h.Marks); why != "" {
-				l.Addf(field, "%s profile: %s", profile, why)
-			}
+			checkMarks(profile, field, h.Marks, kindStep, l)
 		}
 	}
 	for i, p := range lc.phases {
@@ -188,8 +223,6 @@ func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 		if p.MaxDuration < 0 {
 			l.Addf(field+".MaxDuration", "must not be negative, got %s", p.MaxDuration)
 		}
-		if why := profile.Check(p.Marks); why != "" {
-			l.Addf(field, "%s profile: %s", profile, why)
-		}
+		checkMarks(profile, field, p.Marks, kindStep, l)
 	}
 }
