@@ -35,7 +35,10 @@ type EntrypointStatus struct {
 
 // Lifecycle returns a snapshot of where the Host stands.
 func (h *Host) Lifecycle() Lifecycle {
-	st := h.state.Status()
+	h.mu.Lock()
+	entries := h.entries
+	h.mu.Unlock()
+	st := h.Readiness()
 	l := Lifecycle{
 		Service:     h.spec.ServiceName,
 		Instance:    h.instance,
@@ -43,10 +46,10 @@ func (h *Host) Lifecycle() Lifecycle {
 		Shutdown:    h.shutdown.Phase().String(),
 		Ready:       st == health.Ready,
 		Draining:    st == health.Draining,
-		Entrypoints: make([]EntrypointStatus, 0, len(h.entries)),
+		Entrypoints: make([]EntrypointStatus, 0, len(entries)),
 		Leadership:  map[string]leader.Status{},
 	}
-	for _, e := range h.entries {
+	for _, e := range entries {
 		l.Entrypoints = append(l.Entrypoints, EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)})
 		if lr, ok := e.reg.Entrypoint.(LeadershipReporter); ok {
 			for k, v := range lr.Leadership() {

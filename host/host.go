@@ -1,17 +1,14 @@
 package host
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -104,16 +101,13 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		h.buildContainer(&problems)
 	}
 	validate(&h.spec, h.regs, h.steps, h.currentLifecycle(), h.checks, &problems)
-	h.checkStopTimes(&problems)
+	checkStopTimes(h.regs, h.budgets.DrainGrace, &problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = tel.flush(context.Background())
 		return nil, err
 	}
-	slices.SortStableFunc(h.regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
-	for _, r := range h.regs {
-		h.entries = append(h.entries, &entry{reg: r, name: r.Entrypoint.Name()})
-	}
+	h.adopt(h.regs)
 	if !spec.Probes.Disabled {
 		h.probe, err = health.NewListener(spec.Probes, readiness{h}, health.ListenerOptions{
 			Checks:    h.checks,
@@ -189,9 +183,6 @@ func (h *Host) Instance() string { return h.instance }
 // Logger returns the Host's logger.
 func (h *Host) Logger() *zap.Logger { return h.log }
 
-// Registry returns the Prometheus registry served at /metrics.
-func (h *Host) Registry() *prometheus.Registry { return h.tel.reg }
-
 // ProbeAddr returns the probe listener's address once it is listening, or "".
 func (h *Host) ProbeAddr() string {
 	if h.probe == nil || h.probe.Addr() == nil {
@@ -210,11 +201,14 @@ func (h *Host) ProbeAddr() string {
 // from then on, those of the run, including what was registered during startup.
 func (h *Host) WorstCase() WorstCase {
 	h.mu.Lock()
-	settled := h.settled
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	return h.worstCaseLocked()
+}
+
+func (h *Host) worstCaseLocked() WorstCase {
 	lc := h.currentLifecycle()
-	if settled != nil {
-		lc = *settled
+	if h.settled != nil {
+		lc = *h.settled
 	}
 	u := units{
 		entrypoints:  len(h.regs),
@@ -258,22 +252,5 @@ func (h *Host) logBudgets() {
 		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
 			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
 			"to the readiness probe's period x failureThreshold plus a few seconds")
-	}
-}
-
-// checkStopTimes refuses an entrypoint that needs longer to give up what it holds
-// than the drain window gives it — a leadership whose term would outlive DrainGrace
-// leaves the next leader waiting out the lease's TTL.
-func (h *Host) checkStopTimes(l *fault.Problems) {
-	for _, r := range h.regs {
-		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
-		if !ok {
-			continue
-		}
-		if need := st.StopTime(); need > h.budgets.DrainGrace {
-			l.Addf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()),
-				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s): raise the grace or shorten its timings",
-				need, h.budgets.DrainGrace)
-		}
 	}
 }

@@ -53,7 +53,10 @@ type run struct {
 // if a cleanup step failed, or ErrShutdownTimeout if the exit overran a budget.
 // ExitCode maps each to an exit code. Run may be called once.
 func (h *Host) Run(ctx context.Context) error {
-	if !h.ran.CompareAndSwap(false, true) {
+	h.mu.Lock()
+	first := h.ran.CompareAndSwap(false, true)
+	h.mu.Unlock()
+	if !first {
 		return ErrAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
@@ -107,6 +110,12 @@ func (r *run) enter(s Stage) {
 func (r *run) startup(ctx context.Context) error {
 	h := r.h
 	r.enter(StageBootstrap)
+	h.mu.Lock()
+	stale := h.logged != h.worstCaseLocked().Total
+	h.mu.Unlock()
+	if stale { // entrypoints were registered after New
+		h.logBudgets()
+	}
 	if h.probe != nil {
 		if err := h.probe.Start(); err != nil {
 			return &StartupError{Stage: StageBootstrap, Err: err}

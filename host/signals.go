@@ -86,6 +86,16 @@ func main(spec AppSpec, opts ...Option) int {
 	if err != nil {
 		return ExitCode(err)
 	}
+	return h.main()
+}
+
+// Main runs h as the process's main function, as the package's Main does with a spec
+// for a Host built with New and completed with Register: it installs the signal
+// handlers, runs, removes the handlers and exits with ExitCode of the result. It
+// does not return.
+func (h *Host) Main() { os.Exit(h.main()) }
+
+func (h *Host) main() int {
 	uninstall := installSignalHandlers(h.Shutdown().Begin, os.Exit, h.log)
 	defer uninstall()
 	return ExitCode(h.Run(context.Background()))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -75,32 +76,7 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, lc lifecycle, ch
 	if spec.ServiceName == "" {
 		l.Addf("ServiceName", "must not be empty")
 	}
-	names := map[string]int{}
-	for i, r := range regs {
-		field := fmt.Sprintf("Entrypoints[%d]", i)
-		if r.Entrypoint == nil {
-			l.Addf(field, "entrypoint is nil")
-			continue
-		}
-		name := r.Entrypoint.Name()
-		if name == "" {
-			l.Addf(field, "entrypoint has an empty name")
-			continue
-		}
-		field = fmt.Sprintf("Entrypoints[%q]", name)
-		if names[name]++; names[name] == 2 {
-			l.Addf(field, "name is used by more than one entrypoint")
-		}
-		m, own := marksOf(r)
-		if own && r.Marks.SingletonGuarded && !m.SingletonGuarded {
-			l.Addf(field+".Marks.SingletonGuarded", "the entrypoint declares itself not singleton-guarded; a registration may add marks, never lift this one")
-		}
-		kind := kindEntrypoint
-		if own {
-			kind = kindOwnMarks
-		}
-		checkMarks(spec.Profile, field, m, kind, l)
-	}
+	validateEntrypoints(spec, regs, l)
 	stepNames := map[string]int{}
 	for i, s := range steps {
 		field := fmt.Sprintf("Warmups[%d]", i)
@@ -190,6 +166,54 @@ func checkMarks(profile fleet.Profile, field string, m fleet.Marks, kind int, l 
 		}
 	}
 	l.Addf(field, "%s profile: %s", profile, why)
+}
+
+// validateEntrypoints reports every problem of regs: a nil entrypoint, an empty or
+// duplicate name, marks the profile refuses.
+func validateEntrypoints(spec *AppSpec, regs []Registration, l *fault.Problems) {
+	names := map[string]int{}
+	for i, r := range regs {
+		field := fmt.Sprintf("Entrypoints[%d]", i)
+		if r.Entrypoint == nil {
+			l.Addf(field, "entrypoint is nil")
+			continue
+		}
+		name := r.Entrypoint.Name()
+		if name == "" {
+			l.Addf(field, "entrypoint has an empty name")
+			continue
+		}
+		field = fmt.Sprintf("Entrypoints[%q]", name)
+		if names[name]++; names[name] == 2 {
+			l.Addf(field, "name is used by more than one entrypoint")
+		}
+		m, own := marksOf(r)
+		if own && r.Marks.SingletonGuarded && !m.SingletonGuarded {
+			l.Addf(field+".Marks.SingletonGuarded", "the entrypoint declares itself not singleton-guarded; a registration may add marks, never lift this one")
+		}
+		kind := kindEntrypoint
+		if own {
+			kind = kindOwnMarks
+		}
+		checkMarks(spec.Profile, field, m, kind, l)
+	}
+}
+
+// checkStopTimes refuses an entrypoint that needs longer to give up what it holds
+// than its drain window: every Drain gets the whole DrainGrace, so a leadership
+// whose term would outlive it leaves the next leader waiting out the lease's TTL.
+func checkStopTimes(regs []Registration, grace time.Duration, l *fault.Problems) {
+	for _, r := range regs {
+		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
+		if !ok {
+			continue
+		}
+		if need := st.StopTime(); need > grace {
+			l.Addf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()),
+				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s): raise the grace or shorten its timings",
+				need, grace)
+		}
+	}
 }
 
 // validateLifecycle reports every problem of the hooks and drain phases in lc.
