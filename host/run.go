@@ -14,6 +14,7 @@ import (
 
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -227,7 +228,7 @@ func (r *run) preStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return hooks.RunStart(ctx, hooks.PreStart, lc.hooks[hooks.PreStart], r.h.log)
+	return hookrun.Start(ctx, hooks.PreStart, lc.hooks[hooks.PreStart], r.h.log)
 }
 
 func (r *run) bind(ctx context.Context) error {
@@ -253,7 +254,7 @@ func (r *run) postStart(ctx context.Context) error {
 	if r.wasReady {
 		h.tel.metrics.ready.Set(1)
 	}
-	return hooks.RunStart(ctx, hooks.PostStart, r.lc.hooks[hooks.PostStart], h.log)
+	return hookrun.Start(ctx, hooks.PostStart, r.lc.hooks[hooks.PostStart], h.log)
 }
 
 // serveUntilStop runs every bound entrypoint's Serve until a stop is requested. It

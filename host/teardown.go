@@ -13,6 +13,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -39,7 +40,7 @@ func (r *run) teardown(cause error) error {
 	// Drain phases, once, and only after a complete startup.
 	if r.complete && len(r.lc.phases) > 0 {
 		r.enter(StageDrainPhases)
-		r.report.phases = hooks.RunDrainPhases(force, r.lc.phases, h.budgets.DrainPhasesBudget, h.log)
+		r.report.phases = hookrun.DrainPhases(force, r.lc.phases, h.budgets.DrainPhasesBudget, h.log)
 	}
 
 	// Every entrypoint drains at once, each in the whole window.
@@ -251,7 +252,7 @@ func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 // failure of the exit, one that overran its timeout a timeout.
 func (r *run) hooks(kind hooks.Kind) {
 	h := r.h
-	err := hooks.RunShutdown(r.ctx, kind, r.lc.hooks[kind], h.budgets.StepTimeout, h.log)
+	err := hookrun.Shutdown(r.ctx, kind, r.lc.hooks[kind], h.budgets.StepTimeout, h.log)
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
