@@ -37,14 +37,14 @@ import (
 // hostname-pid), as the container sees it: the owner in locks, the name in logs.
 type Instance string
 
-// HookRegistration is a hook that arrives through the fx group "hooks"; see Hook.
-type HookRegistration struct {
+// hookRegistration is a hook that arrives through the fx group "hooks"; see Hook.
+type hookRegistration struct {
 	Kind hooks.Kind
 	Hook hooks.Hook
 }
 
-// NamedCheck is a readiness check that arrives through the fx group "checks"; see Check.
-type NamedCheck struct {
+// namedCheck is a readiness check that arrives through the fx group "checks"; see Check.
+type namedCheck struct {
 	Name  string
 	Check health.Check
 }
@@ -53,8 +53,8 @@ type containerUnits struct {
 	fx.In
 	Entrypoints []Registration     `group:"entrypoints"`
 	Warmups     []Step             `group:"warmups"`
-	Hooks       []HookRegistration `group:"hooks"`
-	Checks      []NamedCheck       `group:"checks"`
+	Hooks       []hookRegistration `group:"hooks"`
+	Checks      []namedCheck       `group:"checks"`
 }
 
 // buildContainer builds the fx application, running its constructors but no OnStart
@@ -92,7 +92,7 @@ func (h *Host) buildContainer(l *fault.Problems) {
 	for _, hr := range units.Hooks {
 		h.lifecycle.Add(hr.Kind, hr.Hook)
 	}
-	slices.SortStableFunc(units.Checks, func(a, b NamedCheck) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(units.Checks, func(a, b namedCheck) int { return cmp.Compare(a.Name, b.Name) })
 	for _, c := range units.Checks {
 		if _, dup := h.checks[c.Name]; dup {
 			l.Addf(fmt.Sprintf("Checks[%q]", c.Name), "name is used by more than one check")
@@ -108,7 +108,8 @@ type ProvideOption func(*Registration)
 // NonEssential marks the entrypoint as one whose failure does not stop the service.
 func NonEssential() ProvideOption { return func(r *Registration) { r.NonEssential = true } }
 
-// WithMarks declares the entrypoint's fleet marks.
+// WithMarks adds fleet marks to those the entrypoint declares itself; see
+// Registration.Marks.
 func WithMarks(m fleet.Marks) ProvideOption { return func(r *Registration) { r.Marks = m } }
 
 // Provide adds an entrypoint built by an fx constructor to the service, bound at the
@@ -173,8 +174,8 @@ func Hook(kind hooks.Kind, name string, ctor any, marks ...fleet.Marks) fx.Optio
 		default:
 			return nil, fmt.Errorf("host.Hook %q: constructor returns %T, want hooks.Func", name, v)
 		}
-		return HookRegistration{Kind: kind, Hook: hooks.Hook{Name: name, Run: fn, Marks: m}}, nil
-	}, HookRegistration{})
+		return hookRegistration{Kind: kind, Hook: hooks.Hook{Name: name, Run: fn, Marks: m}}, nil
+	}, hookRegistration{})
 }
 
 // Check adds a readiness check built by an fx constructor: ctor takes dependencies
@@ -185,8 +186,8 @@ func Check(name string, ctor any) fx.Option {
 		if !ok {
 			return nil, fmt.Errorf("host.Check %q: constructor returns %T, want health.Check", name, v)
 		}
-		return NamedCheck{Name: name, Check: c}, nil
-	}, NamedCheck{})
+		return namedCheck{Name: name, Check: c}, nil
+	}, namedCheck{})
 }
 
 var errorType = reflect.TypeFor[error]()

@@ -30,14 +30,31 @@ type AppSpec struct {
 	// "hooks" and "checks" (see Provide, Warmup, Hook and Check) join those below.
 	Container fx.Option
 
+	// Entrypoints are what the service serves: each is bound in Order at startup,
+	// served until the stop, drained with the others at once and stopped in
+	// reverse Order. More can be added with Host.Register before Run.
 	Entrypoints []Registration
-	Warmups     []Step
-	Lifecycle   *hooks.Registry // hooks and drain phases; may be nil
-	Checks      map[string]health.Check
+	// Warmups run before anything is bound, by Priority group; their Stop runs at
+	// cleanup, in reverse, for those whose Start succeeded.
+	Warmups []Step
+	// Lifecycle holds the hooks and drain phases; it may be nil. What is registered
+	// on it until startup reaches pre_start (by the container's OnStart hooks, or a
+	// warmup step) is taken in then, validated and counted in the worst case; what
+	// is registered later is refused, and the refusal logged.
+	Lifecycle *hooks.Registry
+	// Checks are the readiness checks /readyz runs beside the Host's own state,
+	// by name.
+	Checks map[string]health.Check
 
+	// Budgets bound each stage of the exit; zero fields take their defaults and
+	// SW_* variables override them.
 	Budgets Budgets
+	// Profile is the fleet posture: fleet.Fleet refuses a unit that mutates shared
+	// state unguarded, fleet.Serverless one that needs a long-running process.
 	Profile fleet.Profile
-	Probes  health.ListenerConfig
+	// Probes configures the probe listener (/livez, /readyz, /metrics,
+	// /debug/lifecycle); set Disabled to run without it.
+	Probes health.ListenerConfig
 	// Telemetry configures logging, tracing and metrics. The zero value logs JSON
 	// to stderr and keeps metrics in a fresh Prometheus registry.
 	Telemetry TelemetryConfig
@@ -53,11 +70,15 @@ type Registration struct {
 	// the rest keep serving. By default an entrypoint is essential: if its Serve
 	// fails, the service shuts down and exits non-zero.
 	NonEssential bool
-	Marks        fleet.Marks
+	// Marks adds fleet marks to those the entrypoint declares itself (through a
+	// Marks() fleet.Marks method). It may add a mark, never lift one: an entrypoint
+	// that declares itself not SingletonGuarded stays so whatever Marks says.
+	Marks fleet.Marks
 }
 
 // Step is a unit of warmup: priming pools, loading caches, checking migrations.
 type Step struct {
+	// Name names the step in logs and errors; it must be non-empty and unique.
 	Name string
 	// Priority groups steps: groups run in ascending priority, the members of a
 	// group concurrently; the first failure cancels the group and aborts startup.
@@ -66,7 +87,8 @@ type Step struct {
 	Start func(ctx context.Context) error
 	// Stop, when not nil, runs at cleanup in reverse order of Start, and only for
 	// steps whose Start succeeded. Its ctx expires after Budgets.StepTimeout.
-	Stop  func(ctx context.Context) error
+	Stop func(ctx context.Context) error
+	// Marks are the step's fleet marks, checked against AppSpec.Profile.
 	Marks fleet.Marks
 }
 
