@@ -18,8 +18,8 @@ type LeadershipReporter interface {
 type Lifecycle struct {
 	Service     string                   `json:"service"`
 	Instance    string                   `json:"instance"`
-	Phase       string                   `json:"phase"`
-	Shutdown    string                   `json:"shutdown"`
+	Stage       string                   `json:"stage"`    // the Host's stage, named as in the shutdown report
+	Shutdown    string                   `json:"shutdown"` // the shutdown handle's Phase
 	Ready       bool                     `json:"ready"`
 	Draining    bool                     `json:"draining"`
 	Entrypoints []EntrypointStatus       `json:"entrypoints"`
@@ -42,7 +42,7 @@ func (h *Host) Lifecycle() Lifecycle {
 	l := Lifecycle{
 		Service:     h.spec.ServiceName,
 		Instance:    h.instance,
-		Phase:       h.Stage().String(),
+		Stage:       h.Stage().String(),
 		Shutdown:    h.shutdown.Phase().String(),
 		Ready:       st == health.Ready,
 		Draining:    st == health.Draining,
