@@ -116,6 +116,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			Logger:    h.log.Named("probes"),
 		})
 		if err != nil {
+			h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 			_ = tel.flush(context.Background())
 			return nil, err
 		}
