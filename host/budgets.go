@@ -48,6 +48,13 @@ type Budgets struct {
 	// not fit it with 10% headroom. TERMINATION_GRACE_PERIOD, in seconds or as
 	// a Go duration.
 	TerminationGracePeriod time.Duration
+	// WarmupTimeout bounds the whole warmup stage: a step still running when it
+	// expires has its ctx cancelled and fails startup, naming the step, so a
+	// dependency that accepts connections and never answers cannot keep the service
+	// in warmup forever. A step that ignores its ctx is abandoned shortly after. It
+	// is not part of the exit, so WorstCase does not count it. Default 1m.
+	// SW_WARMUP_TIMEOUT.
+	WarmupTimeout time.Duration
 }
 
 // Default budgets.
@@ -55,6 +62,7 @@ const (
 	DefaultDrainPhasesBudget = 5 * time.Second
 	DefaultDrainGrace        = 10 * time.Second
 	DefaultStepTimeout       = 2 * time.Second
+	DefaultWarmupTimeout     = time.Minute
 )
 
 // MaxBudget is the largest value any budget may take, from the spec or the
@@ -77,6 +85,7 @@ var budgetEnv = []struct {
 	{"SW_STEP_TIMEOUT", "StepTimeout", func(b *Budgets) *time.Duration { return &b.StepTimeout }},
 	{"SW_DEADLINE", "Deadline", func(b *Budgets) *time.Duration { return &b.Deadline }},
 	{"TERMINATION_GRACE_PERIOD", "TerminationGracePeriod", func(b *Budgets) *time.Duration { return &b.TerminationGracePeriod }},
+	{"SW_WARMUP_TIMEOUT", "WarmupTimeout", func(b *Budgets) *time.Duration { return &b.WarmupTimeout }},
 }
 
 // resolve applies environment overrides, checks every field and fills defaults.
@@ -124,6 +133,9 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 	}
 	if b.StepTimeout == 0 {
 		b.StepTimeout = DefaultStepTimeout
+	}
+	if b.WarmupTimeout == 0 {
+		b.WarmupTimeout = DefaultWarmupTimeout
 	}
 	return b
 }

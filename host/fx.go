@@ -43,8 +43,8 @@ type hookRegistration struct {
 	Hook hooks.Hook
 }
 
-// namedCheck is a readiness check that arrives through the fx group "checks"; see Check.
-type namedCheck struct {
+// NamedCheck is a readiness check that arrives through the fx group "checks"; see Check.
+type NamedCheck struct {
 	Name  string
 	Check health.Check
 }
@@ -54,7 +54,7 @@ type containerUnits struct {
 	Entrypoints []Registration     `group:"entrypoints"`
 	Warmups     []Step             `group:"warmups"`
 	Hooks       []hookRegistration `group:"hooks"`
-	Checks      []namedCheck       `group:"checks"`
+	Checks      []NamedCheck       `group:"checks"`
 }
 
 // buildContainer builds the fx application, running its constructors but no OnStart
@@ -92,7 +92,7 @@ func (h *Host) buildContainer(l *fault.Problems) {
 	for _, hr := range units.Hooks {
 		h.lifecycle.Add(hr.Kind, hr.Hook)
 	}
-	slices.SortStableFunc(units.Checks, func(a, b namedCheck) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortStableFunc(units.Checks, func(a, b NamedCheck) int { return cmp.Compare(a.Name, b.Name) })
 	for _, c := range units.Checks {
 		if _, dup := h.checks[c.Name]; dup {
 			l.Addf(fmt.Sprintf("Checks[%q]", c.Name), "name is used by more than one check")
@@ -186,8 +186,8 @@ func Check(name string, ctor any) fx.Option {
 		if !ok {
 			return nil, fmt.Errorf("host.Check %q: constructor returns %T, want health.Check", name, v)
 		}
-		return namedCheck{Name: name, Check: c}, nil
-	}, namedCheck{})
+		return NamedCheck{Name: name, Check: c}, nil
+	}, NamedCheck{})
 }
 
 var errorType = reflect.TypeFor[error]()

@@ -249,7 +249,7 @@ func (h *Host) logBudgets() {
 			zap.Duration("worst_case", w.Total), zap.Duration("termination_grace_period", grace),
 			zap.String("figures", w.String()))
 	}
-	if _, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST"); k8s && h.budgets.DrainDelay == 0 {
+	if _, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST"); k8s && h.budgets.DrainDelay == 0 && !h.onlyTasks() {
 		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
 			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
 			"to the readiness probe's period x failureThreshold plus a few seconds")

@@ -76,6 +76,9 @@ func (h *Host) Run(ctx context.Context) error {
 	if cause == nil && !r.stopping() {
 		cause = r.serveUntilStop(work)
 	}
+	if cause == nil {
+		cause = r.interrupted() // a task not done is never a success (task.go)
+	}
 	return r.teardown(cause)
 }
 
@@ -170,6 +173,8 @@ func (r *run) openScope(ctx context.Context) error {
 // warmup runs the steps in ascending priority groups; a group's members run
 // concurrently and the first failure cancels the rest of its group.
 func (r *run) warmup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.h.budgets.WarmupTimeout, ErrWarmupTimeout)
+	defer cancel()
 	steps := slices.Clone(r.h.steps)
 	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.Priority, b.Priority) })
 	for len(steps) > 0 {
@@ -193,7 +198,7 @@ func (r *run) warmupGroup(ctx context.Context, group []Step) error {
 	var wg sync.WaitGroup
 	for i, s := range group {
 		wg.Go(func() {
-			errs[i] = safe.Call(fmt.Sprintf("warmup %q", s.Name), func() error { return s.Start(gctx) })
+			errs[i] = r.warmupStep(gctx, s) // warmupbudget.go
 			if errs[i] != nil {
 				cancel()
 			}
@@ -278,13 +283,20 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 				r.servedAfterStop(res)
 				return nil
 			}
+			if done, end := r.taskDone(res); done { // task.go
+				if end {
+					h.shutdown.Begin()
+					return nil
+				}
+				continue
+			}
 			err := res.err
 			if err == nil {
 				err = ErrServeReturned
 			}
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
-			if res.e.reg.NonEssential {
+			if !essential(res.e) {
 				h.log.Error("non-essential entrypoint failed; the others keep serving",
 					zap.String("entrypoint", res.e.name), zap.Error(err))
 				continue

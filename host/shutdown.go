@@ -54,6 +54,10 @@ const (
 	// entrypoint), or a cleanup step failed (a shutdown hook, a warmup Stop,
 	// closing the container). It wins over Timeout.
 	Failure
+	// Interrupted: a stop arrived before every task (entrypoint.Task) was done.
+	// The exit is orderly but the work is not finished: Run's error wraps
+	// fault.ErrInterrupted and the process exits ExitInterrupted, never 0.
+	Interrupted
 )
 
 func (r Result) String() string {
@@ -62,6 +66,8 @@ func (r Result) String() string {
 		return "timeout"
 	case Failure:
 		return "failure"
+	case Interrupted:
+		return "interrupted"
 	}
 	return "success"
 }

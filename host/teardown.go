@@ -92,6 +92,8 @@ func (r *run) teardown(cause error) error {
 // a failed cleanup step, then a timeout.
 func (r *run) result(cause error) (Result, error) {
 	switch {
+	case errors.Is(cause, fault.ErrInterrupted):
+		return Interrupted, cause
 	case cause != nil:
 		return Failure, cause
 	case len(r.report.failures) > 0:

@@ -8,8 +8,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 )
 
@@ -24,16 +24,6 @@ import (
 
 // ErrRegisterAfterRun is returned by Register once Run has been called.
 var ErrRegisterAfterRun = errors.New("host: Register called after Run: register every entrypoint before Run")
-
-// TelemetryTaker is implemented by an entrypoint that logs, counts or traces through
-// the Host's logger, Prometheus registerer and tracer provider unless it was given its
-// own. The Host calls TakeTelemetry once, when the entrypoint is registered (by New or
-// Register) and before Bind; an entrypoint built with its own logger, registerer or
-// tracer provider keeps it. An entrypoint implements the method without importing
-// this package.
-type TelemetryTaker interface {
-	TakeTelemetry(log *zap.Logger, reg prometheus.Registerer, tp trace.TracerProvider)
-}
 
 // Registerer is the Prometheus registerer of the Host's metrics, served at /metrics
 // on the probe listener (TelemetryConfig.Registry, or the Host's own registry with
@@ -55,7 +45,8 @@ func (h *Host) MeterProvider() metric.MeterProvider { return h.tel.mp }
 // validates AppSpec.Entrypoints: every problem of the whole set — a nil entrypoint,
 // an empty or duplicate name, the fleet profile, a stop time beyond DrainGrace — is
 // returned at once in a *fault.ConfigError, and then none of regs is added. Each
-// added entrypoint that implements TelemetryTaker is given the Host's telemetry.
+// added entrypoint that implements entrypoint.DefaultsUser is given the Host's
+// logger, registerer and tracer provider, used where it was given none of its own.
 // Register must be called before Run; afterwards it returns ErrRegisterAfterRun.
 func (h *Host) Register(regs ...Registration) error {
 	h.mu.Lock()
@@ -74,8 +65,8 @@ func (h *Host) Register(regs ...Registration) error {
 	return nil
 }
 
-// adopt makes regs the Host's entrypoints, in bind order, giving the Host's telemetry
-// to those that take it. The caller holds h.mu or owns h alone.
+// adopt makes regs the Host's entrypoints, in bind order, handing the Host's telemetry
+// (entrypoint.Defaults) to each new one that takes it. The caller holds h.mu or owns h alone.
 func (h *Host) adopt(regs []Registration) {
 	slices.SortStableFunc(regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
 	old := map[string]*entry{}
@@ -90,8 +81,8 @@ func (h *Host) adopt(regs []Registration) {
 			h.entries = append(h.entries, e)
 			continue
 		}
-		if tt, ok := r.Entrypoint.(TelemetryTaker); ok {
-			tt.TakeTelemetry(h.log, h.tel.reg, h.tel.tp)
+		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok {
+			du.SetDefaults(entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp})
 		}
 		h.entries = append(h.entries, &entry{reg: r, name: name})
 	}

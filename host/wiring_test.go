@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hosttest"
@@ -24,8 +25,8 @@ type taker struct {
 	tp  trace.TracerProvider
 }
 
-func (t *taker) TakeTelemetry(log *zap.Logger, reg prometheus.Registerer, tp trace.TracerProvider) {
-	t.log, t.reg, t.tp = log, reg, tp
+func (t *taker) SetDefaults(d entrypoint.Defaults) {
+	t.log, t.reg, t.tp = d.Logger, d.Registerer, d.TracerProvider
 }
 
 func TestPlainWiring(t *testing.T) {

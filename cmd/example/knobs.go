@@ -17,6 +17,7 @@ type knobs struct {
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
 	hookDelay   time.Duration // EXAMPLE_HOOK_DELAY: the pre_shutdown hook blocks this long
+	handleDelay time.Duration // EXAMPLE_HANDLE_DELAY: each handling of an order takes this long (honours cancellation)
 
 	cronEvery     time.Duration // EXAMPLE_CRON_EVERY: the report job's interval (default 10s)
 	publishEvery  time.Duration // EXAMPLE_PUBLISH_EVERY: the leader's digest interval (default 1s)
@@ -51,6 +52,7 @@ func readKnobs() (knobs, error) {
 	dur("EXAMPLE_WARMUP_DELAY", &k.warmupDelay)
 	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
 	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
+	dur("EXAMPLE_HANDLE_DELAY", &k.handleDelay)
 	dur("EXAMPLE_CRON_EVERY", &k.cronEvery)
 	dur("EXAMPLE_PUBLISH_EVERY", &k.publishEvery)
 	dur("EXAMPLE_LEADER_TTL", &k.leaderTTL)

@@ -37,9 +37,7 @@ func spec(k knobs) host.AppSpec {
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
 		return sleep(ctx, k.hookDelay)
 	})
-	entrypoints := []host.Registration{
-		{Entrypoint: entrypoint.Loop("ticker", tick, time.Second, 100*time.Millisecond), Order: 10},
-	}
+	var entrypoints []host.Registration
 	if k.failAfter > 0 {
 		entrypoints = append(entrypoints, host.Registration{Entrypoint: &chaos{after: k.failAfter}, Order: 90})
 	}
@@ -51,13 +49,28 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(k.module(), storeModule(), kafkaModule(k.brokers), leaderModule(k), cronModule(k),
-			httpModule(envOr("HTTP_ADDR", ":8080"))),
+		Container: fx.Options(
+			k.module(),
+			tickerModule(),
+			storeModule(),
+			kafkaModule(k.brokers, k.handleDelay),
+			leaderModule(k),
+			cronModule(k),
+			httpModule(envOr("HTTP_ADDR", ":8080")),
+			grpcModule(envOr("GRPC_ADDR", ":9090")),
+		),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
 		// 10% headroom; the startup log lists it figure by figure.
 		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond},
 	}
+}
+
+// tickerModule runs tick as a background loop, every second ± 100 ms.
+func tickerModule() fx.Option {
+	return host.Provide(func() (*entrypoint.Loop, error) {
+		return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "ticker", Every: time.Second, Jitter: 100 * time.Millisecond}, tick)
+	}, 10)
 }
 
 // tick is the ticker's unit of work: a background sweep (here, of nothing) that the

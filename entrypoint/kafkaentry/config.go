@@ -89,6 +89,10 @@ type Config struct {
 	// Retry says how often a failing message is tried before OnFailure applies.
 	Retry Retry
 
+	// Outage says how a dependency outage is told from a poison message, and how a
+	// partition paused on an outage retries. See Outage.
+	Outage Outage
+
 	// OnFailure is what happens to a message whose attempts are exhausted (or whose
 	// handler returned ErrUndecodable): DeadLetter(topic) or StopEntrypoint(), the
 	// default.
@@ -205,6 +209,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.Retry.Attempts, DefaultRetryAttempts)
 	def(&c.Retry.Initial, DefaultRetryInitial)
 	def(&c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
+	c.Outage = c.Outage.withDefaults()
 	c.Brokers = slices.Clone(c.Brokers)
 	c.Topics = slices.Clone(c.Topics)
 	return c
@@ -274,6 +279,20 @@ func (c Config) validate(l *fault.Problems) {
 		if f.v/time.Millisecond >= math.MaxInt32 {
 			l.Addf(f.field, "must be less than %v, got %v", time.Duration(math.MaxInt32)*time.Millisecond, f.v)
 		}
+	}
+	if c.Outage.DistinctFailures < -1 {
+		l.Addf("Outage.DistinctFailures", "must be positive, or -1 to turn the rule off, got %d", c.Outage.DistinctFailures)
+	}
+	for _, f := range []struct {
+		field string
+		v     time.Duration
+	}{{"Outage.CheckTimeout", c.Outage.CheckTimeout}, {"Outage.Initial", c.Outage.Initial}, {"Outage.Max", c.Outage.Max}} {
+		if f.v < 0 {
+			l.Addf(f.field, "must not be negative, got %v", f.v)
+		}
+	}
+	if c.Outage.Initial > 0 && c.Outage.Max > 0 && c.Outage.Max < c.Outage.Initial {
+		l.Addf("Outage.Max", "must be at least Outage.Initial (%v), got %v", c.Outage.Initial, c.Outage.Max)
 	}
 	if c.Retry.Initial > 0 && c.Retry.Max > 0 && c.Retry.Max < c.Retry.Initial {
 		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", c.Retry.Initial, c.Retry.Max)

@@ -52,7 +52,7 @@ func serve(ctx context.Context, addr, mode string) error {
 	}
 	var opts []httpentry.Option
 	if mode == "entry+metrics" {
-		opts = append(opts, httpentry.WithMetrics(prometheus.NewRegistry()))
+		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()))
 	}
 	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello), opts...)
 	if err != nil {
