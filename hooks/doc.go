@@ -19,7 +19,9 @@
 //     been flushed. Best-effort, like PreShutdown. Only what the hook brings with it is
 //     still usable; its logs may not reach an exporter that has already shut down.
 //
-// RunStart and RunShutdown implement those two disciplines; the Host calls them.
+// The Host runs them with those two disciplines; hooks registered while it starts are
+// taken in when startup reaches pre_start. Shutdown hooks run only when startup
+// reached pre_start: none runs after a failure in the container's start or in warmup.
 //
 // # Drain phases
 //
@@ -27,13 +29,14 @@
 // way out: handing a lease to another replica, closing long-lived streams gently over a
 // window so their clients reconnect elsewhere a few at a time. The Host runs the phases
 // once per run, after readiness has been withdrawn and the drain delay has passed, while
-// every entrypoint still accepts, and before any entrypoint drains.
+// every entrypoint still accepts, and before the entrypoints drain.
 //
-// Phases run in ascending Order (registration order among equals) and share one budget.
-// RunDrainPhases gives each phase min(MaxDuration, budget left) and tells it that figure,
-// cancels one that overruns it, abandons one that ignores the cancellation AbandonAfter
-// later, skips one that would get less than MinPhaseTime, and moves on after a phase
-// that fails. Its PhasesReport says what happened to each.
+// Phases run in ascending Order (registration order among equals) and share one budget,
+// and only after a complete startup. The Host gives each phase min(MaxDuration, budget
+// left) and tells it that figure, cancels one that overruns it (its ctx's cause is
+// ErrPhaseDeadline), abandons one that ignores the cancellation AbandonAfter later,
+// skips one that would get less than MinPhaseTime, and moves on after a phase that
+// fails. The shutdown report says what happened to each.
 //
 // Nothing here validates registrations or applies fleet marks: the Host checks names,
 // functions and durations and reports every problem in one ConfigError, and applies

@@ -9,7 +9,7 @@ import (
 	"github.com/servicewright/servicewright/hooks"
 )
 
-// The Host's use of a Registry, in the order of its sequence.
+// What a Registry holds, as the Host reads it.
 func Example() {
 	var reg hooks.Registry
 	reg.AddPreStart("migrate", func(context.Context) error {
@@ -33,25 +33,18 @@ func Example() {
 			return nil
 		}})
 
-	ctx := context.Background()
-	if err := hooks.RunStart(ctx, hooks.PreStart, reg.Hooks(hooks.PreStart), nil); err != nil {
-		fmt.Println(err)
-		return
+	for _, k := range []hooks.Kind{hooks.PreStart, hooks.PreShutdown} {
+		for _, h := range reg.Hooks(k) {
+			fmt.Println(k, h.Name)
+		}
 	}
-
-	rep := hooks.RunDrainPhases(ctx, reg.DrainPhases(), 10*time.Second, nil)
-	for _, p := range rep.Phases {
-		fmt.Println(p.Name, p.Outcome)
+	for _, p := range reg.DrainPhases() { // in Order: the Host runs them so
+		fmt.Println("drain phase", p.Name)
 	}
-
-	err := hooks.RunShutdown(ctx, hooks.PreShutdown, reg.Hooks(hooks.PreShutdown), 5*time.Second, nil)
-	fmt.Println("shutdown hooks:", err)
 	// Output:
-	// pre_start: migrating
-	// hand-over may take 2s
-	// close-streams may take 10s
-	// hand-over completed
-	// close-streams completed
-	// pre_shutdown: final event sent
-	// shutdown hooks: pre_shutdown hook "flush-outbox": broker unreachable
+	// pre_start migrate
+	// pre_shutdown flush-outbox
+	// pre_shutdown final-event
+	// drain phase hand-over
+	// drain phase close-streams
 }

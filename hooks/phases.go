@@ -1,212 +1,25 @@
 package hooks
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"time"
-
-	"go.uber.org/zap"
 )
 
 const (
-	// AbandonAfter is how long RunDrainPhases waits for a phase whose ctx is done
-	// (its window ran out, or the parent ctx was cancelled) before abandoning it.
+	// AbandonAfter is how long the Host waits for a drain phase whose ctx is done
+	// (its window ran out, or the drain was cut short) before abandoning it: its
+	// goroutine is left to finish on its own and the next phase runs.
 	AbandonAfter = time.Second
 	// MinPhaseTime is the least time worth starting a phase with; a phase that would
 	// get less is skipped.
 	MinPhaseTime = 100 * time.Millisecond
+	// ShutdownUnwind is how long the Host still waits for a shutdown hook after its
+	// StepTimeout has cancelled its ctx, before abandoning it, so a hook that honours
+	// ctx reports its own error instead of being called abandoned. The worst case
+	// counts StepTimeout + ShutdownUnwind per hook.
+	ShutdownUnwind = 100 * time.Millisecond
 )
 
-var (
-	// ErrPhaseDeadline is the context.Cause of a phase's ctx when its own window ran
-	// out, and the report's error for a phase that overran but returned nil.
-	ErrPhaseDeadline = errors.New("drain phase ran out of its allowed time")
-	// ErrBudgetSpent is the report's error for a phase skipped because less than
-	// MinPhaseTime was left.
-	ErrBudgetSpent = errors.New("drain phase skipped: budget spent")
-)
-
-// Outcome is what became of one drain phase.
-type Outcome int
-
-const (
-	// Skipped: not run, because too little budget was left or the parent ctx was done.
-	// It is the zero value.
-	Skipped Outcome = iota
-	// Completed: returned nil before its deadline.
-	Completed
-	// Failed: returned an error, or panicked, before its deadline.
-	Failed
-	// Overran: its window ran out, it was cancelled, and it returned within
-	// AbandonAfter.
-	Overran
-	// Interrupted: the parent ctx was cancelled while it ran, and it returned within
-	// AbandonAfter.
-	Interrupted
-	// Abandoned: it did not return within AbandonAfter of its ctx being done; its
-	// goroutine was left to finish on its own.
-	Abandoned
-)
-
-// String returns "skipped", "completed", "failed", "overran", "interrupted" or
-// "abandoned".
-func (o Outcome) String() string {
-	switch o {
-	case Skipped:
-		return "skipped"
-	case Completed:
-		return "completed"
-	case Failed:
-		return "failed"
-	case Overran:
-		return "overran"
-	case Interrupted:
-		return "interrupted"
-	case Abandoned:
-		return "abandoned"
-	}
-	return fmt.Sprintf("Outcome(%d)", int(o))
-}
-
-// PhaseResult is one phase's line in a PhasesReport.
-type PhaseResult struct {
-	Name    string
-	Outcome Outcome
-	// Allowed is the time the phase was given (0 when skipped).
-	Allowed time.Duration
-	// Duration is how long RunDrainPhases spent on it, up to its return or its
-	// abandonment (0 when skipped).
-	Duration time.Duration
-	// Err is nil for Completed. Otherwise: Failed — the phase's error or a
-	// *fault.PanicError; Overran — the phase's error, or ErrPhaseDeadline if it
-	// returned nil; Interrupted — the phase's error, or the parent ctx's cause;
-	// Abandoned — an error wrapping fault.ErrAbandoned; Skipped — ErrBudgetSpent or the
-	// parent ctx's cause.
-	Err error
-}
-
-// PhasesReport is what RunDrainPhases did, one entry per phase in the order given.
-type PhasesReport struct {
-	Phases   []PhaseResult
-	Duration time.Duration // from start to return, abandon waits included
-}
-
-// RunDrainPhases runs phases one after the other, in the order given (pass
-// Registry.DrainPhases, sorted by Order), sharing budget, and reports what became of
-// each. A phase that fails does not stop the next.
-//
-// The time left is budget minus the time elapsed since RunDrainPhases started, read
-// from the clock, so an abandoned phase's extra wait counts against it too. Each phase
-// is given allowed = min(MaxDuration, left) — all that is left when MaxDuration is 0 —
-// further shortened to ctx's own deadline if that comes sooner; it is called with that
-// figure and its ctx has exactly that deadline. A phase that would be given less than
-// MinPhaseTime is skipped.
-//
-// When a phase's window runs out its ctx is cancelled with cause ErrPhaseDeadline; if
-// it returns within AbandonAfter it is reported Overran, otherwise Abandoned — its
-// goroutine is left running, its eventual result is discarded — and the next phase
-// runs with what is left. A panic is recovered and reported as Failed.
-//
-// When ctx is done (forced cleanup, the overall deadline) the running phase's ctx is
-// cancelled with it, it gets AbandonAfter to return (Interrupted) or is Abandoned, and
-// every later phase is Skipped. So RunDrainPhases returns within budget, plus
-// AbandonAfter when the last phase it ran ignored its cancellation.
-//
-// Every outcome is logged with the phase's name. RunDrainPhases neither sorts nor
-// validates phases, and it does not remember having run: running phases at most once
-// is the caller's job. A nil log is allowed.
-func RunDrainPhases(ctx context.Context, phases []DrainPhase, budget time.Duration, log *zap.Logger) PhasesReport {
-	log = orNop(log)
-	start := time.Now()
-	rep := PhasesReport{Phases: make([]PhaseResult, 0, len(phases))}
-	for _, p := range phases {
-		res := runPhase(ctx, p, budget-time.Since(start))
-		logPhase(log, res)
-		rep.Phases = append(rep.Phases, res)
-	}
-	rep.Duration = time.Since(start)
-	return rep
-}
-
-func runPhase(ctx context.Context, p DrainPhase, left time.Duration) PhaseResult {
-	res := PhaseResult{Name: p.Name}
-	if ctx.Err() != nil {
-		res.Err = context.Cause(ctx)
-		return res
-	}
-	allowed := left
-	if p.MaxDuration > 0 && p.MaxDuration < allowed {
-		allowed = p.MaxDuration
-	}
-	now := time.Now()
-	// When the parent ends first (or together), tell the phase the truth, and let its
-	// ending count as an interruption rather than an overrun.
-	parentFirst := false
-	if d, ok := ctx.Deadline(); ok && !d.After(now.Add(allowed)) {
-		allowed, parentFirst = d.Sub(now), true
-	}
-	if allowed < MinPhaseTime {
-		res.Err = ErrBudgetSpent
-		return res
-	}
-	var pctx context.Context
-	var cancel context.CancelFunc
-	if parentFirst {
-		pctx, cancel = context.WithCancel(ctx)
-	} else {
-		pctx, cancel = context.WithTimeoutCause(ctx, allowed, ErrPhaseDeadline)
-	}
-	defer cancel()
-
-	res.Allowed = allowed
-	what := fmt.Sprintf("drain phase %q", p.Name)
-	f, err := bounded(pctx, what, AbandonAfter, func(ctx context.Context) error {
-		return p.Run(ctx, allowed)
-	})
-	res.Duration = time.Since(now)
-	res.Err = err
-	switch {
-	case f == nil && isPanic(err): // before its ctx was done, or while unwinding
-		res.Outcome = Failed
-	case f == nil:
-		res.Outcome = Abandoned
-	case f.cause == nil && err == nil:
-		res.Outcome = Completed
-	case f.cause == nil:
-		res.Outcome = Failed
-	case errors.Is(f.cause, ErrPhaseDeadline):
-		res.Outcome = Overran
-		if err == nil {
-			res.Err = ErrPhaseDeadline
-		}
-	default:
-		res.Outcome = Interrupted
-		if err == nil {
-			res.Err = f.cause
-		}
-	}
-	return res
-}
-
-func logPhase(log *zap.Logger, r PhaseResult) {
-	fields := []zap.Field{zap.String("phase", r.Name), zap.Stringer("outcome", r.Outcome),
-		zap.Duration("allowed", r.Allowed), zap.Duration("took", r.Duration)}
-	if r.Err != nil {
-		fields = append(fields, zap.Error(r.Err))
-	}
-	switch r.Outcome {
-	case Completed:
-		log.Info("drain phase completed", fields...)
-	case Skipped:
-		log.Warn("drain phase skipped", fields...)
-	case Overran:
-		log.Warn("drain phase overran its window and was cancelled", fields...)
-	case Interrupted:
-		log.Warn("drain phase interrupted", fields...)
-	case Abandoned:
-		log.Error("drain phase ignored its cancellation and was abandoned", fields...)
-	default:
-		log.Error("drain phase failed", fields...)
-	}
-}
+// ErrPhaseDeadline is the context.Cause of a drain phase's ctx when its own window
+// ran out.
+var ErrPhaseDeadline = errors.New("drain phase ran out of its allowed time")

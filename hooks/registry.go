@@ -53,7 +53,7 @@ type Hook struct {
 }
 
 // DrainPhase is work run once while the replica still serves but no longer receives new
-// routing; see RunDrainPhases for how the shared budget is split.
+// routing; the package documentation says how the Host splits their shared budget.
 type DrainPhase struct {
 	Name  string // names the phase in logs and in the report; must be non-empty
 	Order int    // phases run in ascending Order; equal Orders run in registration order

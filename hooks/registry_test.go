@@ -24,9 +24,6 @@ func hookNames(hs []Hook) []string { return names(hs, func(h Hook) string { retu
 func phaseNames(ps []DrainPhase) []string {
 	return names(ps, func(p DrainPhase) string { return p.Name })
 }
-func resultNames(rs []PhaseResult) []string {
-	return names(rs, func(r PhaseResult) string { return r.Name })
-}
 func equal(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
 func TestKindString(t *testing.T) {

@@ -18,8 +18,8 @@ type LeadershipReporter interface {
 type Lifecycle struct {
 	Service     string                   `json:"service"`
 	Instance    string                   `json:"instance"`
-	Phase       string                   `json:"phase"`
-	Shutdown    string                   `json:"shutdown"`
+	Stage       string                   `json:"stage"`    // the Host's stage, named as in the shutdown report
+	Shutdown    string                   `json:"shutdown"` // the shutdown handle's Phase
 	Ready       bool                     `json:"ready"`
 	Draining    bool                     `json:"draining"`
 	Entrypoints []EntrypointStatus       `json:"entrypoints"`
@@ -38,18 +38,21 @@ type EntrypointStatus struct {
 
 // Lifecycle returns a snapshot of where the Host stands.
 func (h *Host) Lifecycle() Lifecycle {
-	st := h.state.Status()
+	h.mu.Lock()
+	entries := h.entries
+	h.mu.Unlock()
+	st := h.Readiness()
 	l := Lifecycle{
 		Service:     h.spec.ServiceName,
 		Instance:    h.instance,
-		Phase:       h.Stage().String(),
+		Stage:       h.Stage().String(),
 		Shutdown:    h.shutdown.Phase().String(),
 		Ready:       st == health.Ready,
 		Draining:    st == health.Draining,
-		Entrypoints: make([]EntrypointStatus, 0, len(h.entries)),
+		Entrypoints: make([]EntrypointStatus, 0, len(entries)),
 		Leadership:  map[string]leader.Status{},
 	}
-	for _, e := range h.entries {
+	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}
 		if d, ok := e.reg.Entrypoint.(interface{ StatusDetail() string }); ok {
 			es.Detail = d.StatusDetail()

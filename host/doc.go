@@ -20,17 +20,28 @@
 // # Shutdown
 //
 // A stop — ctx cancelled, Shutdown.Begin, a first SIGTERM under Main, or an essential
-// entrypoint's failure — runs, in order: readiness false; DrainDelay with every
-// entrypoint still accepting; drain phases sharing DrainPhasesBudget; Drain on each
-// bound entrypoint in reverse Order, in one DrainGrace window; Stop on each, each
-// under StepTimeout; pre_shutdown hooks with the container still open; warmup steps'
-// Stop and the container's OnStop hooks; telemetry flush; post_shutdown hooks; the
-// probe listener closes; and one "shutdown report" log line. A step that hangs is
-// abandoned and reported, never allowed to block the steps after it.
+// entrypoint's failure — cancels one stop signal, owned by the Shutdown handle, and
+// runs, in order: readiness false; DrainDelay with every entrypoint still accepting;
+// drain phases sharing DrainPhasesBudget (after a complete startup only); Drain on
+// every bound entrypoint at once, each with the whole DrainGrace window; Stop on each
+// in reverse Order, each under StepTimeout; pre_shutdown hooks with the container
+// still open; warmup steps' Stop and the container's OnStop hooks; telemetry flush;
+// post_shutdown hooks; the probe listener closes; and one "shutdown report" log line.
+// Shutdown hooks run only when startup reached pre_start. Every wait has a limit, and
+// WorstCase, logged at startup, sums them: a step that hangs is abandoned and
+// reported, never allowed to block the steps after it.
+//
+// # Plain wiring
+//
+// The *Host that New returns gives what it built first — Logger, Registerer and
+// Gatherer, TracerProvider, MeterProvider, Instance, Shutdown — so entrypoints built
+// outside an fx container use them, then join with Register before Run.
 //
 // # Errors and exit codes
 //
-// ExitCode maps what Run returns to 0 (graceful), 1 (a failure, or an exit that
-// overran its budgets) or 78 (invalid configuration). A budget overrun never masks
-// the failure that caused the shutdown. Main adds 128+signum for a second signal.
+// ExitCode maps what Run returns to 0 (graceful), 1 (a failure, a failed cleanup step
+// or an exit that overran its budgets) or 78 (invalid configuration). A budget
+// overrun never masks the failure that caused the shutdown, and the report's result
+// (success, failure or timeout) is what Shutdown.Result says. Main adds 128+signum for
+// a second signal.
 package host

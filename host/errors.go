@@ -12,18 +12,6 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// ConfigError lists every problem found in a spec or in the environment, each with
-// the field or variable it concerns. Nothing was started when it is returned; the
-// process exits with ExitConfig.
-type ConfigError = fault.ConfigError
-
-// Problem is one entry of a ConfigError.
-type Problem = fault.Problem
-
-// PanicError is what a panic in an entrypoint method, a hook or a warmup step becomes.
-// What names the unit and the method.
-type PanicError = fault.PanicError
-
 // Exit codes.
 const (
 	ExitOK      = 0

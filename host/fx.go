@@ -37,8 +37,8 @@ import (
 // hostname-pid), as the container sees it: the owner in locks, the name in logs.
 type Instance string
 
-// HookRegistration is a hook that arrives through the fx group "hooks"; see Hook.
-type HookRegistration struct {
+// hookRegistration is a hook that arrives through the fx group "hooks"; see Hook.
+type hookRegistration struct {
 	Kind hooks.Kind
 	Hook hooks.Hook
 }
@@ -53,7 +53,7 @@ type containerUnits struct {
 	fx.In
 	Entrypoints []Registration     `group:"entrypoints"`
 	Warmups     []Step             `group:"warmups"`
-	Hooks       []HookRegistration `group:"hooks"`
+	Hooks       []hookRegistration `group:"hooks"`
 	Checks      []NamedCheck       `group:"checks"`
 }
 
@@ -108,7 +108,8 @@ type ProvideOption func(*Registration)
 // NonEssential marks the entrypoint as one whose failure does not stop the service.
 func NonEssential() ProvideOption { return func(r *Registration) { r.NonEssential = true } }
 
-// WithMarks declares the entrypoint's fleet marks.
+// WithMarks adds fleet marks to those the entrypoint declares itself; see
+// Registration.Marks.
 func WithMarks(m fleet.Marks) ProvideOption { return func(r *Registration) { r.Marks = m } }
 
 // Provide adds an entrypoint built by an fx constructor to the service, bound at the
@@ -173,8 +174,8 @@ func Hook(kind hooks.Kind, name string, ctor any, marks ...fleet.Marks) fx.Optio
 		default:
 			return nil, fmt.Errorf("host.Hook %q: constructor returns %T, want hooks.Func", name, v)
 		}
-		return HookRegistration{Kind: kind, Hook: hooks.Hook{Name: name, Run: fn, Marks: m}}, nil
-	}, HookRegistration{})
+		return hookRegistration{Kind: kind, Hook: hooks.Hook{Name: name, Run: fn, Marks: m}}, nil
+	}, hookRegistration{})
 }
 
 // Check adds a readiness check built by an fx constructor: ctor takes dependencies

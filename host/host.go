@@ -1,17 +1,14 @@
 package host
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -45,10 +42,9 @@ type Host struct {
 	entries  []*entry // one per registration, in bind order
 
 	mu      sync.Mutex
-	settled *lifecycle // the run's hooks and phases, once startup reached pre_start
-	ahead   drainAhead // what PreStop ran ahead of the stop (prestop.go)
-
-	budgetLogged atomic.Int64 // the WorstCase total of the last "shutdown budget" line
+	settled *lifecycle    // the run's hooks and phases, once startup reached pre_start
+	logged  time.Duration // the worst case last logged
+	ahead   drainAhead    // what PreStop ran ahead of the stop (prestop.go)
 }
 
 // Option changes how a Host is built.
@@ -106,16 +102,13 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		h.buildContainer(&problems)
 	}
 	validate(&h.spec, h.regs, h.steps, h.currentLifecycle(), h.checks, &problems)
-	h.checkStopTimes(&problems)
+	checkStopTimes(h.regs, h.budgets.DrainGrace, &problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = tel.flush(context.Background())
 		return nil, err
 	}
-	slices.SortStableFunc(h.regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
-	for _, r := range h.regs {
-		h.entries = append(h.entries, &entry{reg: r, name: r.Entrypoint.Name()})
-	}
+	h.adopt(h.regs)
 	if !spec.Probes.Disabled {
 		h.probe, err = health.NewListener(spec.Probes, readiness{h}, health.ListenerOptions{
 			Checks:    h.checks,
@@ -124,6 +117,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			Logger:    h.log.Named("probes"),
 		})
 		if err != nil {
+			h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 			_ = tel.flush(context.Background())
 			return nil, err
 		}
@@ -191,9 +185,6 @@ func (h *Host) Instance() string { return h.instance }
 // Logger returns the Host's logger.
 func (h *Host) Logger() *zap.Logger { return h.log }
 
-// Registry returns the Prometheus registry served at /metrics.
-func (h *Host) Registry() *prometheus.Registry { return h.tel.reg }
-
 // ProbeAddr returns the probe listener's address once it is listening, or "".
 func (h *Host) ProbeAddr() string {
 	if h.probe == nil || h.probe.Addr() == nil {
@@ -212,11 +203,14 @@ func (h *Host) ProbeAddr() string {
 // from then on, those of the run, including what was registered during startup.
 func (h *Host) WorstCase() WorstCase {
 	h.mu.Lock()
-	settled := h.settled
-	h.mu.Unlock()
+	defer h.mu.Unlock()
+	return h.worstCaseLocked()
+}
+
+func (h *Host) worstCaseLocked() WorstCase {
 	lc := h.currentLifecycle()
-	if settled != nil {
-		lc = *settled
+	if h.settled != nil {
+		lc = *h.settled
 	}
 	u := units{
 		entrypoints:  len(h.regs),
@@ -238,7 +232,9 @@ func (h *Host) WorstCase() WorstCase {
 // orchestrator's grace period, or when a Kubernetes pod has no drain delay.
 func (h *Host) logBudgets() {
 	w := h.WorstCase()
-	h.budgetLogged.Store(int64(w.Total))
+	h.mu.Lock()
+	h.logged = w.Total
+	h.mu.Unlock()
 	fields := []zap.Field{zap.Duration("worst_case", w.Total)}
 	for _, f := range w.Figures {
 		fields = append(fields, zap.Duration(f.Name, f.Value))
@@ -258,22 +254,5 @@ func (h *Host) logBudgets() {
 		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
 			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
 			"to the readiness probe's period x failureThreshold plus a few seconds")
-	}
-}
-
-// checkStopTimes refuses an entrypoint that needs longer to give up what it holds
-// than the drain window gives it — a leadership whose term would outlive DrainGrace
-// leaves the next leader waiting out the lease's TTL.
-func (h *Host) checkStopTimes(l *fault.Problems) {
-	for _, r := range h.regs {
-		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
-		if !ok {
-			continue
-		}
-		if need := st.StopTime(); need > h.budgets.DrainGrace {
-			l.Addf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()),
-				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s): raise the grace or shorten its timings",
-				need, h.budgets.DrainGrace)
-		}
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
-	"time"
 
 	"go.uber.org/zap"
 
@@ -61,8 +60,9 @@ func (h *Host) settleLifecycle() (lifecycle, error) {
 	}
 	h.mu.Lock()
 	h.settled = &lc
+	logged := h.logged
 	h.mu.Unlock()
-	if after := h.WorstCase(); after.Total != time.Duration(h.budgetLogged.Load()) {
+	if h.WorstCase().Total != logged {
 		h.log.Info("hooks or drain phases were registered during startup; logging the shutdown budget again")
 		h.logBudgets()
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 )
 
 // PreStopFunc is Host.PreStop as the container sees it, so that an admin endpoint
@@ -28,7 +29,7 @@ type drainAhead struct {
 	// one testing/synctest can see through).
 	phasesBegun bool // guarded by mu
 	phasesDone  chan struct{}
-	phasesRep   hooks.PhasesReport
+	phasesRep   hookrun.PhasesReport
 }
 
 // PreStop drains the service ahead of its stop, for a Kubernetes preStop hook or an
@@ -97,7 +98,7 @@ func (h *Host) drainDelayLeft() time.Duration {
 // drainPhasesOnce runs the drain phases registered so far, once per run: the first
 // caller runs them under ctx, a concurrent one waits for it, and later ones get the
 // first run's report.
-func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainPhase) hooks.PhasesReport {
+func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainPhase) hookrun.PhasesReport {
 	a := &h.ahead
 	a.mu.Lock()
 	if a.phasesBegun {
@@ -108,7 +109,7 @@ func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainPhase) h
 	a.phasesBegun = true
 	a.phasesDone = make(chan struct{})
 	a.mu.Unlock()
-	a.phasesRep = hooks.RunDrainPhases(ctx, phases, h.budgets.DrainPhasesBudget, h.log)
+	a.phasesRep = hookrun.DrainPhases(ctx, phases, h.budgets.DrainPhasesBudget, h.log)
 	close(a.phasesDone)
 	return a.phasesRep
 }

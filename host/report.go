@@ -5,15 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/servicewright/servicewright/internal/hookrun"
 	"go.uber.org/zap"
-
-	"github.com/servicewright/servicewright/hooks"
 )
 
 // report collects what the exit did, for the one-line shutdown report.
 type report struct {
 	stages    []zap.Field
-	phases    hooks.PhasesReport
+	phases    hookrun.PhasesReport
 	drains    []drainRecord
 	overruns  []string
 	abandoned []string

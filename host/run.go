@@ -14,6 +14,7 @@ import (
 
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -55,7 +56,10 @@ type run struct {
 // ErrShutdownTimeout if the exit overran a budget. ExitCode maps each to an exit
 // code. Run may be called once.
 func (h *Host) Run(ctx context.Context) error {
-	if !h.ran.CompareAndSwap(false, true) {
+	h.mu.Lock()
+	first := h.ran.CompareAndSwap(false, true)
+	h.mu.Unlock()
+	if !first {
 		return ErrAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
@@ -112,6 +116,12 @@ func (r *run) enter(s Stage) {
 func (r *run) startup(ctx context.Context) error {
 	h := r.h
 	r.enter(StageBootstrap)
+	h.mu.Lock()
+	stale := h.logged != h.worstCaseLocked().Total
+	h.mu.Unlock()
+	if stale { // entrypoints were registered after New
+		h.logBudgets()
+	}
 	if h.probe != nil {
 		if err := h.probe.Start(); err != nil {
 			return &StartupError{Stage: StageBootstrap, Err: err}
@@ -225,7 +235,7 @@ func (r *run) preStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return hooks.RunStart(ctx, hooks.PreStart, lc.hooks[hooks.PreStart], r.h.log)
+	return hookrun.Start(ctx, hooks.PreStart, lc.hooks[hooks.PreStart], r.h.log)
 }
 
 func (r *run) bind(ctx context.Context) error {
@@ -251,7 +261,7 @@ func (r *run) postStart(ctx context.Context) error {
 	if r.wasReady {
 		h.tel.metrics.ready.Set(1)
 	}
-	return hooks.RunStart(ctx, hooks.PostStart, r.lc.hooks[hooks.PostStart], h.log)
+	return hookrun.Start(ctx, hooks.PostStart, r.lc.hooks[hooks.PostStart], h.log)
 }
 
 // serveUntilStop runs every bound entrypoint's Serve until a stop is requested. It

@@ -262,3 +262,50 @@ func TestRunTwice(t *testing.T) {
 		}
 	})
 }
+
+func TestOneStopSignal(t *testing.T) {
+	t.Run("Begin withdraws readiness before it returns", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			x := start(t, &journal{}, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: newFake("a", &journal{})}},
+				Budgets: host.Budgets{DrainDelay: time.Minute}})
+			x.WaitStage(host.StageServe)
+			if r := x.Host().Readiness().String(); r != "ready" {
+				t.Fatalf("readiness %s while serving", r)
+			}
+			x.Host().Shutdown().Begin()
+			if r := x.Host().Readiness().String(); r != "draining" {
+				t.Errorf("readiness %s right after Begin, want draining with no goroutine hop", r)
+			}
+			if lc := x.Host().Lifecycle(); !lc.Draining || lc.Ready {
+				t.Errorf("/debug/lifecycle = %+v", lc)
+			}
+			_ = x.Wait()
+		})
+	})
+
+	t.Run("cancelling the caller's ctx is the same stop, and leaves no goroutine behind", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			h, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(), Probes: probesOff(),
+				Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}}}, env())
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- h.Run(ctx) }()
+			time.Sleep(time.Second)
+			synctest.Wait()
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if p := h.Shutdown().Phase(); p != host.Completed {
+				t.Errorf("phase %s", p)
+			}
+			if got := names(j); !slices.Equal(got, []string{"a.Bind", "a.Drain", "a.Stop"}) {
+				t.Errorf("got %v", got)
+			}
+		})
+	})
+}

@@ -6,6 +6,8 @@ import (
 	"os/signal"
 	"sync"
 	"syscall"
+
+	"go.uber.org/zap"
 )
 
 // InstallSignalHandlers calls stop on the first SIGINT or SIGTERM, and exits the
@@ -13,13 +15,15 @@ import (
 // the process gone, not a cleanup that may be hung. It returns a remover that
 // restores the default handling; calling the remover more than once is harmless.
 //
-// Main installs these handlers for the length of the run. Run and Host.Run install
-// none: a caller that brings its own ctx owns the signals.
+// Main installs these handlers for the length of the run, and logs each signal
+// through the Host's logger: the first naming the signal, the second with the exit
+// code, before the process exits. Run and Host.Run install none: a caller that
+// brings its own ctx owns the signals.
 func InstallSignalHandlers(stop func()) (uninstall func()) {
-	return installSignalHandlers(stop, os.Exit)
+	return installSignalHandlers(stop, os.Exit, zap.NewNop())
 }
 
-func installSignalHandlers(stop func(), exit func(int)) (uninstall func()) {
+func installSignalHandlers(stop func(), exit func(int), log *zap.Logger) (uninstall func()) {
 	ch := make(chan os.Signal, 2)
 	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	done := make(chan struct{})
@@ -31,10 +35,16 @@ func installSignalHandlers(stop func(), exit func(int)) (uninstall func()) {
 			case sig := <-ch:
 				seen++
 				if seen == 1 {
+					log.Info("signal received; beginning the graceful shutdown (a second one exits at once)",
+						zap.String("signal", signalName(sig)))
 					stop()
 					continue
 				}
-				exit(128 + int(sig.(syscall.Signal)))
+				code := 128 + int(sig.(syscall.Signal))
+				log.Error("second signal received; exiting at once without finishing the shutdown",
+					zap.String("signal", signalName(sig)), zap.Int("exit_code", code))
+				_ = log.Sync()
+				exit(code)
 				return
 			case <-done:
 				return
@@ -51,10 +61,22 @@ func installSignalHandlers(stop func(), exit func(int)) (uninstall func()) {
 	}
 }
 
+// signalName is the name an operator types: "SIGTERM", "SIGINT".
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return sig.String()
+}
+
 // Main runs spec as the process's main function: it builds the Host, installs the
 // signal handlers, runs, removes the handlers and exits with ExitCode of the result —
 // 0 after a graceful exit, 78 for invalid configuration, 1 for a failure, 128+signum
-// on a second signal. It does not return.
+// on a second signal. A configuration error is always written to stderr, even when
+// it is the logger's own configuration that failed. It does not return.
 func Main(spec AppSpec, opts ...Option) {
 	os.Exit(main(spec, opts...))
 }
@@ -64,7 +86,17 @@ func main(spec AppSpec, opts ...Option) int {
 	if err != nil {
 		return ExitCode(err)
 	}
-	uninstall := InstallSignalHandlers(h.Shutdown().Begin)
+	return h.main()
+}
+
+// Main runs h as the process's main function, as the package's Main does with a spec
+// for a Host built with New and completed with Register: it installs the signal
+// handlers, runs, removes the handlers and exits with ExitCode of the result. It
+// does not return.
+func (h *Host) Main() { os.Exit(h.main()) }
+
+func (h *Host) main() int {
+	uninstall := installSignalHandlers(h.Shutdown().Begin, os.Exit, h.log)
 	defer uninstall()
 	return ExitCode(h.Run(context.Background()))
 }

@@ -5,12 +5,16 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 func TestSignalHandlers(t *testing.T) {
 	stops := make(chan struct{}, 2)
 	exits := make(chan int, 1)
-	uninstall := installSignalHandlers(func() { stops <- struct{}{} }, func(code int) { exits <- code })
+	core, logs := observer.New(zap.InfoLevel)
+	uninstall := installSignalHandlers(func() { stops <- struct{}{} }, func(code int) { exits <- code }, zap.New(core))
 	defer uninstall()
 
 	self, _ := os.FindProcess(os.Getpid())
@@ -28,6 +32,11 @@ func TestSignalHandlers(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("second signal did not exit")
+	}
+	first := logs.FilterField(zap.String("signal", "SIGTERM")).FilterMessageSnippet("beginning the graceful shutdown")
+	second := logs.FilterField(zap.Int("exit_code", 130)).FilterMessageSnippet("second signal")
+	if first.Len() != 1 || second.Len() != 1 {
+		t.Errorf("signals not logged: %v", logs.All())
 	}
 	if len(stops) != 0 {
 		t.Error("stop called twice")

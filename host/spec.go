@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"time"
 
 	"go.uber.org/fx"
 
@@ -29,19 +30,31 @@ type AppSpec struct {
 	// "hooks" and "checks" (see Provide, Warmup, Hook and Check) join those below.
 	Container fx.Option
 
+	// Entrypoints are what the service serves: each is bound in Order at startup,
+	// served until the stop, drained with the others at once and stopped in
+	// reverse Order. More can be added with Host.Register before Run.
 	Entrypoints []Registration
-	Warmups     []Step
-	// Lifecycle holds hooks and drain phases; it may be nil. The Host runs this
-	// registry itself, so a drain phase added to it during startup (a warmup step
-	// registering its phase when it starts) runs at the drain and is counted in the
-	// shutdown budget logged at ready. The container's hooks are added to it; give
-	// each Host a registry of its own.
+	// Warmups run before anything is bound, by Priority group; their Stop runs at
+	// cleanup, in reverse, for those whose Start succeeded.
+	Warmups []Step
+	// Lifecycle holds the hooks and drain phases; it may be nil. What is registered
+	// on it until startup reaches pre_start (by the container's OnStart hooks, or a
+	// warmup step) is taken in then, validated and counted in the worst case; what
+	// is registered later is refused, and the refusal logged.
 	Lifecycle *hooks.Registry
-	Checks    map[string]health.Check
+	// Checks are the readiness checks /readyz runs beside the Host's own state,
+	// by name.
+	Checks map[string]health.Check
 
+	// Budgets bound each stage of the exit; zero fields take their defaults and
+	// SW_* variables override them.
 	Budgets Budgets
+	// Profile is the fleet posture: fleet.Fleet refuses a unit that mutates shared
+	// state unguarded, fleet.Serverless one that needs a long-running process.
 	Profile fleet.Profile
-	Probes  health.ListenerConfig
+	// Probes configures the probe listener (/livez, /readyz, /metrics,
+	// /debug/lifecycle); set Disabled to run without it.
+	Probes health.ListenerConfig
 	// Telemetry configures logging, tracing and metrics. The zero value logs JSON
 	// to stderr and keeps metrics in a fresh Prometheus registry.
 	Telemetry TelemetryConfig
@@ -57,11 +70,15 @@ type Registration struct {
 	// the rest keep serving. By default an entrypoint is essential: if its Serve
 	// fails, the service shuts down and exits non-zero.
 	NonEssential bool
-	Marks        fleet.Marks
+	// Marks adds fleet marks to those the entrypoint declares itself (through a
+	// Marks() fleet.Marks method). It may add a mark, never lift one: an entrypoint
+	// that declares itself not SingletonGuarded stays so whatever Marks says.
+	Marks fleet.Marks
 }
 
 // Step is a unit of warmup: priming pools, loading caches, checking migrations.
 type Step struct {
+	// Name names the step in logs and errors; it must be non-empty and unique.
 	Name string
 	// Priority groups steps: groups run in ascending priority, the members of a
 	// group concurrently; the first failure cancels the group and aborts startup.
@@ -70,7 +87,8 @@ type Step struct {
 	Start func(ctx context.Context) error
 	// Stop, when not nil, runs at cleanup in reverse order of Start, and only for
 	// steps whose Start succeeded. Its ctx expires after Budgets.StepTimeout.
-	Stop  func(ctx context.Context) error
+	Stop func(ctx context.Context) error
+	// Marks are the step's fleet marks, checked against AppSpec.Profile.
 	Marks fleet.Marks
 }
 
@@ -80,26 +98,7 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, lc lifecycle, ch
 	if spec.ServiceName == "" {
 		l.Addf("ServiceName", "must not be empty")
 	}
-	names := map[string]int{}
-	for i, r := range regs {
-		field := fmt.Sprintf("Entrypoints[%d]", i)
-		if r.Entrypoint == nil {
-			l.Addf(field, "entrypoint is nil")
-			continue
-		}
-		name := r.Entrypoint.Name()
-		if name == "" {
-			l.Addf(field, "entrypoint has an empty name")
-			continue
-		}
-		field = fmt.Sprintf("Entrypoints[%q]", name)
-		if names[name]++; names[name] == 2 {
-			l.Addf(field, "name is used by more than one entrypoint")
-		}
-		if why := spec.Profile.Check(marksOf(r)); why != "" {
-			l.Addf(field, "%s profile: %s", spec.Profile, why)
-		}
-	}
+	validateEntrypoints(spec, regs, l)
 	stepNames := map[string]int{}
 	for i, s := range steps {
 		field := fmt.Sprintf("Warmups[%d]", i)
@@ -117,9 +116,7 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, lc lifecycle, ch
 				l.Addf(field, "name is used by more than one warmup step")
 			}
 		}
-		if why := spec.Profile.Check(s.Marks); why != "" {
-			l.Addf(field, "%s profile: %s", spec.Profile, why)
-		}
+		checkMarks(spec.Profile, field, s.Marks, kindStep, l)
 	}
 	validateLifecycle(spec.Profile, lc, l)
 	for name, c := range checks {
@@ -147,17 +144,98 @@ func instanceID(spec *AppSpec, lookup func(string) (string, bool)) string {
 	return fmt.Sprintf("%s-%d", host, os.Getpid())
 }
 
-// marksOf is a registration's marks, joined with those its entrypoint declares
-// itself through a Marks() fleet.Marks method (cronentry.Scheduler does).
-func marksOf(r Registration) fleet.Marks {
-	m := r.Marks
-	if mk, ok := r.Entrypoint.(interface{ Marks() fleet.Marks }); ok {
-		own := mk.Marks()
-		m.MutatesSharedState = m.MutatesSharedState || own.MutatesSharedState
-		m.SingletonGuarded = m.SingletonGuarded || own.SingletonGuarded
-		m.RequiresLongRunning = m.RequiresLongRunning || own.RequiresLongRunning
+// marksOf is an entrypoint's marks: those it declares itself through a Marks()
+// fleet.Marks method (cronentry's Scheduler does), joined with its registration's.
+// A registration may add a mark, never lift one the entrypoint sets itself: when the
+// entrypoint declares its own marks, it alone says whether it is SingletonGuarded.
+// own reports whether it declared any.
+func marksOf(r Registration) (m fleet.Marks, own bool) {
+	m = r.Marks
+	mk, ok := r.Entrypoint.(interface{ Marks() fleet.Marks })
+	if !ok {
+		return m, false
 	}
-	return m
+	o := mk.Marks()
+	m.MutatesSharedState = m.MutatesSharedState || o.MutatesSharedState
+	m.RequiresLongRunning = m.RequiresLongRunning || o.RequiresLongRunning
+	m.SingletonGuarded = o.SingletonGuarded
+	return m, true
+}
+
+// unit kinds, for the remedy a fleet problem names.
+const (
+	kindEntrypoint = iota
+	kindOwnMarks   // an entrypoint that declares its own marks
+	kindStep       // a warmup step, a hook or a drain phase
+)
+
+// checkMarks adds the profile's problem with m, if any, naming the remedy for kind.
+func checkMarks(profile fleet.Profile, field string, m fleet.Marks, kind int, l *fault.Problems) {
+	why := profile.Check(m)
+	if why == "" {
+		return
+	}
+	if profile == fleet.Fleet && m.MutatesSharedState && !m.SingletonGuarded {
+		switch kind {
+		case kindOwnMarks:
+			why = "mutates shared state and declares itself not singleton-guarded; a registration cannot mark it guarded. " +
+				"For a cron scheduler, give each job that mutates shared state OncePerFleet (cronentry.Job.OncePerFleet)"
+		case kindEntrypoint:
+			why = "mutates shared state but is not singleton-guarded: guard its work (a cron job: cronentry.Job.OncePerFleet; " +
+				"other work: run it under leadership) and mark the registration SingletonGuarded"
+		default:
+			why = "mutates shared state but is not singleton-guarded: build it with fleet.NewSingleton, so one replica runs it"
+		}
+	}
+	l.Addf(field, "%s profile: %s", profile, why)
+}
+
+// validateEntrypoints reports every problem of regs: a nil entrypoint, an empty or
+// duplicate name, marks the profile refuses.
+func validateEntrypoints(spec *AppSpec, regs []Registration, l *fault.Problems) {
+	names := map[string]int{}
+	for i, r := range regs {
+		field := fmt.Sprintf("Entrypoints[%d]", i)
+		if r.Entrypoint == nil {
+			l.Addf(field, "entrypoint is nil")
+			continue
+		}
+		name := r.Entrypoint.Name()
+		if name == "" {
+			l.Addf(field, "entrypoint has an empty name")
+			continue
+		}
+		field = fmt.Sprintf("Entrypoints[%q]", name)
+		if names[name]++; names[name] == 2 {
+			l.Addf(field, "name is used by more than one entrypoint")
+		}
+		m, own := marksOf(r)
+		if own && r.Marks.SingletonGuarded && !m.SingletonGuarded {
+			l.Addf(field+".Marks.SingletonGuarded", "the entrypoint declares itself not singleton-guarded; a registration may add marks, never lift this one")
+		}
+		kind := kindEntrypoint
+		if own {
+			kind = kindOwnMarks
+		}
+		checkMarks(spec.Profile, field, m, kind, l)
+	}
+}
+
+// checkStopTimes refuses an entrypoint that needs longer to give up what it holds
+// than its drain window: every Drain gets the whole DrainGrace, so a leadership
+// whose term would outlive it leaves the next leader waiting out the lease's TTL.
+func checkStopTimes(regs []Registration, grace time.Duration, l *fault.Problems) {
+	for _, r := range regs {
+		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
+		if !ok {
+			continue
+		}
+		if need := st.StopTime(); need > grace {
+			l.Addf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()),
+				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s): raise the grace or shorten its timings",
+				need, grace)
+		}
+	}
 }
 
 // validateLifecycle reports every problem of the hooks and drain phases in lc.
@@ -174,9 +252,7 @@ func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 			if h.Run == nil {
 				l.Addf(field, "hook func is nil")
 			}
-			if why := profile.Check(h.Marks); why != "" {
-				l.Addf(field, "%s profile: %s", profile, why)
-			}
+			checkMarks(profile, field, h.Marks, kindStep, l)
 		}
 	}
 	for i, p := range lc.phases {
@@ -193,8 +269,6 @@ func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 		if p.MaxDuration < 0 {
 			l.Addf(field+".MaxDuration", "must not be negative, got %s", p.MaxDuration)
 		}
-		if why := profile.Check(p.Marks); why != "" {
-			l.Addf(field, "%s profile: %s", profile, why)
-		}
+		checkMarks(profile, field, p.Marks, kindStep, l)
 	}
 }

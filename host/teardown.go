@@ -13,6 +13,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
@@ -56,7 +57,7 @@ func (r *run) teardown(cause error) error {
 	h.shutdown.startCleanup()
 	if r.hooksRan {
 		r.enter(StagePreShutdown)
-		r.hooks(hooks.PreShutdown)
+		r.shutdownHooks(hooks.PreShutdown)
 		h.refuseLate(r.lc)
 	}
 	r.enter(StageWarmupStop)
@@ -73,7 +74,7 @@ func (r *run) teardown(cause error) error {
 	r.step("flush telemetry", h.tel.flush)
 	if r.hooksRan {
 		r.enter(StagePostShutdown)
-		r.hooks(hooks.PostShutdown)
+		r.shutdownHooks(hooks.PostShutdown)
 	}
 	if h.probe != nil {
 		r.enter(StageCloseProbes)
@@ -249,11 +250,11 @@ func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 	r.report.overran("cooperative wait")
 }
 
-// hooks runs the shutdown hooks of kind, each under StepTimeout; a failing one is a
+// shutdownHooks runs the shutdown hooks of kind, each under StepTimeout; a failing one is a
 // failure of the exit, one that overran its timeout a timeout.
-func (r *run) hooks(kind hooks.Kind) {
+func (r *run) shutdownHooks(kind hooks.Kind) {
 	h := r.h
-	err := hooks.RunShutdown(r.ctx, kind, r.lc.hooks[kind], h.budgets.StepTimeout, h.log)
+	err := hookrun.Shutdown(r.ctx, kind, r.lc.hooks[kind], h.budgets.StepTimeout, h.log)
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -89,10 +88,6 @@ func newTelemetry(cfg TelemetryConfig, service string, lookup func(string) (stri
 	}
 	return t, nil
 }
-
-// MeterProvider is the OpenTelemetry meter provider whose instruments are exported
-// on the Host's Prometheus registry.
-func (t *telemetry) MeterProvider() metric.MeterProvider { return t.mp }
 
 // flush exports what is buffered and shuts the providers down. The logger is synced
 // but stays usable, for the shutdown report.

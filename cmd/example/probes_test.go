@@ -51,14 +51,14 @@ func TestProbes(t *testing.T) {
 		if a := mustGet(t, base+"/startupz"); a.code != 503 {
 			t.Errorf("/startupz during warmup = %d", a.code)
 		}
-		if lc := mustGet(t, base+"/debug/lifecycle"); lc.body["phase"] != "warmup" {
+		if lc := mustGet(t, base+"/debug/lifecycle"); lc.body["stage"] != "warmup" {
 			t.Errorf("/debug/lifecycle during warmup: %s", lc.raw)
 		}
 		mustLog(t, p, stage("serve"), 20*time.Second)
 		if a := mustGet(t, base+"/readyz"); a.code != 200 || a.body["status"] != "ok" {
 			t.Errorf("/readyz when serving = %d %s", a.code, a.raw)
 		}
-		if lc := mustGet(t, base+"/debug/lifecycle"); lc.body["phase"] != "serve" || lc.body["ready"] != true {
+		if lc := mustGet(t, base+"/debug/lifecycle"); lc.body["stage"] != "serve" || lc.body["ready"] != true {
 			t.Errorf("/debug/lifecycle when serving: %s", lc.raw)
 		}
 		m := mustGet(t, base+"/metrics")

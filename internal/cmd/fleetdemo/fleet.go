@@ -144,7 +144,7 @@ func (f *fleet) rollingRestart(ctx context.Context, lb *testenv.HAProxy, rounds 
 
 // lifecycle is the part of /debug/lifecycle the monitor reads.
 type lifecycle struct {
-	Phase       string `json:"phase"`
+	Phase       string `json:"stage"`
 	Entrypoints []struct {
 		InFlight int `json:"in_flight"`
 	} `json:"entrypoints"`

@@ -1,4 +1,4 @@
-package hooks
+package hookrun
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/hooks"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -16,18 +17,18 @@ import (
 // trace records which hooks ran, in order.
 type trace struct{ ran []string }
 
-func (tr *trace) hook(name string, err error) Hook {
-	return Hook{Name: name, Run: func(context.Context) error {
+func (tr *trace) hook(name string, err error) hooks.Hook {
+	return hooks.Hook{Name: name, Run: func(context.Context) error {
 		tr.ran = append(tr.ran, name)
 		return err
 	}}
 }
 
-func TestRunStart(t *testing.T) {
+func TestStart(t *testing.T) {
 	t.Run("runs every hook in order", func(t *testing.T) {
 		var tr trace
-		hs := []Hook{tr.hook("a", nil), tr.hook("b", nil), tr.hook("c", nil)}
-		if err := RunStart(context.Background(), PreStart, hs, nil); err != nil {
+		hs := []hooks.Hook{tr.hook("a", nil), tr.hook("b", nil), tr.hook("c", nil)}
+		if err := Start(context.Background(), hooks.PreStart, hs, nil); err != nil {
 			t.Fatal(err)
 		}
 		if !equal(tr.ran, []string{"a", "b", "c"}) {
@@ -38,8 +39,8 @@ func TestRunStart(t *testing.T) {
 	t.Run("first failure stops the rest and names the hook", func(t *testing.T) {
 		var tr trace
 		errMigrate := errors.New("migration 42 failed")
-		hs := []Hook{tr.hook("a", nil), tr.hook("migrate", errMigrate), tr.hook("c", nil)}
-		err := RunStart(context.Background(), PreStart, hs, zap.NewNop())
+		hs := []hooks.Hook{tr.hook("a", nil), tr.hook("migrate", errMigrate), tr.hook("c", nil)}
+		err := Start(context.Background(), hooks.PreStart, hs, zap.NewNop())
 		if !errors.Is(err, errMigrate) {
 			t.Fatalf("err = %v, want wrapping %v", err, errMigrate)
 		}
@@ -53,8 +54,8 @@ func TestRunStart(t *testing.T) {
 
 	t.Run("panic is recovered as a PanicError naming the hook", func(t *testing.T) {
 		var tr trace
-		hs := []Hook{{Name: "announce", Run: func(context.Context) error { panic("boom") }}, tr.hook("c", nil)}
-		err := RunStart(context.Background(), PostStart, hs, nil)
+		hs := []hooks.Hook{{Name: "announce", Run: func(context.Context) error { panic("boom") }}, tr.hook("c", nil)}
+		err := Start(context.Background(), hooks.PostStart, hs, nil)
 		var pe *fault.PanicError
 		if !errors.As(err, &pe) || pe.Value != "boom" {
 			t.Fatalf("err = %v, want a *fault.PanicError with value boom", err)
@@ -69,7 +70,7 @@ func TestRunStart(t *testing.T) {
 
 	t.Run("a returned PanicError is the hook's own error and is wrapped", func(t *testing.T) {
 		own := &fault.PanicError{What: "inner", Value: "x"}
-		err := RunStart(context.Background(), PreStart, []Hook{{Name: "h", Run: func(context.Context) error { return own }}}, nil)
+		err := Start(context.Background(), hooks.PreStart, []hooks.Hook{{Name: "h", Run: func(context.Context) error { return own }}}, nil)
 		if !errors.Is(err, own) || !strings.HasPrefix(err.Error(), `pre_start hook "h": `) {
 			t.Fatalf("err = %q", err)
 		}
@@ -78,11 +79,11 @@ func TestRunStart(t *testing.T) {
 	t.Run("cancelled ctx stops before the next hook and names it", func(t *testing.T) {
 		var tr trace
 		ctx, cancel := context.WithCancel(context.Background())
-		hs := []Hook{
+		hs := []hooks.Hook{
 			{Name: "a", Run: func(context.Context) error { tr.ran = append(tr.ran, "a"); cancel(); return nil }},
 			tr.hook("b", nil),
 		}
-		err := RunStart(ctx, PreStart, hs, nil)
+		err := Start(ctx, hooks.PreStart, hs, nil)
 		if !errors.Is(err, context.Canceled) || err.Error() != `pre_start hook "b": context canceled` {
 			t.Fatalf("err = %v", err)
 		}
@@ -92,24 +93,24 @@ func TestRunStart(t *testing.T) {
 	})
 
 	t.Run("no hooks is a success", func(t *testing.T) {
-		if err := RunStart(context.Background(), PreStart, nil, nil); err != nil {
+		if err := Start(context.Background(), hooks.PreStart, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
 }
 
-func TestRunShutdown(t *testing.T) {
+func TestShutdown(t *testing.T) {
 	t.Run("every hook runs despite failures and all errors are joined", func(t *testing.T) {
 		var tr trace
 		errA, errC := errors.New("outbox unreachable"), errors.New("report lost")
-		hs := []Hook{
+		hs := []hooks.Hook{
 			tr.hook("a", errA),
 			{Name: "b", Run: func(context.Context) error { tr.ran = append(tr.ran, "b"); panic("bad") }},
 			tr.hook("c", errC),
 			tr.hook("d", nil),
 		}
 		core, logs := observer.New(zap.DebugLevel)
-		err := RunShutdown(context.Background(), PreShutdown, hs, time.Second, zap.New(core))
+		err := Shutdown(context.Background(), hooks.PreShutdown, hs, time.Second, zap.New(core))
 		if !equal(tr.ran, []string{"a", "b", "c", "d"}) {
 			t.Fatalf("ran %v", tr.ran)
 		}
@@ -135,23 +136,23 @@ func TestRunShutdown(t *testing.T) {
 
 	t.Run("all succeeding returns nil", func(t *testing.T) {
 		var tr trace
-		if err := RunShutdown(context.Background(), PostShutdown, []Hook{tr.hook("a", nil), tr.hook("b", nil)}, time.Second, nil); err != nil {
+		if err := Shutdown(context.Background(), hooks.PostShutdown, []hooks.Hook{tr.hook("a", nil), tr.hook("b", nil)}, time.Second, nil); err != nil {
 			t.Fatal(err)
 		}
 	})
 
-	t.Run("hanging hook is abandoned at its timeout plus ShutdownUnwind and the next runs", func(t *testing.T) {
+	t.Run("hanging hook is abandoned at its timeout plus hooks.ShutdownUnwind and the next runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			release := make(chan struct{})
 			defer close(release) // lets the abandoned goroutine end inside the bubble
 			start := time.Now()
 			var nextAt time.Duration
-			hs := []Hook{
+			hs := []hooks.Hook{
 				{Name: "stuck", Run: func(context.Context) error { <-release; return nil }},
 				{Name: "next", Run: func(context.Context) error { nextAt = time.Since(start); return nil }},
 			}
-			err := RunShutdown(context.Background(), PreShutdown, hs, 5*time.Second, nil)
-			if want := 5*time.Second + ShutdownUnwind; nextAt != want {
+			err := Shutdown(context.Background(), hooks.PreShutdown, hs, 5*time.Second, nil)
+			if want := 5*time.Second + hooks.ShutdownUnwind; nextAt != want {
 				t.Fatalf("next hook started at %v, want %v", nextAt, want)
 			}
 			if !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `pre_shutdown hook "stuck"`) {
@@ -163,8 +164,8 @@ func TestRunShutdown(t *testing.T) {
 	t.Run("hook honouring its timeout reports its own error, not abandonment", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
-			hs := []Hook{{Name: "flush", Run: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}}
-			err := RunShutdown(context.Background(), PreShutdown, hs, 2*time.Second, nil)
+			hs := []hooks.Hook{{Name: "flush", Run: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}}
+			err := Shutdown(context.Background(), hooks.PreShutdown, hs, 2*time.Second, nil)
 			if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fault.ErrAbandoned) {
 				t.Fatalf("err = %v", err)
 			}
@@ -189,8 +190,8 @@ func TestRunShutdown(t *testing.T) {
 				time.Sleep(time.Second)
 				return nil
 			}
-			hs := []Hook{{Name: "a", Run: probe}, {Name: "b", Run: probe}}
-			if err := RunShutdown(parent, PostShutdown, hs, 3*time.Second, nil); err != nil {
+			hs := []hooks.Hook{{Name: "a", Run: probe}, {Name: "b", Run: probe}}
+			if err := Shutdown(parent, hooks.PostShutdown, hs, 3*time.Second, nil); err != nil {
 				t.Fatal(err)
 			}
 			if len(left) != 2 || left[0] != 3*time.Second || left[1] != 3*time.Second {

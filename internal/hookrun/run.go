@@ -1,4 +1,4 @@
-package hooks
+package hookrun
 
 import (
 	"context"
@@ -10,16 +10,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// ShutdownUnwind is how long RunShutdown still waits for a shutdown hook after its
-// timeout has cancelled its ctx, before abandoning it. It lets a hook that honours ctx
-// report its own error instead of being called abandoned; the Host's worst-case sum
-// counts timeout + ShutdownUnwind per hook.
-const ShutdownUnwind = 100 * time.Millisecond
-
-// RunStart runs hs one after the other, in order, each with ctx, and stops at the first
+// Start runs hs one after the other, in order, each with ctx, and stops at the first
 // failure (fail-fast).
 //
 // Before each hook it checks ctx: when ctx is done it returns ctx.Err() wrapped as
@@ -28,10 +23,10 @@ const ShutdownUnwind = 100 * time.Millisecond
 // What is `<kind> hook "<name>"`, so its message names the hook as well; it is not
 // wrapped a second time. The hooks after a failure are not run.
 //
-// RunStart does not time-box the hooks: a hook that ignores ctx blocks it, so the
+// Start does not time-box the hooks: a hook that ignores ctx blocks it, so the
 // caller bounds ctx. It does not log failures, which are the caller's to report; each
 // success is logged at debug level. A nil log is allowed.
-func RunStart(ctx context.Context, kind Kind, hs []Hook, log *zap.Logger) error {
+func Start(ctx context.Context, kind hooks.Kind, hs []hooks.Hook, log *zap.Logger) error {
 	log = orNop(log)
 	for _, h := range hs {
 		if err := ctx.Err(); err != nil {
@@ -57,14 +52,14 @@ func RunStart(ctx context.Context, kind Kind, hs []Hook, log *zap.Logger) error 
 	return nil
 }
 
-// RunShutdown runs every hook in hs, in order, even when earlier ones fail
+// Shutdown runs every hook in hs, in order, even when earlier ones fail
 // (best-effort), and returns errors.Join of their failures.
 //
 // Each hook gets its own ctx: context.WithoutCancel(ctx) — so a cancelled or forced
 // shutdown does not cut it short — with timeout as its deadline. A hook still running
-// ShutdownUnwind after its deadline is abandoned: its goroutine is left to finish on
-// its own, its result is discarded, and the next hook runs. So RunShutdown returns
-// within len(hs) × (timeout + ShutdownUnwind). timeout should be positive (the Host
+// hooks.ShutdownUnwind after its deadline is abandoned: its goroutine is left to finish on
+// its own, its result is discarded, and the next hook runs. So Shutdown returns
+// within len(hs) × (timeout + hooks.ShutdownUnwind). timeout should be positive (the Host
 // validates it); with timeout ≤ 0 each hook starts with its ctx already done.
 //
 // Each failure is logged with the hook's name and joined into the result: a returned
@@ -72,8 +67,8 @@ func RunStart(ctx context.Context, kind Kind, hs []Hook, log *zap.Logger) error 
 // abandoned hook as an error wrapping fault.ErrAbandoned, both of which already carry
 // that prefix. errors.Is and errors.As see every one. A nil log is allowed.
 //
-// RunShutdown does not retry a hook, and cannot stop an abandoned one.
-func RunShutdown(ctx context.Context, kind Kind, hs []Hook, timeout time.Duration, log *zap.Logger) error {
+// Shutdown does not retry a hook, and cannot stop an abandoned one.
+func Shutdown(ctx context.Context, kind hooks.Kind, hs []hooks.Hook, timeout time.Duration, log *zap.Logger) error {
 	log = orNop(log)
 	base := context.WithoutCancel(ctx)
 	var errs []error
@@ -81,7 +76,7 @@ func RunShutdown(ctx context.Context, kind Kind, hs []Hook, timeout time.Duratio
 		what := hookWhat(kind, h.Name)
 		hctx, cancel := context.WithTimeout(base, timeout)
 		start := time.Now()
-		f, err := bounded(hctx, what, ShutdownUnwind, h.Run)
+		f, err := bounded(hctx, what, hooks.ShutdownUnwind, h.Run)
 		cancel()
 		fields := []zap.Field{zap.Stringer("kind", kind), zap.String("hook", h.Name),
 			zap.Duration("took", time.Since(start))}
@@ -107,7 +102,7 @@ func isPanic(err error) bool {
 	return errors.As(err, &pe)
 }
 
-func hookWhat(kind Kind, name string) string { return fmt.Sprintf("%s hook %q", kind, name) }
+func hookWhat(kind hooks.Kind, name string) string { return fmt.Sprintf("%s hook %q", kind, name) }
 
 func orNop(log *zap.Logger) *zap.Logger {
 	if log == nil {

@@ -1,0 +1,202 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/host"
+)
+
+// reported returns the result field of the shutdown report.
+func reported(t *testing.T, logs *observer.ObservedLogs) string {
+	t.Helper()
+	lines := logs.FilterMessage("shutdown report").All()
+	if len(lines) != 1 {
+		t.Fatalf("%d shutdown reports", len(lines))
+	}
+	return lines[0].ContextMap()["result"].(string)
+}
+
+func TestTruthfulExit(t *testing.T) {
+	boom := errors.New("boom")
+	for _, c := range []struct {
+		name       string
+		spec       func(*hooks.Registry) host.AppSpec
+		want       error
+		wantResult host.Result
+	}{
+		{"a failing pre_shutdown hook makes the exit a failure", func(reg *hooks.Registry) host.AppSpec {
+			reg.AddPreShutdown("outbox", func(context.Context) error { return boom })
+			return host.AppSpec{Lifecycle: reg}
+		}, host.ErrCleanupFailed, host.Failure},
+		{"a failing container close makes the exit a failure", func(*hooks.Registry) host.AppSpec {
+			return host.AppSpec{Container: fx.Invoke(func(lc fx.Lifecycle) {
+				lc.Append(fx.StopHook(func() error { return boom }))
+			})}
+		}, host.ErrCleanupFailed, host.Failure},
+		{"a step that honours its ctx but overruns its timeout is a timeout", func(*hooks.Registry) host.AppSpec {
+			return host.AppSpec{Warmups: []host.Step{{Name: "pool", Start: func(context.Context) error { return nil },
+				Stop: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}}}
+		}, host.ErrShutdownTimeout, host.Timeout},
+		{"a step that returns nil after its timeout is a timeout", func(*hooks.Registry) host.AppSpec {
+			return host.AppSpec{Warmups: []host.Step{{Name: "pool", Start: func(context.Context) error { return nil },
+				Stop: func(ctx context.Context) error { <-ctx.Done(); return nil }}}}
+		}, host.ErrShutdownTimeout, host.Timeout},
+		{"a hook that honours its ctx but overruns its timeout is a timeout", func(reg *hooks.Registry) host.AppSpec {
+			reg.AddPostShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			return host.AppSpec{Lifecycle: reg}
+		}, host.ErrShutdownTimeout, host.Timeout},
+		{"a clean exit is a success", func(*hooks.Registry) host.AppSpec { return host.AppSpec{} }, nil, host.Success},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				core, logs := observer.New(zap.InfoLevel)
+				spec := c.spec(&hooks.Registry{})
+				spec.Entrypoints = []host.Registration{{Entrypoint: newFake("a", &journal{})}}
+				spec.Telemetry.Logger = zap.New(core)
+				x := start(t, &journal{}, spec)
+				x.WaitStage(host.StageServe)
+				x.Stop()
+				err := x.Wait()
+				if c.want == nil && err != nil || !errors.Is(err, c.want) {
+					t.Errorf("Run = %v, want %v", err, c.want)
+				}
+				if (c.want == nil) != (host.ExitCode(err) == 0) {
+					t.Errorf("exit code %d", host.ExitCode(err))
+				}
+				if r := x.Host().Shutdown().Result(); r != c.wantResult {
+					t.Errorf("Result = %s, want %s", r, c.wantResult)
+				}
+				if r := reported(t, logs); r != c.wantResult.String() {
+					t.Errorf("report result = %s, Result = %s: one vocabulary", r, c.wantResult)
+				}
+			})
+		})
+	}
+}
+
+func TestHooksRunOnlyForStagesThatBegan(t *testing.T) {
+	t.Run("no shutdown hook runs when startup failed before pre_start", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			reg := &hooks.Registry{}
+			reg.AddPreShutdown("flush-outbox", recordHook(j, "pre_shutdown"))
+			reg.AddPostShutdown("bye", recordHook(j, "post_shutdown"))
+			x := start(t, j, host.AppSpec{
+				Lifecycle: reg,
+				Warmups:   []host.Step{{Name: "db", Start: func(context.Context) error { return errors.New("unreachable") }}},
+			})
+			var se *host.StartupError
+			if err := x.Wait(); !errors.As(err, &se) || se.Stage != host.StageWarmup {
+				t.Fatalf("Run = %v", err)
+			}
+			if got := names(j); len(got) != 0 {
+				t.Errorf("ran %v against a database warmup never reached", got)
+			}
+		})
+	})
+
+	t.Run("drain phases run only after a complete startup, not after a post_start failure", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			reg := &hooks.Registry{}
+			reg.AddPostStart("announce", func(context.Context) error { return errors.New("no") })
+			reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", Run: func(context.Context, time.Duration) error {
+				j.add("phase")
+				return nil
+			}})
+			reg.AddPreShutdown("flush", recordHook(j, "pre_shutdown"))
+			x := start(t, j, host.AppSpec{Lifecycle: reg, Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}}})
+			_ = x.Wait()
+			got := names(j)
+			if slices.Contains(got, "phase") || !slices.Contains(got, "pre_shutdown") {
+				t.Errorf("got %v: want pre_shutdown (pre_start began) and no drain phase", got)
+			}
+		})
+	})
+}
+
+func TestRegistrationAfterNew(t *testing.T) {
+	t.Run("a drain phase added to AppSpec.Lifecycle during startup runs and is counted", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			reg := &hooks.Registry{}
+			core, logs := observer.New(zap.InfoLevel)
+			x := start(t, j, host.AppSpec{
+				Lifecycle:   reg,
+				Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}},
+				Warmups: []host.Step{{Name: "late", Start: func(context.Context) error {
+					reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", MaxDuration: 30 * time.Second,
+						Run: func(ctx context.Context, _ time.Duration) error { j.add("phase"); <-ctx.Done(); return nil }})
+					return nil
+				}}},
+				Budgets:   host.Budgets{DrainPhasesBudget: 20 * time.Second},
+				Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
+			})
+			before := x.Host().WorstCase()
+			x.WaitStage(host.StageServe)
+			after := x.Host().WorstCase()
+			if d := after.Total - before.Total; d != 21*time.Second {
+				t.Errorf("worst case grew by %s, want the 20s budget + 1s", d)
+			}
+			if n := logs.FilterMessage("shutdown budget").Len(); n != 2 {
+				t.Errorf("%d shutdown budget lines, want it logged again", n)
+			}
+			began := time.Now()
+			x.Stop()
+			_ = x.Wait()
+			if !slices.Contains(names(j), "phase") {
+				t.Error("the late phase did not run")
+			}
+			if took := time.Since(began); took > after.Total || took < 20*time.Second {
+				t.Errorf("exit took %s, want the phase's 20s, within %s", took, after.Total)
+			}
+		})
+	})
+
+	t.Run("an invalid registration during startup fails startup with a ConfigError", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			reg := &hooks.Registry{}
+			x := start(t, &journal{}, host.AppSpec{Lifecycle: reg,
+				Warmups: []host.Step{{Name: "late", Start: func(context.Context) error {
+					reg.AddPreShutdown("", nil)
+					return nil
+				}}}})
+			err := x.Wait()
+			var ce *fault.ConfigError
+			if !errors.As(err, &ce) || host.ExitCode(err) != host.ExitConfig {
+				t.Errorf("Run = %v, want a ConfigError", err)
+			}
+		})
+	})
+
+	t.Run("a hook added once startup reached pre_start is refused out loud, not run", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			reg := &hooks.Registry{}
+			core, logs := observer.New(zap.InfoLevel)
+			x := start(t, j, host.AppSpec{Lifecycle: reg, Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
+				Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}}})
+			x.WaitStage(host.StageServe)
+			reg.AddPreShutdown("too-late", recordHook(j, "too-late"))
+			x.Stop()
+			_ = x.Wait()
+			if slices.Contains(names(j), "too-late") {
+				t.Error("a hook registered while serving ran")
+			}
+			if logs.FilterMessageSnippet("refused, not run").Len() != 1 {
+				t.Error("the refusal was not logged")
+			}
+		})
+	})
+}

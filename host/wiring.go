@@ -1,0 +1,89 @@
+package host
+
+import (
+	"cmp"
+	"errors"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+)
+
+// Plain wiring: what the Host builds first is reachable from the *Host that New
+// returns, before any entrypoint exists, so code outside an fx container builds its
+// entrypoints with the Host's logger, metrics and tracing, then registers them:
+//
+//	h, err := host.New(spec) // spec without Entrypoints
+//	api := newAPI(h.Logger(), h.Registerer())
+//	err = h.Register(host.Registration{Entrypoint: api})
+//	err = h.Run(ctx)
+
+// ErrRegisterAfterRun is returned by Register once Run has been called.
+var ErrRegisterAfterRun = errors.New("host: Register called after Run: register every entrypoint before Run")
+
+// Registerer is the Prometheus registerer of the Host's metrics, served at /metrics
+// on the probe listener (TelemetryConfig.Registry, or the Host's own registry with
+// the Go and process collectors).
+func (h *Host) Registerer() prometheus.Registerer { return h.tel.reg }
+
+// Gatherer is what /metrics serves: the same registry as Registerer.
+func (h *Host) Gatherer() prometheus.Gatherer { return h.tel.reg }
+
+// TracerProvider is the provider of the Host's lifecycle spans; spans go to
+// TelemetryConfig.SpanProcessors.
+func (h *Host) TracerProvider() trace.TracerProvider { return h.tel.tp }
+
+// MeterProvider is the OpenTelemetry meter provider whose instruments the Host
+// exports on its Prometheus registry.
+func (h *Host) MeterProvider() metric.MeterProvider { return h.tel.mp }
+
+// Register adds entrypoints to the service after New, validated exactly as New
+// validates AppSpec.Entrypoints: every problem of the whole set — a nil entrypoint,
+// an empty or duplicate name, the fleet profile, a stop time beyond DrainGrace — is
+// returned at once in a *fault.ConfigError, and then none of regs is added. Each
+// added entrypoint that implements entrypoint.DefaultsUser is given the Host's
+// logger, registerer and tracer provider, used where it was given none of its own.
+// Register must be called before Run; afterwards it returns ErrRegisterAfterRun.
+func (h *Host) Register(regs ...Registration) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ran.Load() {
+		return ErrRegisterAfterRun
+	}
+	all := append(slices.Clone(h.regs), regs...)
+	var problems fault.Problems
+	validateEntrypoints(&h.spec, all, &problems)
+	checkStopTimes(all, h.budgets.DrainGrace, &problems)
+	if err := problems.Err(); err != nil {
+		return err
+	}
+	h.adopt(all)
+	return nil
+}
+
+// adopt makes regs the Host's entrypoints, in bind order, handing the Host's telemetry
+// (entrypoint.Defaults) to each new one that takes it. The caller holds h.mu or owns h alone.
+func (h *Host) adopt(regs []Registration) {
+	slices.SortStableFunc(regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
+	old := map[string]*entry{}
+	for _, e := range h.entries {
+		old[e.name] = e
+	}
+	h.regs = regs
+	h.entries = h.entries[:0:0]
+	for _, r := range regs {
+		name := r.Entrypoint.Name()
+		if e, ok := old[name]; ok {
+			h.entries = append(h.entries, e)
+			continue
+		}
+		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok {
+			du.SetDefaults(entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp})
+		}
+		h.entries = append(h.entries, &entry{reg: r, name: name})
+	}
+}

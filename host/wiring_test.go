@@ -1,0 +1,104 @@
+package host_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"testing/synctest"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hosttest"
+)
+
+// taker is a fake entrypoint that takes the Host's telemetry.
+type taker struct {
+	*fake
+	log *zap.Logger
+	reg prometheus.Registerer
+	tp  trace.TracerProvider
+}
+
+func (t *taker) SetDefaults(d entrypoint.Defaults) {
+	t.log, t.reg, t.tp = d.Logger, d.Registerer, d.TracerProvider
+}
+
+func TestPlainWiring(t *testing.T) {
+	t.Run("what the Host builds first is reachable before any entrypoint exists", func(t *testing.T) {
+		h, err := host.New(host.AppSpec{ServiceName: "orders", Telemetry: quiet(), Probes: probesOff()},
+			env("INSTANCE_ID", "orders-7"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := prometheus.NewCounter(prometheus.CounterOpts{Name: "orders_seen_total", Help: "x"})
+		if err := h.Registerer().Register(c); err != nil {
+			t.Fatal(err)
+		}
+		mfs, err := h.Gatherer().Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		names := map[string]bool{}
+		for _, m := range mfs {
+			names[m.GetName()] = true
+		}
+		if !names["orders_seen_total"] || !names["servicewright_ready"] {
+			t.Errorf("the registerer and /metrics disagree: %v", names)
+		}
+		if h.Logger() == nil || h.TracerProvider() == nil || h.MeterProvider() == nil || h.Shutdown() == nil ||
+			h.Instance() != "orders-7" {
+			t.Error("something the Host builds first is missing")
+		}
+	})
+
+	t.Run("Register validates as New does, gives the Host's telemetry, and the entrypoint runs", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			core, logs := observer.New(zap.InfoLevel)
+			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core)}})
+			h := x.Host()
+			before := h.WorstCase()
+
+			api := &taker{fake: newFake("api", j)}
+			err := h.Register(host.Registration{Entrypoint: api}, host.Registration{Entrypoint: newFake("api", j)}, host.Registration{})
+			var ce *fault.ConfigError
+			if !errors.As(err, &ce) || len(ce.Problems) != 2 {
+				t.Fatalf("Register = %v, want two problems at once", err)
+			}
+			if len(h.Lifecycle().Entrypoints) != 0 || api.log != nil {
+				t.Fatal("a refused Register added something")
+			}
+			if err := h.Register(host.Registration{Entrypoint: api}); err != nil {
+				t.Fatal(err)
+			}
+			if api.log != h.Logger() || api.reg != h.Registerer() || api.tp != h.TracerProvider() {
+				t.Error("the entrypoint was not given the Host's telemetry")
+			}
+			if h.WorstCase().Total <= before.Total {
+				t.Error("the worst case does not count the registered entrypoint")
+			}
+			x.Start()
+			x.WaitStage(host.StageServe)
+			if err := h.Register(host.Registration{Entrypoint: newFake("late", j)}); !errors.Is(err, host.ErrRegisterAfterRun) {
+				t.Errorf("Register after Run = %v", err)
+			}
+			x.Stop()
+			if err := x.Wait(); err != nil {
+				t.Fatal(err)
+			}
+			if got := names(j); !slices.Equal(got, []string{"api.Bind", "api.Drain", "api.Stop"}) {
+				t.Errorf("got %v", got)
+			}
+			lines := logs.FilterMessage("shutdown budget").All()
+			if len(lines) != 2 || lines[1].ContextMap()["stop"] == nil {
+				t.Errorf("the budget was not logged again with the registered entrypoint: %v", lines)
+			}
+		})
+	})
+}

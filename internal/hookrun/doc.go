@@ -1,0 +1,4 @@
+// Package hookrun runs the application's hooks and drain phases for the Host: start
+// hooks fail-fast, shutdown hooks best-effort and time-boxed, drain phases in order
+// under a shared budget. The types it runs live in package hooks.
+package hookrun
