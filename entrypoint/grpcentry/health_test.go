@@ -150,3 +150,32 @@ func TestHealthWithoutMonitor(t *testing.T) {
 		t.Fatalf("Check after stop = %v, %v", r, err)
 	}
 }
+
+// List answers the whole server and each registered service; Watch on a service it
+// does not know answers SERVICE_UNKNOWN and stays open until the drain.
+func TestHealthListAndUnknownWatch(t *testing.T) {
+	x := run(t, grpcentry.Config{}, &service{})
+	ctx := ctxT(t)
+	l, err := x.health.List(ctx, &healthpb.HealthListRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"", "grpc.testing.TestService"} {
+		if l.GetStatuses()[name].GetStatus() != healthpb.HealthCheckResponse_SERVING {
+			t.Errorf("List[%q] = %v", name, l.GetStatuses()[name])
+		}
+	}
+	w, err := x.health.Watch(ctx, &healthpb.HealthCheckRequest{Service: "nope"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, err := w.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVICE_UNKNOWN {
+		t.Fatalf("Watch(nope) = %v, %v", r, err)
+	}
+	if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Recv(); status.Code(err) != codes.Unavailable {
+		t.Errorf("Watch(nope) after the drain: %v, want UNAVAILABLE", err)
+	}
+}
