@@ -72,12 +72,12 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	for _, o := range opts {
 		o(&h.opts)
 	}
-	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.opts.lookup)
+	h.instance = instanceID(&spec, h.opts.lookup)
+	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.instance, h.opts.lookup)
 	if err != nil {
-		return nil, &fault.ConfigError{Problems: []fault.Problem{{Field: "Telemetry", Reason: err.Error()}}}
+		return nil, err
 	}
 	h.tel, h.log = tel, tel.log
-	h.instance = instanceID(&spec, h.opts.lookup)
 	h.log = h.log.With(zap.String("instance", h.instance))
 
 	var problems fault.Problems
@@ -109,6 +109,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.checkStopTimes(&problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
+		tel.report(context.Background(), err, StageCreated, "")
 		_ = tel.flush(context.Background())
 		return nil, err
 	}

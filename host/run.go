@@ -133,7 +133,7 @@ func (r *run) startup(ctx context.Context) error {
 		{StageOpenScope, r.openScope},
 		{StageWarmup, r.warmup},
 		{StagePreStart, func(ctx context.Context) error {
-			return hooks.RunStart(ctx, hooks.PreStart, h.lifecycle.Hooks(hooks.PreStart), h.log)
+			return hooks.RunStart(ctx, hooks.PreStart, r.hooks(hooks.PreStart), h.log)
 		}},
 		{StageBind, r.bind},
 		{StagePostStart, r.postStart},
@@ -182,7 +182,7 @@ func (r *run) openScope(ctx context.Context) error {
 // warmup runs the steps in ascending priority groups; a group's members run
 // concurrently and the first failure cancels the rest of its group.
 func (r *run) warmup(ctx context.Context) error {
-	steps := slices.Clone(r.h.steps)
+	steps := r.warmupSteps()
 	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.Priority, b.Priority) })
 	for len(steps) > 0 {
 		n := 1
@@ -254,7 +254,7 @@ func (r *run) postStart(ctx context.Context) error {
 	if r.wasReady {
 		h.tel.metrics.ready.Set(1)
 	}
-	return hooks.RunStart(ctx, hooks.PostStart, h.lifecycle.Hooks(hooks.PostStart), h.log)
+	return hooks.RunStart(ctx, hooks.PostStart, r.hooks(hooks.PostStart), h.log)
 }
 
 // serve runs every bound entrypoint's Serve until a stop is requested. It returns the
@@ -291,6 +291,7 @@ func (r *run) serve(stop context.Context) error {
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
 			if res.e.reg.NonEssential {
+				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
 				h.log.Error("non-essential entrypoint failed; the others keep serving",
 					zap.String("entrypoint", res.e.name), zap.Error(err))
 				continue

@@ -51,8 +51,9 @@ func installSignalHandlers(stop func(), exit func(int)) (uninstall func()) {
 	}
 }
 
-// Main runs spec as the process's main function: it builds the Host, installs the
-// signal handlers, runs, removes the handlers and exits with ExitCode of the result —
+// Main runs spec as the process's main function: it builds the Host, makes its
+// tracer provider, propagator and error handler OpenTelemetry's global ones (for
+// libraries instrumented through the globals), installs the signal handlers, runs, removes the handlers and exits with ExitCode of the result —
 // 0 after a graceful exit, 78 for invalid configuration, 1 for a failure, 128+signum
 // on a second signal. It does not return.
 func Main(spec AppSpec, opts ...Option) {
@@ -64,6 +65,7 @@ func main(spec AppSpec, opts ...Option) int {
 	if err != nil {
 		return ExitCode(err)
 	}
+	h.tel.install()
 	uninstall := InstallSignalHandlers(h.Shutdown().Begin)
 	defer uninstall()
 	return ExitCode(h.Run(context.Background()))

@@ -25,6 +25,7 @@ const courtesy = 50 * time.Millisecond
 func (r *run) teardown(cause error) error {
 	h := r.h
 	h.shutdown.Begin() // readiness turns false here (Host.withdraw)
+	r.failed(cause)
 	begun := time.Now()
 	force := forceContext(r.ctx, h.shutdown.forcing())
 	defer force.cancel()
@@ -36,7 +37,7 @@ func (r *run) teardown(cause error) error {
 	// 3. Drain phases, once, and only after a complete startup.
 	if phases := h.lifecycle.DrainPhases(); r.wasReady && len(phases) > 0 {
 		r.enter(StageDrainPhases)
-		rep := hooks.RunDrainPhases(force, phases, h.budgets.DrainPhasesBudget, h.log)
+		rep := hooks.RunDrainPhases(force, r.drainPhases(), h.budgets.DrainPhasesBudget, h.log)
 		r.report.phases = rep
 	}
 
@@ -61,7 +62,7 @@ func (r *run) teardown(cause error) error {
 	h.shutdown.startCleanup()
 	r.enter(StagePreShutdown)
 	r.report.errs("pre_shutdown", hooks.RunShutdown(r.ctx, hooks.PreShutdown,
-		h.lifecycle.Hooks(hooks.PreShutdown), h.budgets.StepTimeout, h.log))
+		r.hooks(hooks.PreShutdown), h.budgets.StepTimeout, h.log))
 	r.enter(StageWarmupStop)
 	r.stopWarmups()
 	r.enter(StageCloseScope)
@@ -72,7 +73,7 @@ func (r *run) teardown(cause error) error {
 	r.step("flush telemetry", h.tel.flush)
 	r.enter(StagePostShutdown)
 	r.report.errs("post_shutdown", hooks.RunShutdown(r.ctx, hooks.PostShutdown,
-		h.lifecycle.Hooks(hooks.PostShutdown), h.budgets.StepTimeout, h.log))
+		r.hooks(hooks.PostShutdown), h.budgets.StepTimeout, h.log))
 
 	// 9. The probe listener closes last; then the one-line report.
 	if h.probe != nil {
@@ -157,7 +158,8 @@ func (r *run) drain(force context.Context) {
 		before := inFlight(e)
 		start := time.Now()
 		extra := max(time.Until(waitUntil)-max(time.Until(deadline), 0), courtesy)
-		err := safe.Bounded(ctx, fmt.Sprintf("entrypoint %q Drain", e.name), extra, e.reg.Entrypoint.Drain)
+		what := fmt.Sprintf("entrypoint %q Drain", e.name)
+		err := safe.Bounded(ctx, what, extra, r.unit(what, true, e.reg.Entrypoint.Drain))
 		left := inFlight(e)
 		var detail string
 		if dr, ok := e.reg.Entrypoint.(entrypoint.DrainReporter); ok {
@@ -224,7 +226,7 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 	h := r.h
 	ctx, cancel := context.WithTimeout(r.ctx, h.budgets.StepTimeout)
 	defer cancel()
-	err := safe.Bounded(ctx, what, courtesy, fn)
+	err := safe.Bounded(ctx, what, courtesy, r.unit(what, true, fn))
 	switch {
 	case errors.Is(err, fault.ErrAbandoned):
 		h.log.Error("step abandoned after its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout))
