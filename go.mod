@@ -3,6 +3,7 @@ module github.com/servicewright/servicewright
 go 1.26.0
 
 require (
+	github.com/getsentry/sentry-go v0.46.2
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3

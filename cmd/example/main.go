@@ -20,11 +20,17 @@ import (
 
 func main() {
 	k, err := readKnobs()
+	var tel host.TelemetryConfig
+	if err == nil {
+		tel, err = telemetryConfig()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(host.ExitCode(err))
 	}
-	host.Main(spec(k))
+	s := spec(k)
+	s.Telemetry = tel
+	host.Main(s)
 }
 
 // spec declares the service.
@@ -51,7 +57,7 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(k.module(), storeModule(), kafkaModule(k.brokers), leaderModule(k), cronModule(k),
+		Container: fx.Options(logModule(), k.module(), storeModule(), kafkaModule(k.brokers), leaderModule(k), cronModule(k),
 			httpModule(envOr("HTTP_ADDR", ":8080"))),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
