@@ -116,6 +116,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	slices.SortStableFunc(h.regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
 	for _, r := range h.regs {
 		h.entries = append(h.entries, &entry{reg: r, name: r.Entrypoint.Name()})
+		tel.metrics.failures.WithLabelValues(r.Entrypoint.Name()) // exported at 0 from the start
 	}
 	if !spec.Probes.Disabled {
 		h.probe, err = health.NewListener(spec.Probes, &h.state, health.ListenerOptions{
