@@ -281,13 +281,13 @@ servicewright_c 1
 		t.Fatal(err)
 	}
 	for q, want := range map[string]int{
-		`sum by (entrypoint) (rate(servicewright_a_total{job=~"$job"}[5m]))`:            0,
-		`sum by (exported_job) (servicewright_a_total)`:                                  0,
-		`histogram_quantile(0.9, sum by (le) (rate(servicewright_b_bucket[5m])))`:        0,
-		`servicewright_renamed_total`:                                                    1,
-		`servicewright_c{entrypoint="x"}`:                                                1,
-		`sum by (reason) (servicewright_a_total)`:                                        1,
-		`label_values(servicewright_c, key)`:                                             1,
+		`sum by (entrypoint) (rate(servicewright_a_total{job=~"$job"}[5m]))`:              0,
+		`sum by (exported_job) (servicewright_a_total)`:                                   0,
+		`histogram_quantile(0.9, sum by (le) (rate(servicewright_b_bucket[5m])))`:         0,
+		`servicewright_renamed_total`:                                                     1,
+		`servicewright_c{entrypoint="x"}`:                                                 1,
+		`sum by (reason) (servicewright_a_total)`:                                         1,
+		`label_values(servicewright_c, key)`:                                              1,
 		`servicewright_c == 0 and on (job, instance) servicewright_a_total{outcome="ok"}`: 1,
 	} {
 		if got := exp.check(q); len(got) != want {
