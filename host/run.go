@@ -24,6 +24,7 @@ type run struct {
 
 	stageStart time.Time
 	span       trace.Span
+	phases     phaseSpans
 
 	scopeOpen bool
 	warmed    []Step   // steps whose Start succeeded, in start order
@@ -105,7 +106,7 @@ func (r *run) enter(s Stage) {
 	m.stage.WithLabelValues(s.String()).Set(1)
 	r.stageStart = now
 	if s != StageStopped {
-		_, r.span = h.tel.tracer.Start(r.ctx, "servicewright."+s.String())
+		_, r.span = h.tel.tracer.Start(r.stageParent(s), "servicewright."+s.String())
 	} else {
 		r.span = nil
 	}

@@ -85,3 +85,44 @@ func (r *run) drainPhases() []hooks.DrainPhase {
 	}
 	return ps
 }
+
+// phaseSpans are the roots that gather the stages' spans into two traces: one for the
+// startup, one for the exit. Serve, which may last for weeks, is a trace of its own.
+type phaseSpans struct {
+	startup, shutdown trace.Span
+}
+
+// stageParent returns the ctx the span of stage s starts from, starting or ending
+// the phase roots as the stages go by. The exit's root ends as flush begins, so that
+// it is exported with everything under it; flush and what follows are roots of their
+// own, and are not exported.
+func (r *run) stageParent(s Stage) context.Context {
+	p, t := &r.phases, r.h.tel
+	switch {
+	case s < StageServe:
+		if p.startup == nil {
+			_, p.startup = t.tracer.Start(r.ctx, "servicewright.startup")
+		}
+		return trace.ContextWithSpan(r.ctx, p.startup)
+	case s == StageServe:
+		endSpan(&p.startup)
+		return r.ctx
+	case s < StageFlush:
+		endSpan(&p.startup)
+		if p.shutdown == nil {
+			_, p.shutdown = t.tracer.Start(r.ctx, "servicewright.shutdown")
+		}
+		return trace.ContextWithSpan(r.ctx, p.shutdown)
+	default:
+		endSpan(&p.startup)
+		endSpan(&p.shutdown)
+		return r.ctx
+	}
+}
+
+func endSpan(s *trace.Span) {
+	if *s != nil {
+		(*s).End()
+		*s = nil
+	}
+}

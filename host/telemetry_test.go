@@ -110,6 +110,17 @@ func TestTelemetry(t *testing.T) {
 					t.Errorf("span %s failed: %v", child, c.Status)
 				}
 			}
+			for stage, root := range map[string]string{
+				"servicewright.bootstrap": "servicewright.startup", "servicewright.post_start": "servicewright.startup",
+				"servicewright.announce": "servicewright.shutdown", "servicewright.close_scope": "servicewright.shutdown",
+			} {
+				if byName[stage].Parent.SpanID() != byName[root].SpanContext.SpanID() || !byName[root].SpanContext.IsValid() {
+					t.Errorf("stage span %s is not under %s", stage, root)
+				}
+			}
+			if byName["servicewright.startup"].SpanContext.TraceID() == byName["servicewright.shutdown"].SpanContext.TraceID() {
+				t.Error("startup and exit share a trace; want one each")
+			}
 		})
 	})
 

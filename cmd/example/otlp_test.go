@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/hex"
 	"fmt"
 	"io"
 	"net/http"
@@ -126,10 +127,25 @@ func TestOTLP(t *testing.T) {
 	} else if code := attr(server, "http.response.status_code"); !strings.HasPrefix(code, "2") {
 		t.Errorf("server span status code %q", code)
 	}
-	for _, want := range []string{"servicewright.warmup", `warmup "prime-cache"`, "servicewright.serve",
-		"servicewright.drain", `pre_shutdown hook "final-report"`, "servicewright.close_scope"} {
-		if !slices.Contains(names, want) {
-			t.Errorf("no span %q among %v", want, names)
+	// The startup is one trace and the exit another, each unit under its stage.
+	traceOf := map[string]string{}
+	for _, s := range spans {
+		traceOf[s.GetName()] = hex.EncodeToString(s.GetTraceId())
+	}
+	for root, members := range map[string][]string{
+		"servicewright.startup":  {"servicewright.warmup", `warmup "prime-cache"`, `post_start hook "print-hints"`},
+		"servicewright.shutdown": {"servicewright.drain", `entrypoint "http" Drain`, `pre_shutdown hook "final-report"`, "servicewright.close_scope"},
+	} {
+		for _, m := range append(members, root) {
+			switch {
+			case traceOf[m] == "":
+				t.Errorf("no span %q among %v", m, names)
+			case traceOf[m] != traceOf[root]:
+				t.Errorf("span %q is not in the trace of %s", m, root)
+			}
 		}
+	}
+	if !slices.Contains(names, "servicewright.serve") {
+		t.Errorf("no span servicewright.serve among %v", names)
 	}
 }
