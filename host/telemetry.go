@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 	"syscall"
 
@@ -31,7 +32,9 @@ import (
 // default W3C tracecontext and baggage) and the resource (OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES) follow the OpenTelemetry specification, read from the
 // process environment by the OpenTelemetry packages themselves. With none of them
-// set, nothing is exported. OTEL_SDK_DISABLED=true turns export off.
+// set, nothing is exported, and no span is recorded but those an upstream service
+// sampled (so that its decision travels on); a span still carries a trace id, for the
+// logs. OTEL_SDK_DISABLED=true turns export off.
 // OTEL_METRICS_EXPORTER, when set, adds a reader of the OpenTelemetry instruments
 // beside the Prometheus registry.
 type TelemetryConfig struct {
@@ -96,6 +99,11 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 	}
 	if env.spans != nil {
 		opts = append(opts, sdktrace.WithBatcher(env.spans))
+	}
+	if env.spans == nil && len(cfg.SpanProcessors) == 0 && os.Getenv("OTEL_TRACES_SAMPLER") == "" {
+		// Nothing receives spans: record none but those an upstream service sampled, so
+		// its decision travels on. A root span still gets a trace id, for the logs.
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	}
 	t.tp = sdktrace.NewTracerProvider(opts...)
 	t.tracer = t.tp.Tracer("github.com/servicewright/servicewright/host")

@@ -45,7 +45,7 @@ func newLogger(lookup func(string) (string, bool), l *fault.Problems) *zap.Logge
 }
 
 // encoder is the JSON encoder of the Host's logs, or the console one: the same
-// fields, coloured levels, one line per entry.
+// fields, coloured levels and the time of day, one line per entry.
 func encoder(format string) zapcore.Encoder {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
@@ -53,6 +53,7 @@ func encoder(format string) zapcore.Encoder {
 	enc.EncodeDuration = zapcore.StringDurationEncoder
 	if format == LogConsole {
 		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
 		enc.EncodeCaller = nil
 		return zapcore.NewConsoleEncoder(enc)
 	}

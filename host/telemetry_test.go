@@ -225,6 +225,28 @@ func TestTelemetry(t *testing.T) {
 		}
 	})
 
+	t.Run("with nowhere to send spans, none is recorded but those an upstream sampled", func(t *testing.T) {
+		t.Setenv("OTEL_TRACES_SAMPLER", "")
+		t.Setenv("OTEL_TRACES_EXPORTER", "")
+		t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "")
+		h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := h.TracerProvider().Tracer("t")
+		_, root := tr.Start(context.Background(), "root")
+		if root.IsRecording() || !root.SpanContext().IsValid() || root.SpanContext().IsSampled() {
+			t.Errorf("root span: recording %v, context %v; want a trace id and nothing recorded", root.IsRecording(), root.SpanContext())
+		}
+		upstream := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{1},
+			TraceFlags: trace.FlagsSampled, Remote: true})
+		_, child := tr.Start(trace.ContextWithRemoteSpanContext(context.Background(), upstream), "child")
+		if !child.SpanContext().IsSampled() || child.SpanContext().TraceID() != upstream.TraceID() {
+			t.Errorf("child of a sampled upstream: %v, want it sampled in the same trace", child.SpanContext())
+		}
+	})
+
 	t.Run("LoggerFor adds the trace and span ids of the span in ctx", func(t *testing.T) {
 		core, logs := observer.New(zap.InfoLevel)
 		log := zap.New(core)
