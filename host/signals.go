@@ -52,8 +52,8 @@ func installSignalHandlers(stop func(), exit func(int)) (uninstall func()) {
 }
 
 // Main runs spec as the process's main function: it builds the Host, makes its
-// tracer provider, propagator and error handler OpenTelemetry's global ones (for
-// libraries instrumented through the globals), installs the signal handlers, runs, removes the handlers and exits with ExitCode of the result —
+// tracer provider and propagator OpenTelemetry's global ones (for libraries
+// instrumented through the globals), installs the signal handlers, runs, removes the handlers and exits with ExitCode of the result —
 // 0 after a graceful exit, 78 for invalid configuration, 1 for a failure, 128+signum
 // on a second signal. It does not return.
 func Main(spec AppSpec, opts ...Option) {

@@ -9,7 +9,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"go.opentelemetry.io/otel"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
@@ -36,7 +35,8 @@ import (
 // sampled (so that its decision travels on); a span still carries a trace id, for the
 // logs. OTEL_SDK_DISABLED=true turns export off.
 // OTEL_METRICS_EXPORTER, when set, adds a reader of the OpenTelemetry instruments
-// beside the Prometheus registry.
+// beside the Prometheus registry. OpenTelemetry's own messages (a malformed variable,
+// a failed export) go to the Host's logger.
 type TelemetryConfig struct {
 	// Logger receives every log line of the Host and its entrypoints. When nil, the
 	// Host logs to stderr at the level in SW_LOG_LEVEL (default "info"), in the
@@ -86,6 +86,7 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		t.reg = prometheus.NewRegistry()
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
+	otelDiagnostics(t.log)
 	env := fromEnv(service, instance, &problems)
 	if err := problems.Err(); err != nil {
 		t.log.Error("invalid configuration; nothing was started", zap.Error(err))
@@ -174,15 +175,4 @@ func (t *telemetry) sync() error {
 		return nil
 	}
 	return err
-}
-
-// install makes the Host's tracer provider and propagator OpenTelemetry's global
-// ones, and sends OpenTelemetry's own errors (a failed export, say) to the Host's
-// logger instead of plain lines on stderr. Only Main calls it: the globals belong to
-// the process.
-func (t *telemetry) install() {
-	otel.SetTracerProvider(t.tp)
-	otel.SetTextMapPropagator(t.prop)
-	log := t.log.Named("otel")
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { log.Warn("opentelemetry", zap.Error(err)) }))
 }

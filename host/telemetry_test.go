@@ -265,3 +265,31 @@ func TestTelemetry(t *testing.T) {
 		}
 	})
 }
+
+func TestOpenTelemetryDiagnostics(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization")
+	core, logs := observer.New(zap.DebugLevel)
+	h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(),
+		Telemetry: host.TelemetryConfig{Logger: zap.New(core)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.Run(ctx); err != nil { // stopped before it began: flushes and shuts the exporter down
+		t.Fatal(err)
+	}
+	var found bool
+	for _, e := range logs.All() {
+		if e.LoggerName == "otel" && strings.Contains(e.Message, "parse headers") {
+			found = true
+			if v := e.ContextMap()["input"]; v != "[withheld]" {
+				t.Errorf("input = %v, want it withheld", v)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("OpenTelemetry's complaint about OTEL_EXPORTER_OTLP_HEADERS did not reach the logger: %v", logs.All())
+	}
+}
