@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -43,4 +46,38 @@ func TestLogsJSONDuringRedisOutage(t *testing.T) {
 	if len(lines) < 10 {
 		t.Errorf("only %d lines on stderr", len(lines))
 	}
+}
+
+// TestLogFormat: SW_LOG_FORMAT picks the encoding, and an unknown one exits 78 naming
+// the variable, with nothing started.
+func TestLogFormat(t *testing.T) {
+	t.Run("console is one readable line per entry", func(t *testing.T) {
+		// The failing entrypoint ends the run by itself, after the service was ready.
+		p := proctest.Start(t, bin, "PROBE_ADDR="+freeAddr(t), "HTTP_ADDR="+freeAddr(t), "SW_LOG_FORMAT=console",
+			"EXAMPLE_FAIL_AFTER=300ms")
+		if code := exitCode(t, p); code != 1 {
+			t.Fatalf("exit code %d, want 1", code)
+		}
+		if !slices.ContainsFunc(p.Lines(), func(l string) bool { return strings.Contains(l, "service ready") }) {
+			t.Fatalf("no console line saying the service is ready: %v", p.Lines())
+		}
+		if len(p.Entries()) != 0 {
+			t.Errorf("%d JSON lines in console mode", len(p.Entries()))
+		}
+		for _, l := range p.Lines() {
+			if strings.Contains(l, "service ready") && !strings.Contains(l, "INFO") {
+				t.Errorf("console line without its level: %q", l)
+			}
+		}
+	})
+	t.Run("an unknown format exits 78 naming SW_LOG_FORMAT", func(t *testing.T) {
+		p := proctest.Start(t, bin, "PROBE_ADDR="+freeAddr(t), "HTTP_ADDR="+freeAddr(t), "SW_LOG_FORMAT=xml")
+		if code := exitCode(t, p); code != 78 {
+			t.Fatalf("exit code %d, want 78", code)
+		}
+		if e := p.Find(map[string]string{"msg": "invalid configuration; nothing was started"}); e == nil ||
+			!strings.Contains(fmt.Sprint(e["error"]), "SW_LOG_FORMAT") {
+			t.Errorf("no JSON line naming SW_LOG_FORMAT: %v", p.Lines())
+		}
+	})
 }
