@@ -188,6 +188,34 @@ func TestTelemetry(t *testing.T) {
 		})
 	})
 
+	t.Run("a reporter whose Flush hangs is abandoned at StepTimeout and the exit goes on", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			release := make(chan struct{})
+			reg := &hooks.Registry{}
+			var postShutdown bool
+			reg.AddPostShutdown("after", func(context.Context) error { postShutdown = true; return nil })
+			x := start(t, j, host.AppSpec{
+				Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}},
+				Lifecycle:   reg,
+				Budgets:     host.Budgets{StepTimeout: time.Second},
+				Telemetry:   host.TelemetryConfig{Reporter: hangingReporter{release}},
+			})
+			x.WaitStage(host.StageServe)
+			x.Stop()
+			x.WaitStage(host.StageFlush)
+			began := time.Now()
+			err := x.Wait()
+			close(release)
+			if d := time.Since(began); d > time.Second+100*time.Millisecond {
+				t.Errorf("the exit took %s after flush began; want StepTimeout (1s) and a courtesy", d)
+			}
+			if !errors.Is(err, host.ErrShutdownTimeout) || !strings.Contains(err.Error(), "flush telemetry") || !postShutdown {
+				t.Errorf("Run = %v (post_shutdown ran: %v), want a timeout naming the flush and the hooks after it run", err, postShutdown)
+			}
+		})
+	})
+
 	t.Run("a startup failure is reported with its stage", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
@@ -292,4 +320,13 @@ func TestOpenTelemetryDiagnostics(t *testing.T) {
 	if !found {
 		t.Errorf("OpenTelemetry's complaint about OTEL_EXPORTER_OTLP_HEADERS did not reach the logger: %v", logs.All())
 	}
+}
+
+// hangingReporter's Flush ignores its ctx until released.
+type hangingReporter struct{ release chan struct{} }
+
+func (hangingReporter) Report(context.Context, error, map[string]string) {}
+func (r hangingReporter) Flush(context.Context) error {
+	<-r.release
+	return nil
 }
