@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: run test bench lint deps build fleet-demo
+.PHONY: run test bench lint deps build fleet-demo generate
 
 ## run: start the example "orders" service on embedded defaults (Ctrl+C stops it gracefully)
 run:
@@ -33,3 +33,15 @@ build:
 ## fleet-demo: three replicas + HAProxy + Redis + PostgreSQL + a Kafka-protocol broker, a rolling restart under load
 fleet-demo: deps
 	$(GO) run ./internal/cmd/fleetdemo
+
+## generate: the Go code of proto/ into api/ (buf, protoc-gen-go, protoc-gen-go-grpc at pinned versions; no protoc)
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
+BUF_VERSION                := v1.75.0
+TOOLBIN := $(shell $(GO) env GOPATH)/bin
+generate:
+	GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+	GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+	GOFLAGS= $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
+	PATH="$(TOOLBIN):$$PATH" buf lint
+	PATH="$(TOOLBIN):$$PATH" buf generate

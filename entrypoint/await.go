@@ -3,6 +3,8 @@ package entrypoint
 import (
 	"context"
 	"time"
+
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // ServeUntil is the tail of a Serve that has started background work of its own (a
@@ -27,36 +29,9 @@ func ServeUntil(ctx context.Context, stop, ended, exited <-chan struct{}, halt f
 // Await waits until done is closed and returns nil, or returns ctx.Err() if ctx is
 // done first. A nil done means there is nothing to wait for: it returns nil at once.
 // Drain and Stop use it to wait for background work within their ctx.
-func Await(ctx context.Context, done <-chan struct{}) error {
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
+func Await(ctx context.Context, done <-chan struct{}) error { return wait.Await(ctx, done) }
 
 // Sleep waits d and reports true, or reports false as soon as quit is closed —
 // including when it is closed already. Background loops use it between units, so a
 // Drain never waits out an interval.
-func Sleep(d time.Duration, quit <-chan struct{}) bool {
-	select {
-	case <-quit:
-		return false
-	default:
-	}
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-quit:
-		return false
-	case <-t.C:
-		return true
-	}
-}
+func Sleep(d time.Duration, quit <-chan struct{}) bool { return wait.Sleep(d, quit) }

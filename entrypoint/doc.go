@@ -39,11 +39,21 @@
 //
 // # Loop
 //
-// Loop turns a function into an entrypoint for background work that has no caller to
+// NewLoop turns a function into an entrypoint for background work that has no caller to
 // refuse: relays, pollers, sweepers. It runs one unit at a time, waiting a jittered
 // interval between units. Serve returns at stop with the loop still running; Drain
 // stops it between units without interrupting the one running; Stop cancels the
 // running unit's ctx. A unit that fails or panics is logged and retried after a
 // jittered exponential backoff, so a broken dependency neither kills the service nor
-// is hammered by it.
+// is hammered by it. Like every component of the module, it is built by a
+// constructor that checks its LoopConfig at once and reports every problem in one
+// *fault.ConfigError.
+//
+// # Shared helpers
+//
+// Guard keeps an entrypoint's Phase and refuses a call out of the Host's order with
+// one error format wrapping ErrOutOfTurn. Spread closes long-lived connections or
+// streams a few at a time over a window, for a drain that moves clients elsewhere
+// gradually. Defaults is the telemetry a Host hands the entrypoints that implement
+// DefaultsUser, used unless an option gave them their own.
 package entrypoint

@@ -17,7 +17,7 @@ func TestLoopShutdown(t *testing.T) {
 	t.Run("Serve returns at stop while units keep running", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil }, time.Second, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(10*time.Second + 500*time.Millisecond) // between two units
 			s.closeStop()
 			synctest.Wait()
@@ -49,7 +49,7 @@ func TestLoopShutdown(t *testing.T) {
 				}
 				return nil
 			}
-			s := serve(t, Loop("relay", unit, time.Millisecond, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Millisecond}, unit))
 			time.Sleep(time.Second) // the first unit is 1s into its 30s
 			s.closeStop()
 			start := time.Now()
@@ -74,7 +74,7 @@ func TestLoopShutdown(t *testing.T) {
 
 	t.Run("Drain cuts the wait between units short", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := serve(t, Loop("poller", func(context.Context) error { return nil }, time.Hour, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Hour}, func(context.Context) error { return nil }))
 			synctest.Wait()
 			s.closeStop()
 			start := time.Now()
@@ -96,7 +96,7 @@ func TestLoopShutdown(t *testing.T) {
 				unitErr <- ctx.Err()
 				return ctx.Err()
 			}
-			s := serve(t, Loop("relay", unit, time.Second, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Second}, unit))
 			synctest.Wait()
 			s.closeStop()
 			start := time.Now()
@@ -126,7 +126,7 @@ func TestLoopShutdown(t *testing.T) {
 
 	t.Run("Stop returns ctx.Err when the unit ignores cancellation", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := serve(t, Loop("stubborn", func(context.Context) error { time.Sleep(time.Hour); return nil }, time.Second, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "stubborn", Every: time.Second}, func(context.Context) error { time.Sleep(time.Hour); return nil }))
 			synctest.Wait()
 			s.closeStop()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
@@ -141,7 +141,10 @@ func TestLoopShutdown(t *testing.T) {
 	t.Run("Drain and Stop without Serve return nil and Serve then starts nothing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			r := Loop("poller", func(context.Context) error { rec.mark(); return nil }, time.Second, 0)
+			r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { rec.mark(); return nil })
+			if err := r.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			if err := r.Drain(context.Background()); err != nil {
 				t.Errorf("Drain = %v, want nil", err)
 			}
@@ -162,7 +165,10 @@ func TestLoopShutdown(t *testing.T) {
 
 	t.Run("Serve returns ctx.Err and stops the loop when ctx is cancelled before stop", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			r := Loop("poller", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }, time.Second, 0)
+			r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			if err := r.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 			defer cancel()
 			if err := r.Serve(ctx, make(chan struct{})); !errors.Is(err, context.DeadlineExceeded) {
@@ -179,9 +185,9 @@ func TestLoopShutdown(t *testing.T) {
 
 	t.Run("Serve twice is an error", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			s := serve(t, Loop("poller", func(context.Context) error { return nil }, time.Second, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { return nil }))
 			synctest.Wait()
-			if err := s.r.Serve(context.Background(), s.stop); err == nil || !strings.Contains(err.Error(), "twice") {
+			if err := s.r.Serve(context.Background(), s.stop); !errors.Is(err, ErrOutOfTurn) {
 				t.Errorf("second Serve = %v, want an error", err)
 			}
 			s.shutdown(t)
@@ -202,7 +208,7 @@ func TestLoopFailures(t *testing.T) {
 				}
 				return nil
 			}
-			s := serve(t, Loop("relay", unit, time.Hour, 0, WithBackoff(100*time.Millisecond, time.Second)))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour, Backoff: Backoff{Initial: 100 * time.Millisecond, Max: time.Second}}, unit))
 			time.Sleep(3 * time.Hour)
 			s.shutdown(t)
 
@@ -245,7 +251,7 @@ func TestLoopFailures(t *testing.T) {
 				}
 				return nil
 			}
-			s := serve(t, Loop("relay", unit, time.Hour, 0, WithLogger(zap.New(core))))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, unit, WithLogger(zap.New(core))))
 			time.Sleep(time.Second)
 			s.shutdown(t)
 
@@ -281,7 +287,7 @@ func TestLoopFailures(t *testing.T) {
 				<-ctx.Done()
 				return ctx.Err()
 			}
-			s := serve(t, Loop("relay", unit, time.Hour, 0, WithUnitTimeout(2*time.Second)))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour, UnitTimeout: 2 * time.Second}, unit))
 			time.Sleep(3 * time.Second)
 			s.shutdown(t)
 			if st := s.r.Stats(); st.Failures != 1 || st.Runs != 2 {
@@ -289,4 +295,30 @@ func TestLoopFailures(t *testing.T) {
 			}
 		})
 	})
+}
+
+func TestLoopSetDefaults(t *testing.T) {
+	failing := func(context.Context) error { return errors.New("down") }
+	for _, tc := range []struct {
+		name         string
+		opts         []LoopOption
+		wantHostLogs bool
+	}{
+		{"the Host's logger is used without WithLogger", nil, true},
+		{"WithLogger wins over the Host's logger", []LoopOption{WithLogger(zap.NewNop())}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				core, logs := observer.New(zapcore.InfoLevel)
+				r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, failing, tc.opts...)
+				r.SetDefaults(Defaults{Logger: zap.New(core)})
+				s := serve(t, r)
+				synctest.Wait()
+				s.shutdown(t)
+				if got := logs.FilterMessage("loop unit failed").Len() > 0; got != tc.wantHostLogs {
+					t.Errorf("failure logged to the Host's logger: %v, want %v", got, tc.wantHostLogs)
+				}
+			})
+		})
+	}
 }

@@ -3,6 +3,7 @@ package entrypoint
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -41,15 +42,15 @@ func (rec *recorder) gaps() []time.Duration {
 	return gs
 }
 
-// serving is a LoopRunner whose Serve runs in the background, as the Host runs it.
+// serving is a Loop whose Serve runs in the background, as the Host runs it.
 type serving struct {
-	r        *LoopRunner
+	r        *Loop
 	stop     chan struct{}
 	stopOnce sync.Once
 	served   chan error
 }
 
-func serve(t *testing.T, r *LoopRunner) *serving {
+func serve(t *testing.T, r *Loop) *serving {
 	t.Helper()
 	if err := r.Bind(context.Background()); err != nil {
 		t.Fatalf("Bind = %v", err)
@@ -73,44 +74,67 @@ func (s *serving) shutdown(t *testing.T) {
 	}
 }
 
-func TestLoopBind(t *testing.T) {
-	t.Run("bad config lists every problem", func(t *testing.T) {
-		r := Loop("", nil, 0, -time.Second,
-			WithBackoff(0, -time.Second), WithStartDelay(-1), WithUnitTimeout(0))
-		err := r.Bind(context.Background())
+// mustLoop is NewLoop that fails the test on an error.
+func mustLoop(t *testing.T, cfg LoopConfig, unit func(context.Context) error, opts ...LoopOption) *Loop {
+	t.Helper()
+	r, err := NewLoop(cfg, unit, opts...)
+	if err != nil {
+		t.Fatalf("NewLoop = %v", err)
+	}
+	return r
+}
+
+func TestNewLoop(t *testing.T) {
+	t.Run("bad config lists every problem at construction", func(t *testing.T) {
+		r, err := NewLoop(LoopConfig{Jitter: -time.Second, StartDelay: -1, UnitTimeout: -1,
+			Backoff: Backoff{Initial: time.Second, Max: time.Millisecond}}, nil)
 		var ce *fault.ConfigError
-		if !errors.As(err, &ce) {
-			t.Fatalf("Bind = %v, want a *fault.ConfigError", err)
+		if r != nil || !errors.As(err, &ce) {
+			t.Fatalf("NewLoop = %v, %v; want nil and a *fault.ConfigError", r, err)
 		}
-		want := []string{"name", "unit", "every", "jitter", "backoff.initial", "backoff.max", "startDelay", "unitTimeout"}
+		want := []string{"Name", "Every", "Jitter", "StartDelay", "UnitTimeout", "Backoff.Max", "unit"}
 		var got []string
 		for _, p := range ce.Problems {
 			got = append(got, p.Field)
 		}
-		if len(got) != len(want) {
+		if !slices.Equal(got, want) {
 			t.Fatalf("problems on %v, want %v: %v", got, want, err)
 		}
-		for i := range want {
-			if got[i] != want[i] {
-				t.Fatalf("problems on %v, want %v: %v", got, want, err)
-			}
+	})
+
+	t.Run("zero fields take the defaults", func(t *testing.T) {
+		r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { return nil })
+		want := LoopConfig{Name: "poller", Every: time.Second,
+			Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}}
+		if r.cfg != want {
+			t.Errorf("resolved %+v, want %+v", r.cfg, want)
 		}
-		if err := r.Serve(context.Background(), nil); !errors.As(err, &ce) {
-			t.Fatalf("Serve with a bad config = %v, want the *fault.ConfigError", err)
+		r = mustLoop(t, LoopConfig{Name: "poller", Every: time.Second, Backoff: Backoff{Initial: time.Minute}},
+			func(context.Context) error { return nil })
+		if r.cfg.Backoff.Max != time.Minute {
+			t.Errorf("Backoff.Max = %v, want Backoff.Initial when that is above the default", r.cfg.Backoff.Max)
+		}
+	})
+
+	t.Run("Serve before Bind is out of turn", func(t *testing.T) {
+		r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { return nil })
+		err := r.Serve(context.Background(), nil)
+		if !errors.Is(err, ErrOutOfTurn) || err.Error() != `entrypoint "poller": Serve called while new: called out of turn` {
+			t.Fatalf("Serve before Bind = %v", err)
 		}
 	})
 
 	t.Run("jitter larger than every is allowed", func(t *testing.T) {
-		r := Loop("poller", func(context.Context) error { return nil }, time.Second, time.Minute)
-		if err := r.Bind(context.Background()); err != nil {
-			t.Fatalf("Bind = %v, want nil", err)
+		r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second, Jitter: time.Minute}, func(context.Context) error { return nil })
+		if r.cfg.Jitter != time.Minute {
+			t.Fatalf("Jitter = %v", r.cfg.Jitter)
 		}
 	})
 
 	t.Run("Bind starts nothing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			r := Loop("poller", func(context.Context) error { rec.mark(); return nil }, time.Second, 0)
+			r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { rec.mark(); return nil })
 			if err := r.Bind(context.Background()); err != nil {
 				t.Fatalf("Bind = %v", err)
 			}
@@ -128,7 +152,7 @@ func TestLoopSchedule(t *testing.T) {
 			start := time.Now()
 			var rec recorder
 			every, jitter := 10*time.Second, 2*time.Second
-			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil }, every, jitter))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: every, Jitter: jitter}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(10 * time.Minute)
 			s.shutdown(t)
 
@@ -155,7 +179,7 @@ func TestLoopSchedule(t *testing.T) {
 	t.Run("without jitter every wait is exactly every", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil }, time.Minute, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Minute}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(5*time.Minute + time.Second)
 			s.shutdown(t)
 			if n := rec.count(); n != 6 {
@@ -173,7 +197,7 @@ func TestLoopSchedule(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
 			unit := func(context.Context) error { rec.mark(); time.Sleep(3 * time.Second); return nil }
-			s := serve(t, Loop("poller", unit, 10*time.Second, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: 10 * time.Second}, unit))
 			time.Sleep(time.Minute)
 			s.shutdown(t)
 			for i, g := range rec.gaps() {
@@ -188,8 +212,7 @@ func TestLoopSchedule(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
 			var rec recorder
-			s := serve(t, Loop("poller", func(context.Context) error { rec.mark(); return nil },
-				time.Minute, 0, WithStartDelay(5*time.Second)))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Minute, StartDelay: 5 * time.Second}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(2 * time.Minute)
 			s.shutdown(t)
 			if first := rec.starts[0].Sub(start); first != 5*time.Second {
@@ -202,13 +225,16 @@ func TestLoopSchedule(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			type key struct{}
 			got := make(chan any, 1)
-			r := Loop("poller", func(ctx context.Context) error {
+			r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(ctx context.Context) error {
 				select {
 				case got <- ctx.Value(key{}):
 				default:
 				}
 				return nil
-			}, time.Second, 0)
+			})
+			if err := r.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithCancel(context.WithValue(context.Background(), key{}, "v"))
 			stop := make(chan struct{})
 			close(stop)
@@ -232,7 +258,7 @@ func TestLoopSchedule(t *testing.T) {
 	t.Run("InFlight is 1 while a unit runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			release := make(chan struct{})
-			s := serve(t, Loop("poller", func(context.Context) error { <-release; return nil }, time.Hour, 0))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Hour}, func(context.Context) error { <-release; return nil }))
 			synctest.Wait()
 			if n := s.r.InFlight(); n != 1 {
 				t.Errorf("InFlight = %d during a unit, want 1", n)

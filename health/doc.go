@@ -37,6 +37,14 @@
 // that can reach the probe. Messages go to the logger instead. Keep the probe port
 // internal, as /metrics.
 //
+// # Other transports
+//
+// A Monitor gives readiness to what is not an HTTP probe — the gRPC health service
+// (grpcentry.WithHealth), a service registry: Evaluate answers once with the verdict
+// /readyz would give, and Subscribe follows it, at once for a State (which says when it
+// changes, through Changed) and by polling for any other Source, re-running the checks
+// while Ready.
+//
 // # The probe listener
 //
 // Processes that serve no HTTP (consumers, relays, schedulers) get the probes from a

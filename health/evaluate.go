@@ -76,7 +76,7 @@ func validateChecks(l *fault.Problems, checks map[string]Check) {
 
 func validateTimeout(l *fault.Problems, d time.Duration) {
 	if d < 0 {
-		l.Addf("CheckTimeout", "must be positive, got %s (0 means the default, %s)", d, DefaultCheckTimeout)
+		l.Addf("CheckTimeout", "must be positive, got %s (leave it 0 for the default, %s)", d, DefaultCheckTimeout)
 	}
 }
 

@@ -22,9 +22,12 @@ const DefaultProbeAddr = ":8079"
 // ListenerConfig is the probe listener's configuration (AppSpec.Probes). The zero value
 // listens on :8079 with 2 s per check.
 type ListenerConfig struct {
-	Addr         string        // host:port; "" means ":8079"
-	Disabled     bool          // no listener at all (the process serves probes itself)
-	CheckTimeout time.Duration // each readiness check's budget; 0 means 2s
+	Addr     string // host:port; "" means ":8079"
+	Disabled bool   // no listener at all (the process serves probes itself)
+	// CheckTimeout is each readiness check's own budget. Zero, the field left unset,
+	// means DefaultCheckTimeout (2s); a value set below zero is refused with a
+	// ConfigError naming CheckTimeout, as no check can answer within it.
+	CheckTimeout time.Duration
 }
 
 // Validate returns a *fault.ConfigError naming each bad field: a negative CheckTimeout, an
@@ -58,7 +61,11 @@ func (c ListenerConfig) addr() string {
 	return c.Addr
 }
 
-// ListenerOptions are the probe listener's collaborators.
+// ListenerOptions are the probe listener's collaborators. They are what the Host
+// wires in (its readiness checks, its /metrics and /debug/lifecycle handlers, its
+// logger), not configuration: a user configures the listener with ListenerConfig
+// (AppSpec.Probes), and only the Host calls NewListener, which is why they stay one
+// struct rather than options.
 type ListenerOptions struct {
 	Checks    map[string]Check // readiness dependencies, as in ReadinessOptions
 	Metrics   http.Handler     // served at /metrics when not nil

@@ -2,6 +2,7 @@ package health
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
 )
 
@@ -37,6 +38,9 @@ func (s Status) String() string {
 type State struct {
 	v       atomic.Int32
 	started atomic.Bool // has ever been Ready
+
+	mu      sync.Mutex
+	changed chan struct{} // closed at the next change of v; nil until Changed is called
 }
 
 // Status returns the current status.
@@ -53,6 +57,9 @@ func (s *State) Set(st Status) {
 			if st == Ready {
 				s.started.Store(true)
 			}
+			if cur != int32(st) {
+				s.notify()
+			}
 			return
 		}
 	}
@@ -61,3 +68,25 @@ func (s *State) Set(st Status) {
 // Started reports whether the state has ever been Ready. It stays true through the
 // drain, and after a return to Unavailable; the startup probe answers from it.
 func (s *State) Started() bool { return s.started.Load() }
+
+// Changed returns a channel that is closed at the next change of Status, so that a
+// transport can follow readiness without polling. Take the channel before reading
+// Status: a change that lands between the two then still closes it.
+func (s *State) Changed() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed == nil {
+		s.changed = make(chan struct{})
+	}
+	return s.changed
+}
+
+// notify wakes everyone waiting on Changed.
+func (s *State) notify() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.changed != nil {
+		close(s.changed)
+		s.changed = nil
+	}
+}

@@ -2,17 +2,17 @@ package host
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/hooks"
 )
 
 // Budgets bound each stage of an orderly exit. A zero field takes its default; a
-// negative one is a ConfigError. Each can be overridden from the environment with the
-// variable named beside it, as a Go duration ("5s", "250ms").
+// negative one, or one above MaxBudget, is a ConfigError. Each can be overridden from
+// the environment with the variable named beside it, as a Go duration ("5s", "250ms").
 type Budgets struct {
 	// DrainDelay is a fixed wait between readiness turning false and the first
 	// drain, with every entrypoint still accepting, so that load balancers notice
@@ -25,14 +25,17 @@ type Budgets struct {
 	// SW_DRAIN_PHASES_BUDGET.
 	DrainPhasesBudget time.Duration
 	// DrainGrace is the window in which the entrypoints finish their in-flight
-	// work. It covers the whole drain stage, not each entrypoint, so the worst
+	// work. Every entrypoint's Drain starts at the same moment and each gets the
+	// whole window, so one slow drain never shortens another's and the worst
 	// case does not grow with their number. The Host waits 5 s beyond it so an
-	// entrypoint that honours the window exactly is not cut short. Default 10s.
-	// SW_DRAIN_GRACE.
+	// entrypoint that honours the window exactly is not cut short. A cooperative
+	// shutdown's wait for MarkApplicationDrained ends with the window too.
+	// Default 10s. SW_DRAIN_GRACE.
 	DrainGrace time.Duration
-	// StepTimeout bounds each step after the drain: each entrypoint's Stop, each
-	// shutdown hook, each warmup step's Stop, closing the container and flushing
-	// telemetry. Default 2s. SW_STEP_TIMEOUT.
+	// StepTimeout bounds each step after the drain: each entrypoint's Stop, the
+	// wait for Serve to return, each shutdown hook, each warmup step's Stop,
+	// closing the container, flushing telemetry and closing the probe listener.
+	// Default 2s. SW_STEP_TIMEOUT.
 	StepTimeout time.Duration
 	// Deadline, when positive, caps the whole exit from the moment a stop is
 	// requested: when it expires, the waits still running (drain delay, phases,
@@ -45,6 +48,13 @@ type Budgets struct {
 	// not fit it with 10% headroom. TERMINATION_GRACE_PERIOD, in seconds or as
 	// a Go duration.
 	TerminationGracePeriod time.Duration
+	// WarmupTimeout bounds the whole warmup stage: a step still running when it
+	// expires has its ctx cancelled and fails startup, naming the step, so a
+	// dependency that accepts connections and never answers cannot keep the service
+	// in warmup forever. A step that ignores its ctx is abandoned shortly after. It
+	// is not part of the exit, so WorstCase does not count it. Default 1m.
+	// SW_WARMUP_TIMEOUT.
+	WarmupTimeout time.Duration
 }
 
 // Default budgets.
@@ -52,10 +62,16 @@ const (
 	DefaultDrainPhasesBudget = 5 * time.Second
 	DefaultDrainGrace        = 10 * time.Second
 	DefaultStepTimeout       = 2 * time.Second
+	DefaultWarmupTimeout     = time.Minute
 )
 
-// DrainSlack is how long the Host waits beyond DrainGrace for the drain stage.
-const DrainSlack = 5 * time.Second
+// MaxBudget is the largest value any budget may take, from the spec or the
+// environment. A larger one is a ConfigError naming the field or variable: no exit is
+// meant to last a day, and the ceiling keeps every sum of budgets far from overflow.
+const MaxBudget = 24 * time.Hour
+
+// drainSlack is how long the Host waits beyond DrainGrace for a Drain to return.
+const drainSlack = 5 * time.Second
 
 // budgetEnv maps each override variable to its field.
 var budgetEnv = []struct {
@@ -69,29 +85,44 @@ var budgetEnv = []struct {
 	{"SW_STEP_TIMEOUT", "StepTimeout", func(b *Budgets) *time.Duration { return &b.StepTimeout }},
 	{"SW_DEADLINE", "Deadline", func(b *Budgets) *time.Duration { return &b.Deadline }},
 	{"TERMINATION_GRACE_PERIOD", "TerminationGracePeriod", func(b *Budgets) *time.Duration { return &b.TerminationGracePeriod }},
+	{"SW_WARMUP_TIMEOUT", "WarmupTimeout", func(b *Budgets) *time.Duration { return &b.WarmupTimeout }},
 }
 
 // resolve applies environment overrides, checks every field and fills defaults.
 // Problems are recorded in l under the field or variable name.
 func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) Budgets {
+	fromEnv := map[string]bool{}
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
 		if !ok || strings.TrimSpace(v) == "" {
 			continue
 		}
+		fromEnv[e.field] = true
 		d, err := parseDuration(v, e.name == "TERMINATION_GRACE_PERIOD")
 		switch {
 		case err != nil:
-			l.Addf(e.name, "not a duration: %q (want e.g. \"5s\" or \"250ms\")", v)
+			l.Addf(e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, MaxBudget)
 		case d < 0:
 			l.Addf(e.name, "must not be negative, got %s", d)
+		case d > MaxBudget:
+			l.Addf(e.name, "%s is above the ceiling of %s", d, MaxBudget)
 		default:
 			*e.ptr(&b) = d
+			continue
 		}
+		*e.ptr(&b) = 0 // reported; keep the figures sane for what follows
 	}
 	for _, e := range budgetEnv {
-		if d := *e.ptr(&b); d < 0 {
+		if fromEnv[e.field] {
+			continue
+		}
+		switch d := *e.ptr(&b); {
+		case d < 0:
 			l.Addf("Budgets."+e.field, "must not be negative, got %s", d)
+			*e.ptr(&b) = 0
+		case d > MaxBudget:
+			l.Addf("Budgets."+e.field, "%s is above the ceiling of %s", d, MaxBudget)
+			*e.ptr(&b) = 0
 		}
 	}
 	if b.DrainPhasesBudget == 0 {
@@ -103,88 +134,48 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 	if b.StepTimeout == 0 {
 		b.StepTimeout = DefaultStepTimeout
 	}
+	if b.WarmupTimeout == 0 {
+		b.WarmupTimeout = DefaultWarmupTimeout
+	}
 	return b
 }
 
-// parseDuration reads a Go duration, or whole seconds when seconds is true.
+// parseDuration reads a Go duration, or whole seconds when seconds is true. A value
+// that does not fit a time.Duration is an error, never a wrapped-around figure.
 func parseDuration(v string, seconds bool) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if seconds {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			if n > int64(MaxBudget/time.Second) || n < -int64(MaxBudget/time.Second) {
+				return 0, fmt.Errorf("%s seconds is above the ceiling of %s", v, MaxBudget)
+			}
 			return time.Duration(n) * time.Second, nil
+		} else if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			return 0, fmt.Errorf("%s seconds is above the ceiling of %s", v, MaxBudget)
 		}
 	}
-	return time.ParseDuration(v)
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, fmt.Errorf("not a duration: %q", v)
+	}
+	return d, nil
 }
 
-// Units counts what a service registers, for WorstCase.
-type Units struct {
-	Entrypoints  int
-	DrainPhases  int
-	PreShutdown  int
-	PostShutdown int
-	WarmupStops  int
-	HasContainer bool
+// addSat is a+b, saturating at the largest Duration instead of wrapping around.
+func addSat(a, b time.Duration) time.Duration {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
 
-// Figure is one term of WorstCase.
-type Figure struct {
-	Name  string
-	Value time.Duration
-	Why   string
-}
-
-// WorstCase is the longest an orderly exit can take, figure by figure.
-type WorstCase struct {
-	Figures []Figure
-	Total   time.Duration
-}
-
-// String lists the figures as "name=value" pairs followed by the total.
-func (w WorstCase) String() string {
-	parts := make([]string, len(w.Figures))
-	for i, f := range w.Figures {
-		parts[i] = fmt.Sprintf("%s=%s", f.Name, f.Value)
+// mulSat is n×d for n, d ≥ 0, saturating at the largest Duration.
+func mulSat(n int, d time.Duration) time.Duration {
+	if n <= 0 || d <= 0 {
+		return 0
 	}
-	return strings.Join(parts, " + ") + " = " + w.Total.String()
-}
-
-// Fits reports whether the worst case fits grace with at least 10% headroom.
-func (w WorstCase) Fits(grace time.Duration) bool {
-	return w.Total <= grace-grace/10
-}
-
-// WorstCase sums the longest orderly exit for a service with the given units: the
-// drain delay (overlapping the wait for Serve to return, at most StepTimeout), the
-// drain phases' budget plus the second a phase ignoring cancellation is given, the
-// drain window plus its slack, then one StepTimeout for each step after the drain.
-// The Deadline, when set, cuts only the waits before cleanup, so it is not counted.
-func (b Budgets) WorstCase(u Units) WorstCase {
-	var w WorstCase
-	add := func(name string, d time.Duration, why string) {
-		if d > 0 {
-			w.Figures = append(w.Figures, Figure{name, d, why})
-			w.Total += d
-		}
+	if d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
 	}
-	if u.Entrypoints > 0 {
-		add("drain_delay", max(b.DrainDelay, b.StepTimeout), "DrainDelay, overlapping the wait for Serve to return (StepTimeout)")
-	} else {
-		add("drain_delay", b.DrainDelay, "DrainDelay")
-	}
-	if u.DrainPhases > 0 {
-		add("drain_phases", b.DrainPhasesBudget+hooks.AbandonAfter, "DrainPhasesBudget + 1s for a phase that ignores cancellation")
-	}
-	if u.Entrypoints > 0 {
-		add("drain", b.DrainGrace+DrainSlack, "DrainGrace + 5s slack")
-		add("stop", time.Duration(u.Entrypoints)*b.StepTimeout, fmt.Sprintf("StepTimeout x %d entrypoints", u.Entrypoints))
-	}
-	add("pre_shutdown", time.Duration(u.PreShutdown)*b.StepTimeout, fmt.Sprintf("StepTimeout x %d hooks", u.PreShutdown))
-	add("warmup_stop", time.Duration(u.WarmupStops)*b.StepTimeout, fmt.Sprintf("StepTimeout x %d warmup steps", u.WarmupStops))
-	if u.HasContainer {
-		add("scope_close", b.StepTimeout, "StepTimeout")
-	}
-	add("telemetry_flush", b.StepTimeout, "StepTimeout")
-	add("post_shutdown", time.Duration(u.PostShutdown)*b.StepTimeout, fmt.Sprintf("StepTimeout x %d hooks", u.PostShutdown))
-	return w
+	return time.Duration(n) * d
 }

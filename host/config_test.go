@@ -103,18 +103,6 @@ func TestConfigError(t *testing.T) {
 	})
 }
 
-func TestWorstCase(t *testing.T) {
-	b := host.Budgets{DrainDelay: 5 * time.Second, DrainPhasesBudget: 3 * time.Second, DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second}
-	w := b.WorstCase(host.Units{Entrypoints: 2, DrainPhases: 1, PreShutdown: 1, WarmupStops: 1, HasContainer: true})
-	// 5 + (3+1) + (10+5) + 2*2 + 2 + 2 + 2 (scope) + 2 (flush) = 36
-	if w.Total != 36*time.Second {
-		t.Errorf("total = %s, want 36s: %s", w.Total, w)
-	}
-	if w.Fits(30*time.Second) || !w.Fits(40*time.Second) {
-		t.Errorf("fits: 30s %v, 40s %v", w.Fits(30*time.Second), w.Fits(40*time.Second))
-	}
-}
-
 func TestExitCode(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -148,7 +136,7 @@ func TestBudgetWarnings(t *testing.T) {
 		t.Fatalf("no shutdown budget line: %v", logs.All())
 	}
 	fields := budget[0].ContextMap()
-	for _, f := range []string{"worst_case", "drain_delay", "drain", "stop", "telemetry_flush", "termination_grace_period"} {
+	for _, f := range []string{"worst_case", "drain_delay", "drain", "stop", "flush", "termination_grace_period"} {
 		if _, ok := fields[f]; !ok {
 			t.Errorf("shutdown budget lacks %s: %v", f, fields)
 		}

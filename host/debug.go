@@ -26,11 +26,14 @@ type Lifecycle struct {
 	Leadership  map[string]leader.Status `json:"leadership"`
 }
 
-// EntrypointStatus is one entrypoint in /debug/lifecycle.
+// EntrypointStatus is one entrypoint in /debug/lifecycle. Detail is what an
+// entrypoint with a StatusDetail() string method says of itself beyond its state
+// (a Kafka consumer paused by a dependency outage: "paused: …"); empty otherwise.
 type EntrypointStatus struct {
 	Name     string `json:"name"`
 	State    string `json:"state"`
 	InFlight int    `json:"in_flight"`
+	Detail   string `json:"detail,omitempty"`
 }
 
 // Lifecycle returns a snapshot of where the Host stands.
@@ -47,7 +50,11 @@ func (h *Host) Lifecycle() Lifecycle {
 		Leadership:  map[string]leader.Status{},
 	}
 	for _, e := range h.entries {
-		l.Entrypoints = append(l.Entrypoints, EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)})
+		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}
+		if d, ok := e.reg.Entrypoint.(interface{ StatusDetail() string }); ok {
+			es.Detail = d.StatusDetail()
+		}
+		l.Entrypoints = append(l.Entrypoints, es)
 		if lr, ok := e.reg.Entrypoint.(LeadershipReporter); ok {
 			for k, v := range lr.Leadership() {
 				l.Leadership[k] = v

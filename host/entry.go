@@ -12,9 +12,10 @@ const (
 	entryDraining
 	entryStopped
 	entryFailed
+	entryFinished // a task whose work is done
 )
 
-var entryStateNames = [...]string{"registered", "bound", "serving", "draining", "stopped", "failed"}
+var entryStateNames = [...]string{"registered", "bound", "serving", "draining", "stopped", "failed", "finished"}
 
 func (s entryState) String() string { return entryStateNames[s] }
 

@@ -3,7 +3,12 @@ package host
 import (
 	"errors"
 	"fmt"
+	"os"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 )
 
@@ -24,17 +29,34 @@ const (
 	ExitOK      = 0
 	ExitFailure = 1  // startup failed, an essential entrypoint failed, or the exit blew its budget
 	ExitConfig  = 78 // EX_CONFIG: the spec or the environment is invalid
+	// ExitPermanent is a task's default exit code for a failure marked by
+	// fault.Permanent (entrypoint.TaskConfig.PermanentExitCode changes it).
+	ExitPermanent = entrypoint.DefaultPermanentExitCode
+	// ExitInterrupted (EX_TEMPFAIL) is the exit code of a run stopped before its
+	// tasks were done: non-zero, and worth retrying.
+	ExitInterrupted = 75
 )
 
 var (
 	// ErrShutdownTimeout is returned by Run when the exit itself overran: the
-	// Deadline expired, a drain outlived its window, or a step was abandoned.
-	// It is returned only when nothing else failed first.
+	// Deadline expired, a drain outlived its window, a step overran its
+	// StepTimeout (whether it returned late or was abandoned), or a cooperative
+	// wait ended without MarkApplicationDrained. It is returned only when nothing
+	// else failed first. The report's result is then "timeout".
 	ErrShutdownTimeout = errors.New("shutdown did not finish within its budgets")
+
+	// ErrCleanupFailed is returned by Run when a cleanup step failed — a shutdown
+	// hook, a warmup step's Stop, closing the container, flushing telemetry — and
+	// nothing caused the shutdown first. The report's result is then "failure".
+	ErrCleanupFailed = errors.New("shutdown cleanup failed")
 
 	// ErrServeReturned is the cause when an entrypoint's Serve returned nil
 	// before the Host asked it to stop.
 	ErrServeReturned = errors.New("serve returned before stop")
+
+	// ErrWarmupTimeout is wrapped by the startup error of a warmup step still
+	// running when Budgets.WarmupTimeout expired.
+	ErrWarmupTimeout = errors.New("warmup budget spent")
 
 	// ErrAlreadyRun is returned by a second call to Host.Run.
 	ErrAlreadyRun = errors.New("host: Run called more than once")
@@ -63,16 +85,34 @@ func (e *StartupError) Error() string { return fmt.Sprintf("startup failed at %s
 func (e *StartupError) Unwrap() error { return e.Err }
 
 // ExitCode maps an error returned by New, Run or Host.Run to a process exit code:
-// 0 for nil, ExitConfig for a *fault.ConfigError, ExitFailure for anything else. (A second
-// signal exits with 128+signum directly; see InstallSignalHandlers.)
+// 0 for nil, ExitConfig for a *fault.ConfigError, the code of an error in the chain
+// with an ExitCode() int method (a task's permanent failure is one), ExitInterrupted
+// for fault.ErrInterrupted, ExitFailure for anything else. (A second signal exits with
+// 128+signum directly; see InstallSignalHandlers.)
 func ExitCode(err error) int {
 	var ce *fault.ConfigError
+	var coded interface{ ExitCode() int }
 	switch {
 	case err == nil:
 		return ExitOK
 	case errors.As(err, &ce):
 		return ExitConfig
+	case errors.As(err, &coded) && coded.ExitCode() > 0 && coded.ExitCode() < 256:
+		return coded.ExitCode()
+	case errors.Is(err, fault.ErrInterrupted):
+		return ExitInterrupted
 	default:
 		return ExitFailure
 	}
+}
+
+// fallbackLogger is the logger of last resort, for a configuration error found
+// before the Host's own logger exists: JSON on stderr, as the Host's logger writes.
+func fallbackLogger(service string) *zap.Logger {
+	enc := zap.NewProductionEncoderConfig()
+	enc.TimeKey = "ts"
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeDuration = zapcore.StringDurationEncoder
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel)
+	return zap.New(core).With(zap.String("service", service))
 }

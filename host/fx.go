@@ -30,7 +30,7 @@ import (
 //	*zap.Logger, *Shutdown, *hooks.Registry (to add drain phases at startup), Instance,
 //	*prometheus.Registry and prometheus.Registerer, trace.TracerProvider,
 //	metric.MeterProvider, propagation.TextMapPropagator, fault.Reporter (nil when
-//	TelemetryConfig has none)
+//	TelemetryConfig has none), PreStopFunc (Host.PreStop, for an admin endpoint)
 //
 // and collects the fx groups below. fx stays here, in the wiring: the Host's state
 // machine does not use reflection.
@@ -69,7 +69,7 @@ func (h *Host) buildContainer(l *fault.Problems) {
 			l.UseLogLevel(zapcore.DebugLevel) // fx's wiring events are noise at info
 			return l
 		}),
-		fx.Supply(h.log, h.shutdown, h.lifecycle, h.tel.reg, Instance(h.instance)),
+		fx.Supply(h.log, h.shutdown, h.lifecycle, h.tel.reg, Instance(h.instance), PreStopFunc(h.PreStop)),
 		fx.Provide(
 			func() prometheus.Registerer { return h.tel.reg },
 			func() trace.TracerProvider { return h.tel.tp },

@@ -3,6 +3,7 @@ package host
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -33,16 +34,21 @@ type Host struct {
 	app       *fx.App // nil without a container
 	regs      []Registration
 	steps     []Step
-	lifecycle *hooks.Registry
+	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
 	checks    map[string]health.Check
 	probe     *health.Listener // nil when disabled
 
-	state    health.State
+	state    health.State // what startup reached; the shutdown handle overrides it
 	shutdown *Shutdown
 	ran      atomic.Bool
 	stage    atomic.Int32
 	entries  []*entry // one per registration, in bind order
-	mu       sync.Mutex
+
+	mu      sync.Mutex
+	settled *lifecycle // the run's hooks and phases, once startup reached pre_start
+	ahead   drainAhead // what PreStop ran ahead of the stop (prestop.go)
+
+	budgetLogged atomic.Int64 // the WorstCase total of the last "shutdown budget" line
 }
 
 // Option changes how a Host is built.
@@ -75,27 +81,22 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.instance = instanceID(&spec, h.opts.lookup)
 	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.instance, h.opts.lookup)
 	if err != nil {
-		return nil, err
+		var ce *fault.ConfigError
+		if !errors.As(err, &ce) {
+			ce = &fault.ConfigError{Problems: []fault.Problem{{Field: "Telemetry", Reason: err.Error()}}}
+			// There is no logger to say it with: say it on stderr, as the logger would.
+			// (A problem of the environment was logged by newTelemetry's own logger.)
+			fallbackLogger(spec.ServiceName).Error("invalid configuration; nothing was started", zap.Error(ce))
+		}
+		return nil, ce
 	}
 	h.tel, h.log = tel, tel.log
 	h.log = h.log.With(zap.String("instance", h.instance))
 
 	var problems fault.Problems
 	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
-	// Readiness turns false in the same call that begins the shutdown, before any
-	// goroutine hop, so the probe answers "draining" at once.
-	h.shutdown = newShutdown(h.budgets.Deadline, h.withdraw)
+	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.lifecycle = &hooks.Registry{}
-	if spec.Lifecycle != nil {
-		for _, k := range hookKinds {
-			for _, hk := range spec.Lifecycle.Hooks(k) {
-				h.lifecycle.Add(k, hk)
-			}
-		}
-		for _, p := range spec.Lifecycle.DrainPhases() {
-			h.lifecycle.AddDrainPhase(p)
-		}
-	}
 	h.regs = slices.Clone(spec.Entrypoints)
 	h.steps = slices.Clone(spec.Warmups)
 	h.checks = make(map[string]health.Check, len(spec.Checks))
@@ -105,7 +106,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	if spec.Container != nil {
 		h.buildContainer(&problems)
 	}
-	validate(&h.spec, h.regs, h.steps, h.lifecycle, h.checks, &problems)
+	validate(&h.spec, h.regs, h.steps, h.currentLifecycle(), h.checks, &problems)
 	h.checkStopTimes(&problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
@@ -119,7 +120,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		tel.metrics.failures.WithLabelValues(r.Entrypoint.Name()) // exported at 0 from the start
 	}
 	if !spec.Probes.Disabled {
-		h.probe, err = health.NewListener(spec.Probes, &h.state, health.ListenerOptions{
+		h.probe, err = health.NewListener(spec.Probes, readiness{h}, health.ListenerOptions{
 			Checks:    h.checks,
 			Metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
 			Lifecycle: h.lifecycleHandler(),
@@ -133,8 +134,6 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.logBudgets()
 	return h, nil
 }
-
-var hookKinds = []hooks.Kind{hooks.PreStart, hooks.PostStart, hooks.PreShutdown, hooks.PostShutdown}
 
 // Run is New followed by Host.Run. The caller owns signals: cancel ctx to stop.
 func Run(ctx context.Context, spec AppSpec, opts ...Option) error {
@@ -163,8 +162,24 @@ func (h *Host) withdraw() {
 	h.tel.metrics.ready.Set(0)
 }
 
-// Readiness reports what the readiness probe answers from the Host's state alone.
-func (h *Host) Readiness() health.Status { return h.state.Status() }
+// Readiness reports what the readiness probe answers from the Host's state alone:
+// draining from the moment a stop is requested, whatever its source.
+func (h *Host) Readiness() health.Status { return readiness{h}.Status() }
+
+// readiness is the Host's readiness as the probe sees it: the stage startup reached,
+// turned to draining by the stop signal itself, so no goroutine hop or callback
+// stands between Begin and the probe's answer.
+type readiness struct{ h *Host }
+
+func (r readiness) Status() health.Status {
+	if r.h.shutdown.stopping().Err() != nil {
+		return health.Draining
+	}
+	return r.h.state.Status()
+}
+
+// Started reports whether the service got past startup once, for the probes.
+func (r readiness) Started() bool { return r.h.state.Started() }
 
 // Stage reports the stage the Host is in.
 func (h *Host) Stage() Stage { return Stage(h.stage.Load()) }
@@ -190,27 +205,43 @@ func (h *Host) ProbeAddr() string {
 	return h.probe.Addr().String()
 }
 
-// WorstCase sums the longest orderly exit of this service; see Budgets.WorstCase.
+// WorstCase sums, figure by figure, the longest orderly exit of this service: the
+// drain delay (overlapping the wait for Serve to return), the drain phases' budget
+// plus 1 s, one DrainGrace window plus 5 s shared by every Drain, then StepTimeout
+// (plus the short grace before an abandonment) for each entrypoint's Stop, the wait
+// for Serve, each shutdown hook, each warmup Stop, closing the container, flushing
+// telemetry and closing the probe listener. Each figure is named after its stage.
+// Until startup reaches pre_start it counts the hooks and phases registered so far;
+// from then on, those of the run, including what was registered during startup.
 func (h *Host) WorstCase() WorstCase {
-	u := Units{
-		Entrypoints:  len(h.regs),
-		DrainPhases:  len(h.lifecycle.DrainPhases()),
-		PreShutdown:  len(h.lifecycle.Hooks(hooks.PreShutdown)),
-		PostShutdown: len(h.lifecycle.Hooks(hooks.PostShutdown)),
-		HasContainer: h.app != nil,
+	h.mu.Lock()
+	settled := h.settled
+	h.mu.Unlock()
+	lc := h.currentLifecycle()
+	if settled != nil {
+		lc = *settled
+	}
+	u := units{
+		entrypoints:  len(h.regs),
+		drainPhases:  len(lc.phases),
+		preShutdown:  len(lc.hooks[hooks.PreShutdown]),
+		postShutdown: len(lc.hooks[hooks.PostShutdown]),
+		container:    h.app != nil,
+		probes:       h.probe != nil,
 	}
 	for _, s := range h.steps {
 		if s.Stop != nil {
-			u.WarmupStops++
+			u.warmupStops++
 		}
 	}
-	return h.budgets.WorstCase(u)
+	return h.budgets.worstCase(u)
 }
 
 // logBudgets logs WorstCase figure by figure and warns when it cannot fit the
 // orchestrator's grace period, or when a Kubernetes pod has no drain delay.
 func (h *Host) logBudgets() {
 	w := h.WorstCase()
+	h.budgetLogged.Store(int64(w.Total))
 	fields := []zap.Field{zap.Duration("worst_case", w.Total)}
 	for _, f := range w.Figures {
 		fields = append(fields, zap.Duration(f.Name, f.Value))
@@ -226,7 +257,7 @@ func (h *Host) logBudgets() {
 			zap.Duration("worst_case", w.Total), zap.Duration("termination_grace_period", grace),
 			zap.String("figures", w.String()))
 	}
-	if _, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST"); k8s && h.budgets.DrainDelay == 0 {
+	if _, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST"); k8s && h.budgets.DrainDelay == 0 && !h.onlyTasks() {
 		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
 			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
 			"to the readiness probe's period x failureThreshold plus a few seconds")

@@ -30,7 +30,7 @@ type drainRecord struct {
 }
 
 func (r *report) stage(s Stage, d time.Duration) {
-	if s >= StageAnnounce {
+	if s >= StageDrainDelay {
 		r.stages = append(r.stages, zap.Duration(s.String(), d))
 	}
 }
@@ -52,15 +52,11 @@ func (r *report) errs(what string, err error) {
 	}
 }
 
-// log writes the shutdown report: one line with the result, the exit code, each
-// stage's duration and what was cut or abandoned.
-func (r *report) log(h *Host, err, cause error, total time.Duration) {
-	result := h.shutdown.Result().String()
-	if cause != nil {
-		result = "failure"
-	} else if err != nil {
-		result = "timeout"
-	}
+// log writes the shutdown report: one line with the result (as Shutdown.Result
+// reports it: success, failure or timeout), the exit code, each stage's duration and
+// what was cut, abandoned or failed.
+func (r *report) log(h *Host, res Result, err, cause error, total time.Duration) {
+	result := res.String()
 	h.tel.metrics.shutdowns.WithLabelValues(result).Inc()
 	fields := []zap.Field{
 		zap.String("result", result),
@@ -76,7 +72,7 @@ func (r *report) log(h *Host, err, cause error, total time.Duration) {
 		for _, p := range r.phases.Phases {
 			phases = append(phases, fmt.Sprintf("%s:%s:%s", p.Name, p.Outcome, p.Duration))
 		}
-		fields = append(fields, zap.Strings("drain_phases", phases))
+		fields = append(fields, zap.Strings("drain_phase_outcomes", phases))
 	}
 	if len(r.overruns) > 0 {
 		fields = append(fields, zap.Strings("overran", r.overruns))

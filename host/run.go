@@ -29,20 +29,13 @@ type run struct {
 	scopeOpen bool
 	warmed    []Step   // steps whose Start succeeded, in start order
 	bound     []*entry // entries whose Bind succeeded, in bind order
-	wasReady  bool
-
-	serveCtx    context.Context
-	cancelServe context.CancelFunc
-	serveWG     sync.WaitGroup
-	served      chan serveResult
-	pending     int // Serve calls not yet returned
+	wasReady  bool     // readiness turned true at least once
+	hooksRan  bool     // startup reached pre_start: the shutdown hooks run
+	complete  bool     // startup finished: the drain phases run
+	lc        lifecycle
+	serve     *serveGroup // nil until the serve stage
 
 	report report
-}
-
-type serveResult struct {
-	e   *entry
-	err error
 }
 
 // Run runs the service: startup (the container's OnStart hooks, warmup, pre_start
@@ -50,42 +43,40 @@ type serveResult struct {
 // stop is requested, then the orderly exit. It returns when the exit has finished.
 //
 // A stop is requested by cancelling ctx, by Shutdown().Begin (what the signal
-// handlers of Main call), or by the failure of an essential entrypoint. A stop that
-// arrives during startup is honoured at the next stage boundary: a warmup step in
-// progress is cancelled through its ctx, Bind is skipped, readiness never turns true,
-// and Run returns nil after cleanup.
+// handlers of Main call), or by the failure of an essential entrypoint; all three
+// cancel the one stop signal the Shutdown handle owns. A stop that arrives during
+// startup is honoured at the next stage boundary: a warmup step in progress is
+// cancelled through its ctx, Bind is skipped, readiness never turns true, and Run
+// returns nil after cleanup.
 //
 // Run returns nil after a graceful exit; the *StartupError or *EntrypointError that
-// caused the exit; or, when nothing else failed, an error wrapping
-// ErrShutdownTimeout if the exit overran a budget. ExitCode maps each to an exit code.
-// Run may be called once.
+// caused the exit; an error wrapping fault.ErrInterrupted when a task (an
+// entrypoint.Finite) was not done at the stop (task.go); or, when nothing else
+// failed, an error wrapping ErrCleanupFailed if a cleanup step failed, or
+// ErrShutdownTimeout if the exit overran a budget. ExitCode maps each to an exit
+// code. Run may be called once.
 func (h *Host) Run(ctx context.Context) error {
 	if !h.ran.CompareAndSwap(false, true) {
 		return ErrAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
+	// The caller's ctx is one more way to request the stop.
+	unbridge := context.AfterFunc(ctx, func() { h.shutdown.begin(false, context.Cause(ctx)) })
+	defer unbridge()
 
-	// stopCtx is cancelled when a stop is requested, whatever its source.
-	stopCtx, cancelStop := context.WithCancel(r.ctx)
-	defer cancelStop()
-	finished := make(chan struct{})
-	var watcher sync.WaitGroup
-	watcher.Go(func() {
-		select {
-		case <-ctx.Done():
-			h.shutdown.Begin()
-		case <-h.shutdown.Started():
-		case <-finished:
-			return
-		}
-		cancelStop()
-	})
-	defer watcher.Wait()
-	defer close(finished)
+	// work carries the caller's values and ends with the stop signal.
+	stop := h.shutdown.stopping()
+	work, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	unlink := context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })
+	defer unlink()
 
-	cause := r.startup(stopCtx)
-	if cause == nil && !r.stopping(stopCtx) {
-		cause = r.serve(stopCtx)
+	cause := r.startup(work)
+	if cause == nil && !r.stopping() {
+		cause = r.serveUntilStop(work)
+	}
+	if cause == nil {
+		cause = r.interrupted() // a task not done is never a success (task.go)
 	}
 	return r.teardown(cause)
 }
@@ -112,12 +103,13 @@ func (r *run) enter(s Stage) {
 	}
 	h.log.Debug("stage", zap.Stringer("stage", s))
 	if h.opts.observer != nil {
-		h.opts.observer(Event{Stage: s, Readiness: h.state.Status(), At: now})
+		h.opts.observer(Event{Stage: s, Readiness: h.Readiness(), At: now})
 	}
 }
 
-// startup runs startup stages 3–7 of the sequence. It returns nil when it finished or
-// when a stop arrived (a stop is never a failure); otherwise a *StartupError.
+// startup runs the startup stages from opening the container to the post_start
+// hooks. It returns nil when it finished or when a stop arrived (a stop is never a
+// failure); otherwise a *StartupError.
 func (r *run) startup(ctx context.Context) error {
 	h := r.h
 	r.enter(StageBootstrap)
@@ -133,20 +125,18 @@ func (r *run) startup(ctx context.Context) error {
 	}{
 		{StageOpenScope, r.openScope},
 		{StageWarmup, r.warmup},
-		{StagePreStart, func(ctx context.Context) error {
-			return hooks.RunStart(ctx, hooks.PreStart, r.hooks(hooks.PreStart), h.log)
-		}},
+		{StagePreStart, r.preStart},
 		{StageBind, r.bind},
 		{StagePostStart, r.postStart},
 	}
 	for _, s := range stages {
-		if r.stopping(ctx) {
+		if r.stopping() {
 			h.log.Info("stop requested during startup; skipping the rest", zap.Stringer("next_stage", s.stage))
 			return nil
 		}
 		r.enter(s.stage)
 		if err := s.run(ctx); err != nil {
-			if r.stopping(ctx) {
+			if r.stopping() {
 				h.log.Info("startup stage cut short by stop", zap.Stringer("stage", s.stage), zap.Error(err))
 				return nil
 			}
@@ -154,20 +144,13 @@ func (r *run) startup(ctx context.Context) error {
 			return &StartupError{Stage: s.stage, Err: err}
 		}
 	}
-	h.log.Info("service ready", zap.Int("entrypoints", len(r.bound)))
+	r.complete = true
+	h.log.Info("service ready", append([]zap.Field{zap.Int("entrypoints", len(r.bound))}, runtimeFields()...)...)
 	return nil
 }
 
-// stopping reports whether a stop has been requested. It reads the shutdown handle
-// as well as ctx, so a stop requested by a hook is seen at the very next boundary.
-func (r *run) stopping(ctx context.Context) bool {
-	select {
-	case <-r.h.shutdown.Started():
-		return true
-	default:
-		return ctx.Err() != nil
-	}
-}
+// stopping reports whether a stop has been requested.
+func (r *run) stopping() bool { return r.h.shutdown.stopping().Err() != nil }
 
 func (r *run) openScope(ctx context.Context) error {
 	if r.h.app == nil {
@@ -183,6 +166,8 @@ func (r *run) openScope(ctx context.Context) error {
 // warmup runs the steps in ascending priority groups; a group's members run
 // concurrently and the first failure cancels the rest of its group.
 func (r *run) warmup(ctx context.Context) error {
+	ctx, cancel := context.WithTimeoutCause(ctx, r.h.budgets.WarmupTimeout, ErrWarmupTimeout)
+	defer cancel()
 	steps := r.warmupSteps()
 	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.Priority, b.Priority) })
 	for len(steps) > 0 {
@@ -206,7 +191,7 @@ func (r *run) warmupGroup(ctx context.Context, group []Step) error {
 	var wg sync.WaitGroup
 	for i, s := range group {
 		wg.Go(func() {
-			errs[i] = safe.Call(fmt.Sprintf("warmup %q", s.Name), func() error { return s.Start(gctx) })
+			errs[i] = r.warmupStep(gctx, s) // warmupbudget.go
 			if errs[i] != nil {
 				cancel()
 			}
@@ -232,9 +217,21 @@ func (r *run) warmupGroup(ctx context.Context, group []Step) error {
 	return first
 }
 
+// preStart takes the lifecycle as it stands after warmup — with what the container
+// and the warmup steps registered since New, validated — and runs its pre_start hooks.
+func (r *run) preStart(ctx context.Context) error {
+	r.hooksRan = true
+	lc, err := r.h.settleLifecycle()
+	r.lc = lc
+	if err != nil {
+		return err
+	}
+	return hooks.RunStart(ctx, hooks.PreStart, r.tracedHooks(hooks.PreStart), r.h.log)
+}
+
 func (r *run) bind(ctx context.Context) error {
 	for _, e := range r.h.entries {
-		if r.stopping(ctx) {
+		if r.stopping() {
 			return nil
 		}
 		err := safe.Call(fmt.Sprintf("entrypoint %q Bind", e.name), func() error { return e.reg.Entrypoint.Bind(ctx) })
@@ -251,39 +248,40 @@ func (r *run) bind(ctx context.Context) error {
 func (r *run) postStart(ctx context.Context) error {
 	h := r.h
 	h.state.Set(health.Ready)
-	r.wasReady = h.state.Status() == health.Ready
+	r.wasReady = h.Readiness() == health.Ready
 	if r.wasReady {
 		h.tel.metrics.ready.Set(1)
 	}
-	return hooks.RunStart(ctx, hooks.PostStart, r.hooks(hooks.PostStart), h.log)
+	return hooks.RunStart(ctx, hooks.PostStart, r.tracedHooks(hooks.PostStart), h.log)
 }
 
-// serve runs every bound entrypoint's Serve until a stop is requested. It returns the
-// failure of an essential entrypoint, having begun the shutdown, or nil at a stop.
-func (r *run) serve(stop context.Context) error {
+// serveUntilStop runs every bound entrypoint's Serve until a stop is requested. It
+// returns the failure of an essential entrypoint, having begun the shutdown, or nil
+// at a stop.
+func (r *run) serveUntilStop(ctx context.Context) error {
 	h := r.h
 	r.enter(StageServe)
-	r.serveCtx, r.cancelServe = context.WithCancel(r.ctx)
-	r.served = make(chan serveResult, len(r.bound))
+	r.serve = newServeGroup(r.ctx, ctx.Done(), len(r.bound))
 	for _, e := range r.bound {
 		e.set(entryServing)
-		r.pending++
-		r.serveWG.Go(func() {
-			err := safe.Call(fmt.Sprintf("entrypoint %q Serve", e.name), func() error {
-				return e.reg.Entrypoint.Serve(r.serveCtx, stop.Done())
-			})
-			r.served <- serveResult{e, err}
-		})
+		r.serve.start(e)
 	}
 	for {
 		select {
-		case <-stop.Done():
+		case <-ctx.Done():
 			return nil
-		case res := <-r.served:
-			r.pending--
-			if stop.Err() != nil {
+		case res := <-r.serve.results:
+			r.serve.pending--
+			if ctx.Err() != nil {
 				r.servedAfterStop(res)
 				return nil
+			}
+			if done, end := r.taskDone(res); done { // task.go
+				if end {
+					h.shutdown.Begin()
+					return nil
+				}
+				continue
 			}
 			err := res.err
 			if err == nil {
@@ -291,7 +289,7 @@ func (r *run) serve(stop context.Context) error {
 			}
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
-			if res.e.reg.NonEssential {
+			if !essential(res.e) {
 				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
 				h.log.Error("non-essential entrypoint failed; the others keep serving",
 					zap.String("entrypoint", res.e.name), zap.Error(err))

@@ -1,6 +1,8 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -37,23 +39,42 @@ func (p Phase) String() string {
 	return fmt.Sprintf("Phase(%d)", int32(p))
 }
 
-// Result is how a shutdown ended.
+// Result is how a shutdown ended. Its String is the `result` of the shutdown report
+// and the label of servicewright_shutdowns_total.
 type Result int32
 
 const (
-	// Success: cleanup finished before the Deadline (or there was none).
+	// Success: every step of the exit finished, on time, without error.
 	Success Result = iota
-	// Timeout: the Deadline expired before cleanup finished. It stays Timeout even
-	// if cleanup later succeeds, and does not mean that every step failed.
+	// Timeout: the Deadline expired, or a step overran its budget (a drain past its
+	// window, a step past StepTimeout, a cooperative wait past the drain window).
+	// Once the Deadline has expired it stays Timeout unless a failure is found.
 	Timeout
+	// Failure: the shutdown was caused by a failure (startup, an essential
+	// entrypoint), or a cleanup step failed (a shutdown hook, a warmup Stop,
+	// closing the container). It wins over Timeout.
+	Failure
+	// Interrupted: a stop arrived before every task (entrypoint.Task) was done.
+	// The exit is orderly but the work is not finished: Run's error wraps
+	// fault.ErrInterrupted and the process exits ExitInterrupted, never 0.
+	Interrupted
 )
 
 func (r Result) String() string {
-	if r == Timeout {
+	switch r {
+	case Timeout:
 		return "timeout"
+	case Failure:
+		return "failure"
+	case Interrupted:
+		return "interrupted"
 	}
 	return "success"
 }
+
+// ErrStopRequested is the context.Cause of the stop signal when Begin,
+// BeginCooperative or ForceCleanup started the shutdown.
+var ErrStopRequested = errors.New("stop requested")
 
 // Shutdown is a service's shutdown handle. The Host owns it and supplies it to the
 // container, so application code can start, observe or hurry the exit. Every caller
@@ -62,75 +83,74 @@ func (r Result) String() string {
 // A Shutdown is safe for concurrent use. Only the Host creates one.
 type Shutdown struct {
 	deadline time.Duration
-	onBegin  func() // called once, synchronously, by the first Begin
+
+	// stop is the one stop signal: cancelled, synchronously, by the first Begin.
+	stop       context.Context
+	cancelStop context.CancelCauseFunc
+	// force is cancelled by ForceCleanup or by the Deadline: the waits of the
+	// drain end early.
+	force       context.Context
+	cancelForce context.CancelCauseFunc
 
 	mu          sync.Mutex
-	begun       bool
 	cooperative bool
-	beganAt     time.Time
 	timer       *time.Timer
-	forced      bool
 	drainedSet  bool
 	timedOut    atomic.Bool
+	result      atomic.Int32
 	phase       atomic.Int32
-	began       chan struct{}
-	force       chan struct{}
 	drained     chan struct{}
 	cleanup     chan struct{}
 	done        chan struct{}
 }
 
-func newShutdown(deadline time.Duration, onBegin func()) *Shutdown {
-	return &Shutdown{
+func newShutdown(deadline time.Duration) *Shutdown {
+	s := &Shutdown{
 		deadline: deadline,
-		onBegin:  onBegin,
-		began:    make(chan struct{}),
-		force:    make(chan struct{}),
 		drained:  make(chan struct{}),
 		cleanup:  make(chan struct{}),
 		done:     make(chan struct{}),
 	}
+	s.stop, s.cancelStop = context.WithCancelCause(context.Background())
+	s.force, s.cancelForce = context.WithCancelCause(context.Background())
+	return s
 }
 
 // Begin requests a graceful stop and returns at once. It is what the first SIGTERM
 // does. The Deadline, if any, starts counting at the first call; later calls do nothing.
-func (s *Shutdown) Begin() { s.begin(false) }
+func (s *Shutdown) Begin() { s.begin(false, ErrStopRequested) }
 
 // BeginCooperative is Begin for an application that started work of its own outside
 // the entrypoints: the entrypoints drain and stop as usual, but cleanup — which closes
 // the clients that work may still use — waits until MarkApplicationDrained is called,
-// ForceCleanup is called, or the Deadline expires. Only the first Begin chooses the
+// ForceCleanup is called, the Deadline expires, or the drain window (DrainGrace from
+// the start of the drain) ends, whichever comes first; a wait that ends without
+// MarkApplicationDrained makes the Result Timeout. Only the first Begin chooses the
 // mode; a cooperative call after a plain Begin does not make it cooperative.
-func (s *Shutdown) BeginCooperative() { s.begin(true) }
+func (s *Shutdown) BeginCooperative() { s.begin(true, ErrStopRequested) }
 
-func (s *Shutdown) begin(cooperative bool) {
+// begin cancels the stop signal with cause; the first call decides the mode.
+func (s *Shutdown) begin(cooperative bool, cause error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.begun {
+	if s.stop.Err() != nil {
 		return
 	}
-	s.begun = true
 	s.cooperative = cooperative
-	s.beganAt = time.Now()
 	s.phase.CompareAndSwap(int32(NotStarted), int32(Started))
 	if s.deadline > 0 {
 		s.timer = time.AfterFunc(s.deadline, s.expire)
 	}
-	if s.onBegin != nil {
-		s.onBegin()
-	}
-	close(s.began)
+	s.cancelStop(cause)
 }
 
 // expire is the Deadline firing.
 func (s *Shutdown) expire() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if Phase(s.phase.Load()) == Completed {
 		return
 	}
 	s.timedOut.Store(true)
-	s.forceLocked()
+	s.cancelForce(fmt.Errorf("%w: the %s deadline expired", ErrShutdownTimeout, s.deadline))
 }
 
 // MarkApplicationDrained tells a cooperative shutdown that the application's own work
@@ -151,24 +171,15 @@ func (s *Shutdown) MarkApplicationDrained() {
 // once and may be called repeatedly. It does not make the Result Timeout, and it does
 // not stop code that is still running: that code may fail as its clients close.
 func (s *Shutdown) ForceCleanup() {
-	s.begin(false)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.forceLocked()
-}
-
-func (s *Shutdown) forceLocked() {
-	if !s.forced {
-		s.forced = true
-		close(s.force)
-	}
+	s.begin(false, ErrStopRequested)
+	s.cancelForce(errors.New("ForceCleanup called"))
 }
 
 // Phase reports how far the shutdown has got.
 func (s *Shutdown) Phase() Phase { return Phase(s.phase.Load()) }
 
 // Started is closed when the shutdown begins.
-func (s *Shutdown) Started() <-chan struct{} { return s.began }
+func (s *Shutdown) Started() <-chan struct{} { return s.stop.Done() }
 
 // CleanupStarted is closed when the Cleanup phase begins.
 func (s *Shutdown) CleanupStarted() <-chan struct{} { return s.cleanup }
@@ -176,17 +187,24 @@ func (s *Shutdown) CleanupStarted() <-chan struct{} { return s.cleanup }
 // Done is closed when cleanup has finished and the Phase is Completed.
 func (s *Shutdown) Done() <-chan struct{} { return s.done }
 
-// Result reports whether the shutdown beat its Deadline. Before Done is closed it
-// reports how things stand so far.
+// Result reports how the shutdown ended: Success, Timeout or Failure, the same value
+// as the report's `result`. Before Done is closed it reports Timeout once the
+// Deadline has expired, and Success otherwise.
 func (s *Shutdown) Result() Result {
+	if r := Result(s.result.Load()); r != Success {
+		return r
+	}
 	if s.timedOut.Load() {
 		return Timeout
 	}
 	return Success
 }
 
-// forcing is closed on ForceCleanup or Deadline expiry.
-func (s *Shutdown) forcing() <-chan struct{} { return s.force }
+// stopping is the stop signal: done once a shutdown has begun.
+func (s *Shutdown) stopping() context.Context { return s.stop }
+
+// forcing is done on ForceCleanup or Deadline expiry.
+func (s *Shutdown) forcing() context.Context { return s.force }
 
 func (s *Shutdown) isCooperative() bool {
 	s.mu.Lock()
@@ -202,7 +220,8 @@ func (s *Shutdown) startCleanup() {
 	}
 }
 
-func (s *Shutdown) complete() {
+// complete records the result and closes Done.
+func (s *Shutdown) complete(r Result) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.timer != nil {
@@ -211,6 +230,7 @@ func (s *Shutdown) complete() {
 	if Phase(s.phase.Load()) != Cleanup {
 		close(s.cleanup)
 	}
+	s.result.Store(int32(r))
 	s.phase.Store(int32(Completed))
 	close(s.done)
 }

@@ -137,7 +137,8 @@ func TestShutdownHandle(t *testing.T) {
 			j := &journal{}
 			reg := &hooks.Registry{}
 			reg.AddPreShutdown("flush", recordHook(j, "pre_shutdown"))
-			x := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}}, Lifecycle: reg})
+			x := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}}, Lifecycle: reg,
+				Budgets: host.Budgets{DrainGrace: 2 * time.Hour}})
 			x.WaitStage(host.StageServe)
 			sd := x.Host().Shutdown()
 			sd.BeginCooperative()
@@ -152,6 +153,33 @@ func TestShutdownHandle(t *testing.T) {
 			}
 			if !slices.Contains(names(j), "pre_shutdown") {
 				t.Error("pre_shutdown did not run")
+			}
+		})
+	})
+
+	t.Run("a cooperative wait without MarkApplicationDrained or Deadline ends with the drain window, as a timeout", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			reg := &hooks.Registry{}
+			reg.AddPreShutdown("flush", recordHook(j, "pre_shutdown"))
+			slow := newFake("slow", j)
+			slow.drain = func(context.Context) error { time.Sleep(3 * time.Second); return nil }
+			x := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: slow}}, Lifecycle: reg,
+				Budgets: host.Budgets{DrainGrace: 10 * time.Second}})
+			x.WaitStage(host.StageServe)
+			sd := x.Host().Shutdown()
+			began := time.Now()
+			sd.BeginCooperative()
+			<-sd.CleanupStarted()
+			if d := time.Since(began); d != 10*time.Second {
+				t.Errorf("cleanup began %s after the stop, want at the end of the 10s drain window", d)
+			}
+			err := x.Wait()
+			if !errors.Is(err, host.ErrShutdownTimeout) || sd.Result() != host.Timeout {
+				t.Errorf("Run = %v, Result = %s; want a timeout", err, sd.Result())
+			}
+			if !slices.Contains(names(j), "pre_shutdown") {
+				t.Error("cleanup did not run")
 			}
 		})
 	})

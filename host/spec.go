@@ -31,8 +31,13 @@ type AppSpec struct {
 
 	Entrypoints []Registration
 	Warmups     []Step
-	Lifecycle   *hooks.Registry // hooks and drain phases; may be nil
-	Checks      map[string]health.Check
+	// Lifecycle holds hooks and drain phases; it may be nil. The Host runs this
+	// registry itself, so a drain phase added to it during startup (a warmup step
+	// registering its phase when it starts) runs at the drain and is counted in the
+	// shutdown budget logged at ready. The container's hooks are added to it; give
+	// each Host a registry of its own.
+	Lifecycle *hooks.Registry
+	Checks    map[string]health.Check
 
 	Budgets Budgets
 	Profile fleet.Profile
@@ -71,7 +76,7 @@ type Step struct {
 
 // validate reports every problem of the spec's own fields and of units that arrived
 // through the container; regs, steps and hookList are the merged lists.
-func validate(spec *AppSpec, regs []Registration, steps []Step, reg *hooks.Registry, checks map[string]health.Check, l *fault.Problems) {
+func validate(spec *AppSpec, regs []Registration, steps []Step, lc lifecycle, checks map[string]health.Check, l *fault.Problems) {
 	if spec.ServiceName == "" {
 		l.Addf("ServiceName", "must not be empty")
 	}
@@ -116,41 +121,7 @@ func validate(spec *AppSpec, regs []Registration, steps []Step, reg *hooks.Regis
 			l.Addf(field, "%s profile: %s", spec.Profile, why)
 		}
 	}
-	for _, k := range []hooks.Kind{hooks.PreStart, hooks.PostStart, hooks.PreShutdown, hooks.PostShutdown} {
-		for i, h := range reg.Hooks(k) {
-			field := fmt.Sprintf("Lifecycle.%s[%d]", k, i)
-			if h.Name != "" {
-				field = fmt.Sprintf("Lifecycle.%s[%q]", k, h.Name)
-			}
-			if h.Name == "" {
-				l.Addf(field, "hook has an empty name")
-			}
-			if h.Run == nil {
-				l.Addf(field, "hook func is nil")
-			}
-			if why := spec.Profile.Check(h.Marks); why != "" {
-				l.Addf(field, "%s profile: %s", spec.Profile, why)
-			}
-		}
-	}
-	for i, p := range reg.DrainPhases() {
-		field := fmt.Sprintf("Lifecycle.DrainPhases[%d]", i)
-		if p.Name != "" {
-			field = fmt.Sprintf("Lifecycle.DrainPhases[%q]", p.Name)
-		}
-		if p.Name == "" {
-			l.Addf(field, "drain phase has an empty name")
-		}
-		if p.Run == nil {
-			l.Addf(field, "Run is nil")
-		}
-		if p.MaxDuration < 0 {
-			l.Addf(field+".MaxDuration", "must not be negative, got %s", p.MaxDuration)
-		}
-		if why := spec.Profile.Check(p.Marks); why != "" {
-			l.Addf(field, "%s profile: %s", spec.Profile, why)
-		}
-	}
+	validateLifecycle(spec.Profile, lc, l)
 	for name, c := range checks {
 		if name == "" {
 			l.Addf("Checks", "a check has an empty name")
@@ -187,4 +158,43 @@ func marksOf(r Registration) fleet.Marks {
 		m.RequiresLongRunning = m.RequiresLongRunning || own.RequiresLongRunning
 	}
 	return m
+}
+
+// validateLifecycle reports every problem of the hooks and drain phases in lc.
+func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
+	for _, k := range hookKinds {
+		for i, h := range lc.hooks[k] {
+			field := fmt.Sprintf("Lifecycle.%s[%d]", k, i)
+			if h.Name != "" {
+				field = fmt.Sprintf("Lifecycle.%s[%q]", k, h.Name)
+			}
+			if h.Name == "" {
+				l.Addf(field, "hook has an empty name")
+			}
+			if h.Run == nil {
+				l.Addf(field, "hook func is nil")
+			}
+			if why := profile.Check(h.Marks); why != "" {
+				l.Addf(field, "%s profile: %s", profile, why)
+			}
+		}
+	}
+	for i, p := range lc.phases {
+		field := fmt.Sprintf("Lifecycle.DrainPhases[%d]", i)
+		if p.Name != "" {
+			field = fmt.Sprintf("Lifecycle.DrainPhases[%q]", p.Name)
+		}
+		if p.Name == "" {
+			l.Addf(field, "drain phase has an empty name")
+		}
+		if p.Run == nil {
+			l.Addf(field, "Run is nil")
+		}
+		if p.MaxDuration < 0 {
+			l.Addf(field+".MaxDuration", "must not be negative, got %s", p.MaxDuration)
+		}
+		if why := profile.Check(p.Marks); why != "" {
+			l.Addf(field, "%s profile: %s", profile, why)
+		}
+	}
 }

@@ -7,7 +7,9 @@ import (
 	"github.com/servicewright/servicewright/health"
 )
 
-// Stage is a step of the Host's sequence, in the order they run.
+// Stage is a step of the Host's sequence, in the order they run. Its String is the
+// name used everywhere: the shutdown budget line, the shutdown report, the stage
+// metrics' label and /debug/lifecycle.
 type Stage int32
 
 const (
@@ -19,22 +21,23 @@ const (
 	StageBind                      // Bind on each entrypoint, in order
 	StagePostStart                 // readiness true, then post_start hooks
 	StageServe                     // every Serve runs
-	StageAnnounce                  // readiness false; the drain delay passes
+	StageDrainDelay                // readiness false; the drain delay passes, everything accepting
 	StageDrainPhases               // drain phases share their budget
-	StageDrain                     // Drain on each bound entrypoint, in reverse
-	StageStop                      // Stop on each bound entrypoint, in reverse
+	StageDrain                     // Drain on every bound entrypoint at once
+	StageStop                      // Stop on each bound entrypoint, in reverse; Serve returns
 	StagePreShutdown               // pre_shutdown hooks, container still open
 	StageWarmupStop                // warmup steps' Stop, in reverse
 	StageCloseScope                // the container's OnStop hooks run (pools close)
 	StageFlush                     // spans, metrics and logs are flushed
 	StagePostShutdown              // post_shutdown hooks
+	StageCloseProbes               // the probe listener closes
 	StageStopped                   // Run is about to return
 )
 
 var stageNames = [...]string{
 	"created", "bootstrap", "open_scope", "warmup", "pre_start", "bind", "post_start", "serve",
-	"announce", "drain_phases", "drain", "stop", "pre_shutdown", "warmup_stop", "close_scope",
-	"flush", "post_shutdown", "stopped",
+	"drain_delay", "drain_phases", "drain", "stop", "pre_shutdown", "warmup_stop", "close_scope",
+	"flush", "post_shutdown", "close_probes", "stopped",
 }
 
 func (s Stage) String() string {

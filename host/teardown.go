@@ -20,94 +20,100 @@ import (
 // so that one returning right at its deadline is not counted as hung.
 const courtesy = 50 * time.Millisecond
 
-// teardown runs the exit, stages 1–9 of the shutdown sequence, undoing only what
-// startup did. cause is the failure that made the service stop, or nil.
+// teardown runs the exit, undoing only what startup did. cause is the failure that
+// made the service stop, or nil. Every wait in it has a limit; WorstCase sums them.
 func (r *run) teardown(cause error) error {
 	h := r.h
-	h.shutdown.Begin() // readiness turns false here (Host.withdraw)
+	h.shutdown.Begin()
+	h.withdraw()
 	r.failed(cause)
 	begun := time.Now()
-	force := forceContext(r.ctx, h.shutdown.forcing())
-	defer force.cancel()
+	force, cancel := context.WithCancelCause(r.ctx)
+	defer cancel(nil)
+	unlink := context.AfterFunc(h.shutdown.forcing(), func() { cancel(context.Cause(h.shutdown.forcing())) })
+	defer unlink()
 
-	// 1–2. Withdraw readiness; let the balancers notice while everything accepts.
-	r.enter(StageAnnounce)
+	// Readiness is withdrawn; the balancers notice while everything accepts.
+	r.enter(StageDrainDelay)
 	r.announce(force)
 
-	// 3. Drain phases, once, and only after a complete startup.
-	if phases := h.lifecycle.DrainPhases(); r.wasReady && len(phases) > 0 {
+	// Drain phases, once, and only after a complete startup.
+	if r.complete && len(r.lc.phases) > 0 {
 		r.enter(StageDrainPhases)
-		rep := hooks.RunDrainPhases(force, r.drainPhases(), h.budgets.DrainPhasesBudget, h.log)
-		r.report.phases = rep
+		r.report.phases = h.drainPhasesOnce(force, r.drainPhases()) // prestop.go: not again if PreStop ran them
 	}
 
-	// 4. Drain each bound entrypoint in reverse, in one shared window.
+	// Every entrypoint drains at once, each in the whole window.
 	r.enter(StageDrain)
-	r.drain(force)
+	windowEnd := r.drain(force)
 
-	// 5. Hard stop, each under its own StepTimeout; a hung one is abandoned.
+	// Hard stop in reverse bind order, each under its own StepTimeout.
 	r.enter(StageStop)
 	r.stop()
+	r.cooperativeWait(force, windowEnd)
 
-	if h.shutdown.isCooperative() {
-		h.log.Info("cooperative shutdown: waiting for MarkApplicationDrained")
-		select {
-		case <-h.shutdown.drained:
-		case <-force.Done():
-			r.report.overran("cooperative wait")
+	// Cleanup: the container is still open for pre_shutdown hooks. The shutdown
+	// hooks run only when startup reached pre_start.
+	h.shutdown.startCleanup()
+	if r.hooksRan {
+		r.enter(StagePreShutdown)
+		r.hooks(hooks.PreShutdown)
+		h.refuseLate(r.lc)
+	}
+	r.enter(StageWarmupStop)
+	for _, s := range slices.Backward(r.warmed) {
+		if s.Stop != nil {
+			r.step(fmt.Sprintf("warmup %q Stop", s.Name), s.Stop)
 		}
 	}
-
-	// 6–8. Cleanup: the container is still open for pre_shutdown hooks.
-	h.shutdown.startCleanup()
-	r.enter(StagePreShutdown)
-	r.report.errs("pre_shutdown", hooks.RunShutdown(r.ctx, hooks.PreShutdown,
-		r.hooks(hooks.PreShutdown), h.budgets.StepTimeout, h.log))
-	r.enter(StageWarmupStop)
-	r.stopWarmups()
-	r.enter(StageCloseScope)
 	if r.scopeOpen {
+		r.enter(StageCloseScope)
 		r.step("close container", func(ctx context.Context) error { return h.app.Stop(ctx) })
 	}
 	r.enter(StageFlush)
 	r.step("flush telemetry", h.tel.flush)
-	r.enter(StagePostShutdown)
-	r.report.errs("post_shutdown", hooks.RunShutdown(r.ctx, hooks.PostShutdown,
-		r.hooks(hooks.PostShutdown), h.budgets.StepTimeout, h.log))
-
-	// 9. The probe listener closes last; then the one-line report.
+	if r.hooksRan {
+		r.enter(StagePostShutdown)
+		r.hooks(hooks.PostShutdown)
+	}
 	if h.probe != nil {
+		r.enter(StageCloseProbes)
 		r.step("close probe listener", h.probe.Close)
 	}
 	r.enter(StageStopped)
-	h.shutdown.complete()
-	err := r.result(cause)
-	r.report.log(h, err, cause, time.Since(begun))
+	res, err := r.result(cause)
+	h.shutdown.complete(res)
+	r.report.log(h, res, err, cause, time.Since(begun))
 	_ = h.tel.sync()
 	return err
 }
 
-// result decides what Run returns: the cause first, then a timeout.
-func (r *run) result(cause error) error {
+// result decides what Run returns and how the shutdown ended: the cause first, then
+// a failed cleanup step, then a timeout.
+func (r *run) result(cause error) (Result, error) {
 	switch {
+	case errors.Is(cause, fault.ErrInterrupted):
+		return Interrupted, cause
 	case cause != nil:
-		return cause
+		return Failure, cause
+	case len(r.report.failures) > 0:
+		return Failure, fmt.Errorf("%w: %w", ErrCleanupFailed, errors.Join(r.report.failures...))
 	case r.h.shutdown.Result() == Timeout:
-		return fmt.Errorf("%w: the %s deadline expired", ErrShutdownTimeout, r.h.budgets.Deadline)
+		return Timeout, fmt.Errorf("%w: the %s deadline expired", ErrShutdownTimeout, r.h.budgets.Deadline)
 	case len(r.report.overruns) > 0:
-		return fmt.Errorf("%w: %v", ErrShutdownTimeout, r.report.overruns)
+		return Timeout, fmt.Errorf("%w: %v", ErrShutdownTimeout, r.report.overruns)
 	}
-	return nil
+	return Success, nil
 }
 
-// announce waits for every Serve to return (each was asked to at the stop) and, if the
-// service was ever ready, for the drain delay, both at once. A ForceCleanup or the
-// Deadline cuts the wait.
+// announce waits for every Serve to return (each was asked to at the stop), at most
+// StepTimeout, and, if the service was ever ready, for the drain delay, both at once.
+// A ForceCleanup or the Deadline cuts the wait.
 func (r *run) announce(force context.Context) {
 	h := r.h
 	delay := time.Duration(0)
 	if r.wasReady {
-		delay = h.budgets.DrainDelay
+		delay = h.drainDelayLeft() // prestop.go: less what PreStop already waited
 	}
 	if delay > 0 {
 		h.log.Info("readiness withdrawn; waiting the drain delay with every entrypoint accepting",
@@ -117,15 +123,18 @@ func (r *run) announce(force context.Context) {
 	defer timer.Stop()
 	serveWait := time.NewTimer(h.budgets.StepTimeout)
 	defer serveWait.Stop()
+	g := r.serve
+	waiting := func() bool { return g != nil && g.pending > 0 }
 	delayDone, gaveUp := delay == 0, false
-	for (r.pending > 0 && !gaveUp) || !delayDone {
+	for (waiting() && !gaveUp) || !delayDone {
+		var results <-chan serveResult
 		var serveTimeout <-chan time.Time
-		if r.pending > 0 && !gaveUp {
-			serveTimeout = serveWait.C
+		if waiting() && !gaveUp {
+			results, serveTimeout = g.results, serveWait.C
 		}
 		select {
-		case res := <-r.served:
-			r.pending--
+		case res := <-results:
+			g.pending--
 			r.servedAfterStop(res)
 		case <-timer.C:
 			delayDone = true
@@ -144,45 +153,65 @@ func (r *run) announce(force context.Context) {
 	}
 }
 
-// drain calls Drain on each bound entrypoint in reverse bind order. They share one
-// window of DrainGrace, cut short by ForceCleanup or the Deadline; the Host waits
-// DrainSlack beyond it before abandoning a Drain that has not returned.
-func (r *run) drain(force context.Context) {
+// drain calls Drain on every bound entrypoint at once. Each ctx has the same deadline,
+// DrainGrace from now, cut short by ForceCleanup or the Deadline; the Host waits
+// drainSlack beyond it before abandoning a Drain that has not returned. One slow
+// drain never shortens another's window, and an entrypoint that is not draining yet
+// never keeps accepting while another drains. It returns the window's end.
+func (r *run) drain(force context.Context) time.Time {
 	h := r.h
 	deadline := time.Now().Add(h.budgets.DrainGrace)
-	waitUntil := deadline.Add(DrainSlack)
 	ctx, cancel := context.WithDeadline(force, deadline)
 	defer cancel()
-	for _, e := range slices.Backward(r.bound) {
+	type outcome struct {
+		before, left int
+		took         time.Duration
+		err          error
+		late         bool
+	}
+	out := make([]outcome, len(r.bound))
+	var wg sync.WaitGroup
+	for i, e := range r.bound {
 		e.set(entryDraining)
-		before := inFlight(e)
-		start := time.Now()
-		extra := max(time.Until(waitUntil)-max(time.Until(deadline), 0), courtesy)
+		o := &out[i]
+		o.before = inFlight(e)
 		what := fmt.Sprintf("entrypoint %q Drain", e.name)
-		err := safe.Bounded(ctx, what, extra, r.unit(what, true, e.reg.Entrypoint.Drain))
-		left := inFlight(e)
+		drain := r.unit(what, true, e.reg.Entrypoint.Drain)
+		wg.Go(func() {
+			start := time.Now()
+			o.err = safe.Bounded(ctx, what, drainSlack, drain)
+			o.late = errors.Is(ctx.Err(), context.DeadlineExceeded)
+			o.took = time.Since(start)
+		})
+	}
+	wg.Wait()
+	for i := len(r.bound) - 1; i >= 0; i-- {
+		e, o := r.bound[i], out[i]
+		o.left = inFlight(e)
 		var detail string
 		if dr, ok := e.reg.Entrypoint.(entrypoint.DrainReporter); ok {
 			detail = dr.DrainReport()
 		}
-		r.report.drained(e.name, before, left, time.Since(start), err, detail)
+		r.report.drained(e.name, o.before, o.left, o.took, o.err, detail)
 		switch {
-		case errors.Is(err, fault.ErrAbandoned):
+		case errors.Is(o.err, fault.ErrAbandoned):
 			h.log.Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
-				zap.Int("in_flight", left))
+				zap.Int("in_flight", o.left))
 			r.report.overran(e.name + " drain")
-		case err != nil:
+		case o.err != nil:
 			h.log.Warn("entrypoint did not drain cleanly; Stop will cut what is left",
-				zap.String("entrypoint", e.name), zap.Int("in_flight", left), zap.Error(err))
-			if ctx.Err() == context.DeadlineExceeded {
+				zap.String("entrypoint", e.name), zap.Int("in_flight", o.left), zap.Error(o.err))
+			if o.late {
 				r.report.overran(e.name + " drain")
 			}
 		}
 	}
+	return deadline
 }
 
 // stop calls Stop on each bound entrypoint in reverse bind order, each with its own
-// StepTimeout, then cancels the Serve context and collects every Serve.
+// StepTimeout, then cancels the Serve context and waits, at most StepTimeout, for
+// every Serve to return.
 func (r *run) stop() {
 	h := r.h
 	for _, e := range slices.Backward(r.bound) {
@@ -192,36 +221,61 @@ func (r *run) stop() {
 		}
 		e.set(entryStopped)
 	}
-	if r.cancelServe == nil {
+	if r.serve == nil {
 		return
 	}
-	r.cancelServe()
-	wait := time.NewTimer(h.budgets.StepTimeout)
-	defer wait.Stop()
-	for r.pending > 0 {
-		select {
-		case res := <-r.served:
-			r.pending--
-			r.servedAfterStop(res)
-		case <-wait.C:
-			h.log.Error("Serve still running after Stop; abandoning it", zap.Int("serve_calls", r.pending))
-			r.report.overran("serve")
-			return
+	r.serve.cancel()
+	if !r.serve.collect(h.budgets.StepTimeout, r.servedAfterStop) {
+		h.log.Error("Serve still running after Stop; abandoning it", zap.Int("serve_calls", r.serve.pending))
+		r.report.overran("serve")
+	}
+}
+
+// cooperativeWait, in a cooperative shutdown, waits for MarkApplicationDrained, but
+// no later than the end of the drain window, a ForceCleanup or the Deadline.
+func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
+	h := r.h
+	if !h.shutdown.isCooperative() {
+		return
+	}
+	h.log.Info("cooperative shutdown: waiting for MarkApplicationDrained",
+		zap.Duration("at_most", max(time.Until(windowEnd), 0)))
+	t := time.NewTimer(max(time.Until(windowEnd), 0))
+	defer t.Stop()
+	select {
+	case <-h.shutdown.drained:
+		return
+	case <-t.C:
+		h.log.Error("cooperative shutdown: the application did not call MarkApplicationDrained within the drain window; cleaning up")
+	case <-force.Done():
+	}
+	r.report.overran("cooperative wait")
+}
+
+// hooks runs the shutdown hooks of kind, each under StepTimeout; a failing one is a
+// failure of the exit, one that overran its timeout a timeout.
+func (r *run) hooks(kind hooks.Kind) {
+	h := r.h
+	err := hooks.RunShutdown(r.ctx, kind, r.tracedHooks(kind), h.budgets.StepTimeout, h.log)
+	errs := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		errs = j.Unwrap()
+	}
+	for _, e := range errs {
+		switch {
+		case e == nil:
+		case errors.Is(e, fault.ErrAbandoned), errors.Is(e, context.DeadlineExceeded):
+			r.report.overran(e.Error())
+		default:
+			r.report.errs(kind.String(), e)
 		}
 	}
 }
 
-// stopWarmups runs the Stop of each warmup step whose Start succeeded, in reverse.
-func (r *run) stopWarmups() {
-	for _, s := range slices.Backward(r.warmed) {
-		if s.Stop != nil {
-			r.step(fmt.Sprintf("warmup %q Stop", s.Name), s.Stop)
-		}
-	}
-}
-
-// step runs one cleanup step under StepTimeout; a failure is logged and reported, an
-// overrun abandoned. The next step runs either way.
+// step runs one cleanup step under StepTimeout; the next step runs either way. A step
+// that returns after its timeout, with or without an error, overran it; one that does
+// not return within the courtesy after it is abandoned; an error before it is a
+// failure.
 func (r *run) step(what string, fn func(context.Context) error) error {
 	h := r.h
 	ctx, cancel := context.WithTimeout(r.ctx, h.budgets.StepTimeout)
@@ -232,6 +286,12 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 		h.log.Error("step abandoned after its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout))
 		r.report.overran(what)
 		r.report.abandon(what)
+	case ctx.Err() != nil:
+		h.log.Error("step overran its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout), zap.Error(err))
+		r.report.overran(what)
+		if err == nil {
+			err = context.DeadlineExceeded
+		}
 	case err != nil:
 		h.log.Error("step failed", zap.String("step", what), zap.Error(err))
 		r.report.errs(what, err)
@@ -244,24 +304,4 @@ func inFlight(e *entry) int {
 		return f.InFlight()
 	}
 	return 0
-}
-
-// forced is a context cancelled when force is closed; cancel also waits for the
-// goroutine that watches force.
-type forced struct {
-	context.Context
-	cancel func()
-}
-
-func forceContext(parent context.Context, force <-chan struct{}) forced {
-	ctx, cancel := context.WithCancel(parent)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		select {
-		case <-force:
-			cancel()
-		case <-ctx.Done():
-		}
-	})
-	return forced{ctx, func() { cancel(); wg.Wait() }}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -59,11 +60,11 @@ func (r *run) warmupSteps() []Step {
 	return steps
 }
 
-// hooks returns the hooks of kind, each traced. A panic in a shutdown hook is
+// tracedHooks returns the run's hooks of kind, each traced. A panic in a shutdown hook is
 // reported where it happens; one in a start hook is reported as the startup failure
 // it becomes.
-func (r *run) hooks(kind hooks.Kind) []hooks.Hook {
-	hs := r.h.lifecycle.Hooks(kind)
+func (r *run) tracedHooks(kind hooks.Kind) []hooks.Hook {
+	hs := slices.Clone(r.lc.hooks[kind])
 	shutdown := kind == hooks.PreShutdown || kind == hooks.PostShutdown
 	for i, hk := range hs {
 		hs[i].Run = r.unit(fmt.Sprintf("%s hook %q", kind, hk.Name), shutdown, hk.Run)
@@ -71,9 +72,9 @@ func (r *run) hooks(kind hooks.Kind) []hooks.Hook {
 	return hs
 }
 
-// drainPhases returns the drain phases, each traced and its panics reported.
+// drainPhases returns the run's drain phases, each traced and its panics reported.
 func (r *run) drainPhases() []hooks.DrainPhase {
-	ps := r.h.lifecycle.DrainPhases()
+	ps := slices.Clone(r.lc.phases)
 	for i, p := range ps {
 		run := p.Run
 		var allowed time.Duration

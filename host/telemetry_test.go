@@ -112,7 +112,7 @@ func TestTelemetry(t *testing.T) {
 			}
 			for stage, root := range map[string]string{
 				"servicewright.bootstrap": "servicewright.startup", "servicewright.post_start": "servicewright.startup",
-				"servicewright.announce": "servicewright.shutdown", "servicewright.close_scope": "servicewright.shutdown",
+				"servicewright.drain_delay": "servicewright.shutdown", "servicewright.warmup_stop": "servicewright.shutdown",
 			} {
 				if byName[stage].Parent.SpanID() != byName[root].SpanContext.SpanID() || !byName[root].SpanContext.IsValid() {
 					t.Errorf("stage span %s is not under %s", stage, root)

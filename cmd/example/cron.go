@@ -36,6 +36,6 @@ func cronModule(k knobs) fx.Option {
 			lock := leader.NewRedisLock(p.Redis, leader.WithFenceTTL(10*k.cronEvery))
 			job.OncePerFleet = cronentry.OncePerFleet(lock, string(inst), k.cronEvery)
 		}
-		return cronentry.New("cron", []cronentry.Job{job}, cronentry.WithLogger(log), cronentry.WithRegisterer(reg))
+		return cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{job}, cronentry.WithLogger(log), cronentry.WithRegisterer(reg))
 	}, 40)
 }

@@ -95,22 +95,21 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 
 // orders is the API over the store. submit is how a new order enters the system.
 type orders struct {
-	store  store
-	submit func(context.Context, Order) error
+	store      store
+	submit     func(context.Context, Order) error
+	retryAfter string // Retry-After of a 503 when submit fails
 }
 
 func (o *orders) create(w http.ResponseWriter, r *http.Request) {
-	var ord Order
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<10)).Decode(&ord); err != nil {
-		httpError(w, http.StatusBadRequest, "body must be JSON {\"id\", \"item\", \"qty\"}")
-		return
-	}
-	ord.Deliveries = 0
-	if err := ord.validate(); err != nil {
+	ord, err := decodeOrder(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
 		httpError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	if err := o.submit(r.Context(), ord); err != nil {
+		if o.retryAfter != "" {
+			w.Header().Set("Retry-After", o.retryAfter)
+		}
 		httpError(w, http.StatusServiceUnavailable, "could not accept the order, retry")
 		return
 	}

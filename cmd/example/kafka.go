@@ -7,9 +7,11 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -17,7 +19,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
-	"github.com/servicewright/servicewright/internal/kafkabroker"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 const (
@@ -25,17 +27,17 @@ const (
 	deadLetters = "orders.dlq"
 )
 
-// readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded.
+// readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded. A
+// bad entry is named by its position, never echoed: it may carry credentials.
 func readBrokers(v string, l *fault.Problems) []string {
 	if strings.TrimSpace(v) == "" {
 		return nil
 	}
 	var out []string
-	for _, b := range strings.Split(v, ",") {
+	for i, b := range strings.Split(v, ",") {
 		b = strings.TrimSpace(b)
-		host, port, err := net.SplitHostPort(b)
-		if n, perr := strconv.Atoi(port); err != nil || perr != nil || host == "" || n <= 0 || n > 65535 {
-			l.Addf("KAFKA_BROKERS", "%q is not host:port", b)
+		if reason := kafkakit.CheckBroker(b); reason != "" {
+			l.Addf("KAFKA_BROKERS", "entry %d: %s", i+1, reason)
 			continue
 		}
 		out = append(out, b)
@@ -44,9 +46,11 @@ func readBrokers(v string, l *fault.Problems) []string {
 }
 
 // kafkaModule consumes topic "orders" into the store and gives POST /orders a
-// producer. Without KAFKA_BROKERS it runs an embedded broker, opened with the
-// container and closed after every entrypoint has stopped.
-func kafkaModule(brokers []string) fx.Option {
+// producer whose writes are bounded by kafkakit.DefaultWriteTimeout. Without
+// KAFKA_BROKERS it runs an embedded broker, opened with the container and closed
+// after every entrypoint has stopped. Each handling takes handleDelay
+// (EXAMPLE_HANDLE_DELAY) first.
+func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 	embedded := len(brokers) == 0
 	return fx.Options(
 		fx.Provide(func(lc fx.Lifecycle, log *zap.Logger) ([]string, error) {
@@ -58,11 +62,11 @@ func kafkaModule(brokers []string) fx.Option {
 				return nil, err
 			}
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
-			var cluster *kafkabroker.Cluster
+			var cluster *kafkakit.Embedded
 			lc.Append(fx.Hook{
 				OnStart: func(context.Context) error {
-					cluster, err = kafkabroker.Start(kafkabroker.Ports(port),
-						kafkabroker.Topic(ordersTopic, 3), kafkabroker.Topic(deadLetters, 1))
+					cluster, err = kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{
+						Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
 					if err == nil {
 						log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", addr))
 					}
@@ -72,22 +76,28 @@ func kafkaModule(brokers []string) fx.Option {
 			})
 			return []string{addr}, nil
 		}),
-		fx.Provide(func(lc fx.Lifecycle, brokers []string) *kafka.Writer {
-			w := kafkaentry.NewWriter(brokers, kafkaentry.WriterTopic(ordersTopic))
-			lc.Append(fx.StopHook(w.Close))
-			return w
+		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider) (*kafkakit.Producer, error) {
+			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers, Topic: ordersTopic},
+				kafkakit.WithTracerProvider(tp))
+			if err != nil {
+				return nil, err
+			}
+			lc.Append(fx.StopHook(p.Close))
+			return p, nil
 		}),
-		fx.Decorate(func(o *orders, w *kafka.Writer) *orders {
+		fx.Decorate(func(o *orders, p *kafkakit.Producer) *orders {
 			o.submit = func(ctx context.Context, ord Order) error {
 				v, err := json.Marshal(ord)
 				if err != nil {
 					return err
 				}
-				return w.WriteMessages(ctx, kafka.Message{Key: []byte(ord.ID), Value: v})
+				return p.WriteMessages(ctx, kafka.Message{Key: []byte(ord.ID), Value: v})
 			}
+			o.retryAfter = retryAfter(kafkakit.DefaultWriteTimeout)
 			return o
 		}),
-		host.Provide(func(brokers []string, s store, log *zap.Logger, reg prometheus.Registerer) (*kafkaentry.Consumer, error) {
+		host.Provide(func(brokers []string, s store, log *zap.Logger, reg prometheus.Registerer,
+			tp trace.TracerProvider) (*kafkaentry.Consumer, error) {
 			return kafkaentry.New(kafkaentry.Config{
 				Name:             "orders-consumer",
 				Brokers:          brokers,
@@ -95,16 +105,29 @@ func kafkaModule(brokers []string) fx.Option {
 				Topics:           []string{ordersTopic},
 				OnFailure:        kafkaentry.DeadLetter(deadLetters),
 				AutoCreateTopics: !embedded,
-			}, handleOrder(s), kafkaentry.WithLogger(log), kafkaentry.WithRegisterer(reg))
+				// A store outage (PostgreSQL down) pauses consumption: the driver's
+				// connection errors are transient to kafkaentry.IsTransient, the default.
+			}, handleOrder(s, handleDelay), kafkaentry.WithLogger(log), kafkaentry.WithRegisterer(reg),
+				kafkaentry.WithTracerProvider(tp))
 		}, 20),
 		host.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
 	)
 }
 
-// handleOrder stores one order message; one that cannot be decoded goes to the
-// dead-letter topic at once, so it never blocks its partition.
-func handleOrder(s store) kafkaentry.Handler {
+// retryAfter is the Retry-After, in whole seconds, of a 503 for a write that timed
+// out after d: a client retries once a write could have timed out again.
+func retryAfter(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
+}
+
+// handleOrder stores one order message, after delay (honouring ctx); one that cannot
+// be decoded or held by the store goes to the dead-letter topic at once, so it never
+// blocks its partition.
+func handleOrder(s store, delay time.Duration) kafkaentry.Handler {
 	return func(ctx context.Context, msg kafka.Message) error {
+		if err := sleep(ctx, delay); err != nil {
+			return err
+		}
 		var o Order
 		if err := json.Unmarshal(msg.Value, &o); err != nil {
 			return fmt.Errorf("%w: %v", kafkaentry.ErrUndecodable, err)

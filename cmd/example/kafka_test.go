@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/segmentio/kafka-go"
 
-	"github.com/servicewright/servicewright/internal/kafkabroker"
 	"github.com/servicewright/servicewright/internal/proctest"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // TestKafkaRestarts runs two replicas of the example in one consumer group on topic
@@ -66,7 +66,7 @@ type duplicates struct {
 // kafkaRestarts runs the scenario with sig as the restart signal and checks that
 // every order is stored; it returns the duplicates.
 func kafkaRestarts(t *testing.T, kcat, dsn string, sig syscall.Signal) duplicates {
-	cluster, err := kafkabroker.Start(kafkabroker.Topic(ordersTopic, 6), kafkabroker.Topic(deadLetters, 1))
+	cluster, err := kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{Topics: map[string]int{ordersTopic: 6, deadLetters: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,12 +17,16 @@ type knobs struct {
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
 	hookDelay   time.Duration // EXAMPLE_HOOK_DELAY: the pre_shutdown hook blocks this long
+	handleDelay time.Duration // EXAMPLE_HANDLE_DELAY: each handling of an order takes this long (honours cancellation)
 
 	cronEvery     time.Duration // EXAMPLE_CRON_EVERY: the report job's interval (default 10s)
 	publishEvery  time.Duration // EXAMPLE_PUBLISH_EVERY: the leader's digest interval (default 1s)
 	leaderTTL     time.Duration // EXAMPLE_LEADER_TTL: the digest lease's TTL (default 15s)
 	campaignEvery time.Duration // EXAMPLE_CAMPAIGN_EVERY: how often non-leaders campaign (default 2s)
 }
+
+// maxHandleDelay bounds EXAMPLE_HANDLE_DELAY: longer than any drain it exists to test.
+const maxHandleDelay = 10 * time.Minute
 
 // defaultKnobs are the knobs with no environment.
 func defaultKnobs() knobs {
@@ -51,6 +55,10 @@ func readKnobs() (knobs, error) {
 	dur("EXAMPLE_WARMUP_DELAY", &k.warmupDelay)
 	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
 	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
+	dur("EXAMPLE_HANDLE_DELAY", &k.handleDelay)
+	if k.handleDelay > maxHandleDelay {
+		l.Addf("EXAMPLE_HANDLE_DELAY", "must be at most %s, got %s", maxHandleDelay, k.handleDelay)
+	}
 	dur("EXAMPLE_CRON_EVERY", &k.cronEvery)
 	dur("EXAMPLE_PUBLISH_EVERY", &k.publishEvery)
 	dur("EXAMPLE_LEADER_TTL", &k.leaderTTL)

@@ -28,7 +28,25 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(host.ExitCode(err))
 	}
-	s := spec(k)
+	command := ""
+	if len(os.Args) > 1 {
+		command = os.Args[1]
+	}
+	var s host.AppSpec
+	switch command {
+	case "", "serve":
+		s = spec(k)
+	case "backfill": // run once, as a Kubernetes Job (backfill.go)
+		b, err := readBackfillKnobs()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(host.ExitCode(err))
+		}
+		s = backfillSpec(k, b)
+	default:
+		fmt.Fprintf(os.Stderr, "example: unknown command %q; known: serve (the default), backfill\n", command)
+		os.Exit(host.ExitConfig)
+	}
 	s.Telemetry = tel
 	host.Main(s)
 }
@@ -43,9 +61,7 @@ func spec(k knobs) host.AppSpec {
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
 		return sleep(ctx, k.hookDelay)
 	})
-	entrypoints := []host.Registration{
-		{Entrypoint: entrypoint.Loop("ticker", tick, time.Second, 100*time.Millisecond), Order: 10},
-	}
+	var entrypoints []host.Registration
 	if k.failAfter > 0 {
 		entrypoints = append(entrypoints, host.Registration{Entrypoint: &chaos{after: k.failAfter}, Order: 90})
 	}
@@ -57,13 +73,29 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(logModule(), k.module(), storeModule(), kafkaModule(k.brokers), leaderModule(k), cronModule(k),
-			httpModule(envOr("HTTP_ADDR", ":8080"))),
+		Container: fx.Options(
+			logModule(),
+			k.module(),
+			tickerModule(),
+			storeModule(),
+			kafkaModule(k.brokers, k.handleDelay),
+			leaderModule(k),
+			cronModule(k),
+			httpModule(envOr("HTTP_ADDR", ":8080")),
+			grpcModule(envOr("GRPC_ADDR", ":9090")),
+		),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
 		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
 		// 10% headroom; the startup log lists it figure by figure.
 		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond},
 	}
+}
+
+// tickerModule runs tick as a background loop, every second ± 100 ms.
+func tickerModule() fx.Option {
+	return host.Provide(func() (*entrypoint.Loop, error) {
+		return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "ticker", Every: time.Second, Jitter: 100 * time.Millisecond}, tick)
+	}, 10)
 }
 
 // tick is the ticker's unit of work: a background sweep (here, of nothing) that the

@@ -52,7 +52,7 @@ func freeAddr(t *testing.T) string {
 func startExample(t *testing.T, env ...string) (*proctest.Proc, string) {
 	t.Helper()
 	probe := freeAddr(t)
-	env = append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + freeAddr(t), "SW_LOG_LEVEL=debug"}, env...)
+	env = append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + freeAddr(t), "GRPC_ADDR=127.0.0.1:0", "SW_LOG_LEVEL=debug"}, env...)
 	return proctest.Start(t, bin, env...), probe
 }
 

@@ -2,9 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"strings"
 	"sync"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -23,16 +29,84 @@ type Order struct {
 	Deliveries int    `json:"deliveries"`
 }
 
+// Limits of what the store holds: qty is a PostgreSQL int (int32), ids and items are
+// text without control characters (PostgreSQL text cannot hold NUL at all).
+const (
+	maxIDBytes   = 64
+	maxItemBytes = 256
+	maxQty       = math.MaxInt32
+)
+
+// validate checks that the store can hold o; the error names the field.
 func (o Order) validate() error {
 	switch {
 	case o.ID == "":
 		return errors.New("id is required")
+	case len(o.ID) > maxIDBytes:
+		return fmt.Errorf("id must be at most %d bytes", maxIDBytes)
+	case !printable(o.ID):
+		return errors.New("id must be UTF-8 without control characters")
 	case o.Item == "":
 		return errors.New("item is required")
-	case o.Qty <= 0:
-		return errors.New("qty must be positive")
+	case len(o.Item) > maxItemBytes:
+		return fmt.Errorf("item must be at most %d bytes", maxItemBytes)
+	case !printable(o.Item):
+		return errors.New("item must be UTF-8 without control characters")
+	case o.Qty < 1 || o.Qty > maxQty:
+		return fmt.Errorf("qty must be from 1 to %d", maxQty)
 	}
 	return nil
+}
+
+// printable reports whether s is valid UTF-8 with no control character.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// orderBody is what POST /orders accepts: Deliveries is the store's, not the client's.
+type orderBody struct {
+	ID   string `json:"id"`
+	Item string `json:"item"`
+	Qty  int64  `json:"qty"`
+}
+
+// decodeOrder reads exactly one JSON object {"id", "item", "qty"} from r and checks it
+// (validate). Its error, meant for a 400, names the offending field: an unknown one,
+// one of the wrong type, or one the store cannot hold; trailing data after the object
+// is refused.
+func decodeOrder(r io.Reader) (Order, error) {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	var b orderBody
+	if err := dec.Decode(&b); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te) && te.Field == "qty":
+			return Order{}, fmt.Errorf("qty must be a whole number from 1 to %d", maxQty)
+		case errors.As(err, &te) && te.Field != "":
+			return Order{}, fmt.Errorf("%s must be a string", te.Field)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return Order{}, fmt.Errorf("unknown field %s; the body is {\"id\", \"item\", \"qty\"}", strings.TrimPrefix(err.Error(), "json: unknown field "))
+		default:
+			return Order{}, errors.New(`body must be one JSON object {"id", "item", "qty"}`)
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return Order{}, errors.New("body must hold exactly one JSON object, with nothing after it")
+	}
+	if b.Qty < 1 || b.Qty > maxQty {
+		return Order{}, fmt.Errorf("qty must be from 1 to %d", maxQty)
+	}
+	o := Order{ID: b.ID, Item: b.Item, Qty: int(b.Qty)}
+	return o, o.validate()
 }
 
 // store keeps orders. Handle is an idempotent upsert that counts deliveries.
@@ -102,13 +176,12 @@ func storeModule() fx.Option {
 			}
 			return &memStore{orders: map[string]Order{}}
 		}),
-		host.Warmup(func(s store) host.Step {
+		host.Warmup(func(p storeParams) host.Step {
 			return host.Step{Name: "orders-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
-				pg, ok := s.(pgStore)
-				if !ok {
-					return nil
+				if p.Pool == nil {
+					return nil // the memory store needs no schema
 				}
-				if err := migrate(ctx, pg.pool, ordersDDL); err != nil {
+				if err := migrate(ctx, p.Pool, ordersDDL); err != nil {
 					return fmt.Errorf("create table orders: %w", err)
 				}
 				return nil

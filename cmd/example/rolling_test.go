@@ -26,7 +26,7 @@ type replica struct {
 
 func (r *replica) start(t *testing.T) {
 	t.Helper()
-	r.proc = proctest.Start(t, r.bin, append([]string{"HTTP_ADDR=" + r.http, "PROBE_ADDR=" + r.probe}, r.env...)...)
+	r.proc = proctest.Start(t, r.bin, append([]string{"HTTP_ADDR=" + r.http, "PROBE_ADDR=" + r.probe, "GRPC_ADDR=127.0.0.1:0"}, r.env...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if a, err := get(t, "http://"+r.probe+"/readyz"); err == nil && a.code == 200 {

@@ -39,13 +39,12 @@ func TestNewRejectsEveryProblemAtOnce(t *testing.T) {
 		{Name: "fleet-short", Every: time.Minute, MaxRunTime: time.Minute, OncePerFleet: OncePerFleet(lock, "a", 30*s), Run: run},
 		{Name: "fleet-jitter", Every: time.Minute, Jitter: 10 * s, OncePerFleet: OncePerFleet(lock, "a", 10*s), Run: run},
 	}
-	_, err := New("", jobs)
+	_, err := New(Config{}, jobs)
 	var ce *fault.ConfigError
 	if !errors.As(err, &ce) {
 		t.Fatalf("New = %v, want a *fault.ConfigError", err)
 	}
 	want := []string{
-		`name: must not be empty`,
 		`Jobs[0].Name: must not be empty`,
 		`Jobs[2].Name: duplicates Jobs[1] ("dup")`,
 		`Jobs["a b"].Name: must be made of letters, digits`,
@@ -91,7 +90,7 @@ func TestNewRejectsEveryProblemAtOnce(t *testing.T) {
 }
 
 func TestNewRejectsNoJobs(t *testing.T) {
-	_, err := New("cron", nil)
+	_, err := New(Config{Name: "cron"}, nil)
 	if err == nil || !strings.Contains(err.Error(), "jobs: must not be empty") {
 		t.Errorf("New without jobs = %v", err)
 	}
@@ -104,7 +103,7 @@ func TestNewAccepts(t *testing.T) {
 		"@midnight", "@hourly", "@every 1h30m", "CRON_TZ=America/New_York 0 9 * * *", "TZ=UTC @daily",
 		"  0 0 29 2 *  ",
 	} {
-		if _, err := New("cron", []Job{{Name: "job", Schedule: sched, Run: run}}); err != nil {
+		if _, err := New(Config{Name: "cron"}, []Job{{Name: "job", Schedule: sched, Run: run}}); err != nil {
 			t.Errorf("New(%q) = %v", sched, err)
 		}
 	}

@@ -32,7 +32,7 @@ func Example() {
 
 	var replicas []*cronentry.Scheduler
 	for _, owner := range []string{"replica-1", "replica-2"} {
-		s, err := cronentry.New("cron", []cronentry.Job{{
+		s, err := cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{{
 			Name:         "report",
 			Every:        10 * time.Millisecond,
 			Jitter:       2 * time.Millisecond,

@@ -166,7 +166,7 @@ func TestMarks(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			s, err := New("cron", tc.jobs)
+			s, err := New(Config{Name: "cron"}, tc.jobs)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -37,7 +37,7 @@ type Job struct {
 	// of Every since the Unix epoch (every 10s: at :00, :10, :20 …), not counted
 	// from start-up, so that every replica computes the same ticks whenever it
 	// started — which OncePerFleet relies on. For "every d after the previous run"
-	// use entrypoint.Loop.
+	// use entrypoint.NewLoop.
 	Every time.Duration
 
 	// Location is the time zone a Schedule is read in, and the zone of

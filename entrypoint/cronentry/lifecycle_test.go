@@ -7,6 +7,8 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 func TestLifecycle(t *testing.T) {
@@ -193,7 +195,7 @@ func TestLifecycle(t *testing.T) {
 	t.Run("Serve whose ctx ends before stop cancels the runs and returns ctx.Err", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			sc, err := New("cron", []Job{{Name: "job", Every: s, Run: rec.run(time.Hour)}})
+			sc, err := New(Config{Name: "cron"}, []Job{{Name: "job", Every: s, Run: rec.run(time.Hour)}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -217,12 +219,13 @@ func TestLifecycle(t *testing.T) {
 	t.Run("misuse", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			sc, err := New("cron", []Job{{Name: "job", Every: s, Run: rec.run(0)}})
+			sc, err := New(Config{Name: "cron"}, []Job{{Name: "job", Every: s, Run: rec.run(0)}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := sc.Serve(context.Background(), nil); err == nil {
-				t.Error("Serve before Bind = nil, want an error")
+			if err := sc.Serve(context.Background(), nil); !errors.Is(err, entrypoint.ErrOutOfTurn) ||
+				err.Error() != `entrypoint "cron": Serve called while new: called out of turn` {
+				t.Errorf("Serve before Bind = %v, want the out-of-turn error", err)
 			}
 			if err := sc.Bind(context.Background()); err != nil {
 				t.Fatal(err)
@@ -239,8 +242,8 @@ func TestLifecycle(t *testing.T) {
 			if err := sc.Serve(context.Background(), make(chan struct{})); err != nil {
 				t.Errorf("Serve after Stop = %v, want nil", err)
 			}
-			if err := sc.Serve(context.Background(), make(chan struct{})); err == nil {
-				t.Error("second Serve = nil, want an error")
+			if err := sc.Serve(context.Background(), make(chan struct{})); err != nil {
+				t.Errorf("second Serve after Stop = %v, want nil: it starts nothing", err)
 			}
 			time.Sleep(time.Minute)
 			if n := len(rec.all()); n != 0 {

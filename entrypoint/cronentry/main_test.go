@@ -79,7 +79,7 @@ type serving struct {
 // serves it in the background.
 func start(t *testing.T, jobs []Job, prep func(*Scheduler), opts ...Option) *serving {
 	t.Helper()
-	s, err := New("cron", jobs, opts...)
+	s, err := New(Config{Name: "cron"}, jobs, opts...)
 	if err != nil {
 		t.Fatalf("New = %v", err)
 	}

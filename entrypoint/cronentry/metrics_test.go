@@ -83,13 +83,13 @@ func TestMetricsCountPanics(t *testing.T) {
 func TestMetricsRegisterTwiceFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	jobs := []Job{{Name: "job", Every: time.Second, Run: func(context.Context, Tick) error { return nil }}}
-	if _, err := New("cron", jobs, WithRegisterer(reg)); err != nil {
+	if _, err := New(Config{Name: "cron"}, jobs, WithRegisterer(reg)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New("cron", jobs, WithRegisterer(reg)); err == nil {
+	if _, err := New(Config{Name: "cron"}, jobs, WithRegisterer(reg)); err == nil {
 		t.Error("a second Scheduler with the same name on one registry: New = nil, want a registration error")
 	}
-	if _, err := New("other", jobs, WithRegisterer(reg)); err != nil {
+	if _, err := New(Config{Name: "other"}, jobs, WithRegisterer(reg)); err != nil {
 		t.Errorf("a Scheduler with another name: New = %v", err)
 	}
 }

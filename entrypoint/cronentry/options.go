@@ -5,7 +5,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// An Option configures a Scheduler.
+// DefaultName is the Scheduler's name when Config.Name is empty.
+const DefaultName = "cron"
+
+// Config configures a Scheduler. Every zero field takes the default named after it.
+type Config struct {
+	// Name identifies the Scheduler in logs, metrics (the entrypoint label) and
+	// errors. Default "cron".
+	Name string
+}
+
+// An Option adds an optional part to a Scheduler.
 type Option func(*options)
 
 type options struct {
@@ -14,7 +24,9 @@ type options struct {
 }
 
 // WithLogger sets the logger for runs that fail, panic or are skipped, and for the
-// lifecycle. The default discards everything.
+// lifecycle. Without it the Scheduler uses the logger its Host hands it (see
+// entrypoint.DefaultsUser), and discards everything when there is none. A nil
+// logger is ignored.
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -28,7 +40,12 @@ func WithLogger(l *zap.Logger) Option {
 // servicewright_cron_run_duration_seconds{job}, each with the constant label
 // entrypoint=Name. Outcomes are ok, failed, panicked, cancelled, skipped_overlap,
 // skipped_other_replica, skipped_missed, skipped_draining and lock_error; every
-// tick counts once. Without it no metric is kept.
+// tick counts once. Without it the Scheduler registers them with the registry its
+// Host hands it, and keeps no metric when there is none. A nil r is ignored.
 func WithRegisterer(r prometheus.Registerer) Option {
-	return func(o *options) { o.registerer = r }
+	return func(o *options) {
+		if r != nil {
+			o.registerer = r
+		}
+	}
 }

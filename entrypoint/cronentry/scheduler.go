@@ -13,16 +13,15 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 var _ interface {
 	entrypoint.Entrypoint
 	entrypoint.InFlighter
 	entrypoint.DrainReporter
+	entrypoint.DefaultsUser
 } = (*Scheduler)(nil)
-
-// state is where a Scheduler is in its lifecycle; it only moves forward.
-type state = entrypoint.Phase
 
 // Scheduler runs jobs on cron expressions or fixed intervals as an entrypoint. Make
 // one with New. Its methods are safe for concurrent use.
@@ -36,9 +35,12 @@ type Scheduler struct {
 	// wakes, before it reads the clock: sleeping there is a process that was paused.
 	afterWake func()
 
+	ownLog bool  // WithLogger was given; SetDefaults keeps it
+	ownReg bool  // WithRegisterer was given; SetDefaults keeps it
+	regErr error // a registration with the Host's registry failed; Bind reports it
+
 	mu        sync.Mutex
-	state     state
-	served    bool
+	guard     entrypoint.Guard
 	halted    bool               // quit is closed and the gate too
 	quit      chan struct{}      // closed to end the scheduling goroutine
 	loopDone  chan struct{}      // closed when the scheduling goroutine has returned
@@ -60,48 +62,86 @@ func (r activeRun) String() string {
 	return fmt.Sprintf("%s@%s", r.job, r.scheduled.UTC().Format(time.RFC3339Nano))
 }
 
-// New returns a Scheduler named name that runs jobs. It validates every job and
-// returns a *fault.ConfigError (fault.ConfigError) listing each problem with its field,
-// e.g. `Jobs["report"].Schedule: invalid cron expression …`; with WithRegisterer it
-// also registers the metrics, and returns the registration's error. It starts
-// nothing and sends nothing to a fleet lock.
-func New(name string, jobs []Job, opts ...Option) (*Scheduler, error) {
-	o := options{log: zap.NewNop()}
+// New returns a Scheduler that runs jobs. It validates cfg and every job and returns
+// a *fault.ConfigError listing each problem with its field, e.g.
+// `Jobs["report"].Schedule: invalid cron expression …`; with WithRegisterer it also
+// registers the metrics, and a registration that fails is a problem of the field
+// WithRegisterer. It starts nothing and sends nothing to a fleet lock.
+func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	var l fault.Problems
-	if name == "" {
-		l.Addf("name", "must not be empty")
+	if cfg.Name == "" {
+		cfg.Name = DefaultName
 	}
+	var l fault.Problems
 	compiled, err := compile(jobs, time.Now())
 	l.Merge("", err)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	if err := newStats(o.registerer, name, compiled); err != nil {
-		return nil, fmt.Errorf("cronentry %q: %w", name, err)
+	if err := newStats(o.registerer, cfg.Name, compiled); err != nil {
+		l.Addf("WithRegisterer", "%v", err)
+		return nil, l.Err()
 	}
-	return &Scheduler{
-		name:   name,
+	s := &Scheduler{
+		name:   cfg.Name,
 		jobs:   compiled,
-		log:    o.log.With(zap.String("entrypoint", name)),
+		ownLog: o.log != nil,
+		ownReg: o.registerer != nil,
 		active: map[uint64]activeRun{},
-	}, nil
+		guard:  entrypoint.NewGuard(cfg.Name),
+	}
+	s.useLogger(o.log)
+	return s, nil
 }
 
-// Name returns the name given to New.
+func (s *Scheduler) useLogger(l *zap.Logger) {
+	if l == nil {
+		l = zap.NewNop()
+	}
+	s.log = l.With(zap.String("entrypoint", s.name))
+}
+
+// SetDefaults takes the Host's logger and registry for what no option gave: the
+// logger unless WithLogger, the metrics registered with d.Registerer unless
+// WithRegisterer. A registration that fails is reported by Bind. It does nothing
+// once the Scheduler is bound.
+func (s *Scheduler) SetDefaults(d entrypoint.Defaults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guard.Phase() != entrypoint.PhaseNew {
+		return
+	}
+	if !s.ownLog && d.Logger != nil {
+		s.useLogger(d.Logger)
+	}
+	if !s.ownReg && d.Registerer != nil {
+		s.ownReg = true // registered once, even when SetDefaults is called again
+		if err := newStats(d.Registerer, s.name, s.jobs); err != nil {
+			s.regErr = fmt.Errorf("cronentry %q: %w", s.name, err)
+		}
+	}
+}
+
+// Name returns Config.Name.
 func (s *Scheduler) Name() string { return s.name }
 
 // Bind readies the schedules, which New has already parsed and checked; no tick is
-// taken before Serve. It returns an error when called twice or after Drain or Stop.
+// taken before Serve. It returns an error wrapping entrypoint.ErrOutOfTurn when
+// called twice or after Drain or Stop, and the failure of a registration with the
+// Host's registry (see SetDefaults).
 func (s *Scheduler) Bind(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != entrypoint.PhaseNew {
-		return fmt.Errorf("cronentry %q: Bind called when %v", s.name, s.state)
+	if err := s.guard.Bind(); err != nil {
+		return err
 	}
-	s.state = entrypoint.PhaseBound
+	if s.regErr != nil {
+		return s.regErr
+	}
+	s.guard.Bound()
 	return nil
 }
 
@@ -114,24 +154,15 @@ func (s *Scheduler) Bind(context.Context) error {
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve ends
 // the schedule, cancels the runs' ctx, waits for the scheduling goroutine and
 // returns ctx.Err(); Stop still waits for the runs. Serve returns an error when
-// called before Bind or twice. It starts nothing, and returns nil, after Drain or
-// Stop; if Drain or Stop comes while it waits for stop, it returns nil then.
+// called before Bind or twice (wrapping entrypoint.ErrOutOfTurn). It starts
+// nothing, and returns nil, after Drain or Stop; if Drain or Stop comes while it
+// waits for stop, it returns nil then.
 func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Lock()
-	switch {
-	case s.served:
+	if start, err := s.guard.Serve(); !start {
 		s.mu.Unlock()
-		return fmt.Errorf("cronentry %q: Serve called twice", s.name)
-	case s.state == entrypoint.PhaseNew:
-		s.mu.Unlock()
-		return fmt.Errorf("cronentry %q: Serve called before Bind", s.name)
+		return err
 	}
-	s.served = true
-	if s.state != entrypoint.PhaseBound {
-		s.mu.Unlock()
-		return nil
-	}
-	s.state = entrypoint.PhaseServing
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.quit, s.loopDone, s.cancel = make(chan struct{}), make(chan struct{}), cancel
 	quit, done := s.quit, s.loopDone
@@ -153,11 +184,10 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 // Stop, it returns nil at once. A drained Scheduler cannot be served again.
 func (s *Scheduler) Drain(ctx context.Context) error {
 	s.mu.Lock()
-	if s.state == entrypoint.PhaseDraining || s.state == entrypoint.PhaseStopped {
+	if prev := s.guard.Drain(); prev == entrypoint.PhaseDraining || prev == entrypoint.PhaseStopped {
 		s.mu.Unlock()
 		return nil
 	}
-	s.state = entrypoint.PhaseDraining
 	s.drained = true
 	s.haltLocked(false)
 	s.drainSeen = s.activeLocked()
@@ -169,9 +199,7 @@ func (s *Scheduler) Drain(ctx context.Context) error {
 	s.log.Info("cron draining", zap.Stringers("running", seen))
 
 	if err := s.await(ctx, done); err != nil {
-		s.mu.Lock()
-		left := s.activeLocked()
-		s.mu.Unlock()
+		left := s.running()
 		s.log.Warn("cron drain ran out of time; Stop will cancel the runs left", zap.Stringers("still_running", left))
 		return fmt.Errorf("cronentry %q: drain: jobs still running: %s: %w", s.name, names(left), err)
 	}
@@ -185,15 +213,13 @@ func (s *Scheduler) Drain(ctx context.Context) error {
 // Without Serve it returns nil; a second Stop waits again for what is left.
 func (s *Scheduler) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	s.state = entrypoint.PhaseStopped
+	s.guard.Stop()
 	s.haltLocked(true)
 	done := s.loopDone
 	s.mu.Unlock()
 
 	if err := s.await(ctx, done); err != nil {
-		s.mu.Lock()
-		left := s.activeLocked()
-		s.mu.Unlock()
+		left := s.running()
 		s.log.Error("cron runs abandoned: they ignored their cancelled ctx", zap.Stringers("abandoned", left))
 		return fmt.Errorf("cronentry %q: stop: abandoned jobs still running: %s: %w", s.name, names(left), err)
 	}
@@ -231,12 +257,8 @@ func (s *Scheduler) haltLocked(cut bool) {
 // await waits for the scheduling goroutine (when there is one) and then for every
 // run, or until ctx is done.
 func (s *Scheduler) await(ctx context.Context, loopDone <-chan struct{}) error {
-	if loopDone != nil {
-		select {
-		case <-loopDone:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := wait.Await(ctx, loopDone); err != nil {
+		return err
 	}
 	return s.gate.Wait(ctx)
 }
@@ -270,6 +292,13 @@ func (s *Scheduler) DrainReport() string {
 	}
 	return fmt.Sprintf("running=%s finished=%s still_running=%s",
 		list(s.drainSeen), list(finished), list(left))
+}
+
+// running returns the runs in progress, oldest first.
+func (s *Scheduler) running() []activeRun {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activeLocked()
 }
 
 // activeLocked returns the runs in progress, oldest first. Called with mu held.

@@ -33,5 +33,5 @@ func BenchmarkMiddleware(b *testing.B) {
 	}
 	b.Run("bare", through(handler))
 	b.Run("gate", through(server()))
-	b.Run("gate+metrics", through(server(WithMetrics(prometheus.NewRegistry()))))
+	b.Run("gate+metrics", through(server(WithRegisterer(prometheus.NewRegistry()))))
 }

@@ -15,6 +15,7 @@ const (
 	DefaultName              = "http"
 	DefaultAddr              = ":8080"
 	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 1 << 20
 	DefaultStreamDrainWindow = 5 * time.Second
@@ -33,8 +34,14 @@ type Config struct {
 	// ReadHeaderTimeout is how long a client may take to send a request's headers;
 	// a client that is slower is disconnected. Default 5s.
 	ReadHeaderTimeout time.Duration
-	// ReadTimeout bounds reading a whole request, body included. Default 0: none, so
-	// that uploads and streams are not cut.
+	// ReadTimeout bounds how long a client may take to send a whole request, headers
+	// and body, counted from the request's first byte; a body read past it fails, so
+	// the handler returns, and the connection is closed. Default 5s, below the Host's
+	// default drain grace, so that a slow upload can neither hold a handler for long
+	// nor turn a graceful stop into an overrun; raise it for large uploads on slow
+	// links. It does not cut streams: net/http lifts the read deadline once the
+	// request's body has been read (an SSE GET has none) and when a connection is
+	// hijacked (a WebSocket).
 	ReadTimeout time.Duration
 	// WriteTimeout bounds writing a response. Default 0: none, so that streams (SSE)
 	// are not cut; bound slow handlers with their own ctx instead.
@@ -74,7 +81,7 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 		cfg.Addr = DefaultAddr
 	}
 	defaultDuration(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	defaultDuration(l, "ReadTimeout", &cfg.ReadTimeout, 0)
+	defaultDuration(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)
 	defaultDuration(l, "WriteTimeout", &cfg.WriteTimeout, 0)
 	defaultDuration(l, "IdleTimeout", &cfg.IdleTimeout, DefaultIdleTimeout)
 	defaultDuration(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)

@@ -34,14 +34,14 @@ func TestNew(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := Config{
-			Name: "http", Addr: ":8080", ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute,
+			Name: "http", Addr: ":8080", ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: time.Minute,
 			MaxHeaderBytes: 1 << 20, StreamDrainWindow: 5 * time.Second, RetryAfter: time.Second,
 		}
 		if s.cfg != want {
 			t.Errorf("resolved Config = %+v, want %+v", s.cfg, want)
 		}
 		if s.srv.ReadHeaderTimeout != want.ReadHeaderTimeout || s.srv.MaxHeaderBytes != want.MaxHeaderBytes ||
-			s.srv.IdleTimeout != want.IdleTimeout || s.srv.ReadTimeout != 0 || s.srv.WriteTimeout != 0 {
+			s.srv.IdleTimeout != want.IdleTimeout || s.srv.ReadTimeout != want.ReadTimeout || s.srv.WriteTimeout != 0 {
 			t.Errorf("http.Server not configured from Config: %+v", s.srv)
 		}
 		if s.retryAfter != "1" {

@@ -18,8 +18,11 @@
 //     keep-alive connection that is already open, is answered 503 with Retry-After,
 //     Connection: close and {"code":"draining"}, a complete response the client may
 //     retry elsewhere. Keep-alives are off; http.Server.Shutdown closes the listener
-//     and idle connections and waits for active ones; the streams still open are
-//     closed spread over the window. On ctx expiry Drain returns and leaves the rest.
+//     and idle connections; the streams still open are closed spread over the window
+//     (entrypoint.Spread). Drain follows every connection's state through the
+//     server's ConnState hook and returns as soon as nothing is in flight, without
+//     Shutdown's polling, so a drain that finished is never reported as a timeout. On
+//     ctx expiry Drain returns and leaves the rest.
 //  6. Stop calls http.Server.Close and closes every stream and hijacked connection.
 //
 // # Streams
@@ -48,8 +51,14 @@
 // already started, the connection is aborted instead, so that the client does not
 // take a truncated body for a whole one. http.ErrAbortHandler passes through.
 //
-// Tracing (otelhttp) and Prometheus RED metrics are options; without them the
-// request path is the Gate, a response wrapper and a deferred recover.
+// A client slow to send its request is cut by ReadHeaderTimeout and ReadTimeout
+// (5 s each by default), so a slow upload neither holds a handler nor overruns a
+// graceful stop; streams are not cut by them.
+//
+// Tracing (otelhttp) and Prometheus RED metrics come from WithTracerProvider and
+// WithRegisterer, or from the telemetry the Host hands the Server (SetDefaults);
+// without either the request path is the Gate, a response wrapper and a deferred
+// recover.
 //
 // # Not done
 //

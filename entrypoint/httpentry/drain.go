@@ -20,25 +20,27 @@ import (
 // through its load balancer rather than on the same connection: an HTTP/1
 // connection closes after its current response (idle ones at once), an HTTP/2 one is
 // sent a GOAWAY when it falls idle. Then it reaches each stream in turn, oldest
-// first: its ctx is cancelled with cause ErrStreamDrained, and a hijacked connection
-// whose handler does not watch StreamContext is closed. It returns nil once every
-// stream it reached has ended.
+// first, with entrypoint.Spread: its ctx is cancelled with cause ErrStreamDrained,
+// and a hijacked connection whose handler does not watch StreamContext is closed. It
+// returns nil once every stream it reached has ended, however close to ctx's
+// deadline that is.
 //
-// When ctx is done first, it returns ctx.Err() and leaves the streams not yet
-// reached, or not yet ended, to Drain.
+// When ctx is done before the spread finished, the streams not yet reached are
+// reached at once; DrainStreams then returns ctx.Err() and leaves the streams not
+// yet ended to Drain.
 //
 // It refuses no request. Streams opened while it runs are left to Drain. Before
 // Serve or after Drain began it does nothing and returns nil.
 func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
 	s.mu.Lock()
-	serving := s.state == entrypoint.PhaseServing
+	serving := s.guard.Phase() == entrypoint.PhaseServing
 	s.mu.Unlock()
 	if !serving {
 		return nil
 	}
 	s.srv.SetKeepAlivesEnabled(false)
 	list := s.streams.snapshot(false)
-	if err := spread(ctx, spreadWindow(ctx, min(s.cfg.StreamDrainWindow, allowed)), list); err != nil {
+	if err := entrypoint.Spread(ctx, min(s.cfg.StreamDrainWindow, allowed), list, (*stream).reach); err != nil {
 		return err
 	}
 	return waitEnded(ctx, list)
@@ -51,28 +53,29 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // response, idle ones at once; HTTP/2 ones are sent a GOAWAY); closes the Gate, so
 // that every request not yet admitted, including one arriving on a connection that
 // is already open, is answered 503 with Retry-After, Connection: close and the JSON
-// body {"code":"draining",…}; and then, concurrently, calls http.Server.Shutdown,
-// which closes the listener and idle connections and waits for active ones, and
-// spreads the closing of the streams still open over min(StreamDrainWindow, the time
-// left on ctx), as DrainStreams does. It returns nil once every admitted request
-// has returned, every hijacked connection is closed and the http.Server has stopped.
+// body {"code":"draining",…}; starts http.Server.Shutdown, which closes the listener;
+// and spreads the closing of the streams still open over min(StreamDrainWindow, the
+// time left on ctx) with entrypoint.Spread, as DrainStreams does. It then waits,
+// without polling, until every admitted request has returned, every hijacked
+// connection is closed and no connection is reading or answering a request, and
+// closes the idle connections left. It returns nil once all that is done, however
+// close to ctx's deadline: a drain that finished is never reported as a timeout.
 //
 // When ctx is done first, Drain returns an error wrapping ctx.Err() that tells how
 // much is still in flight, and leaves it to Stop; the listener is closed by then.
 //
 // Drain cancels the ctx of streams only, not of other requests, and closes no
-// hijacked connection whose handler watches StreamContext: it waits for them. Before
-// Serve it closes the listener and returns nil; after Stop it does nothing.
+// hijacked connection whose handler watches StreamContext: it waits for them. A
+// client slow to send its request is bounded by ReadHeaderTimeout and ReadTimeout,
+// not cut by Drain. Before Serve it closes the listener and returns nil; after Stop
+// it does nothing.
 func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
-	prev := s.state
-	if prev == entrypoint.PhaseBound || prev == entrypoint.PhaseServing {
-		s.state = entrypoint.PhaseDraining
-	}
+	prev := s.guard.Drain()
 	done := s.serveDone
 	s.mu.Unlock()
 	switch {
-	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped:
+	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped || prev == entrypoint.PhaseDraining:
 		return nil
 	case done == nil: // bound, never served
 		s.gate.Close()
@@ -86,23 +89,33 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 	list := s.streams.snapshot(true)
 
+	// Shutdown closes the listener and the idle connections; its polling for the
+	// rest is cut short once the waits below saw everything finish.
+	shutCtx, endShutdown := context.WithCancel(ctx)
+	defer endShutdown()
 	shut := make(chan error, 1)
-	go func() { shut <- s.srv.Shutdown(ctx) }()
-	spreadErr := spread(ctx, spreadWindow(ctx, s.cfg.StreamDrainWindow), list)
+	go func() { shut <- s.srv.Shutdown(shutCtx) }()
+
+	spreadErr := entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).reach)
 	waitErr := s.gate.Wait(ctx) // admitted requests, and hijacked connections
+	if waitErr == nil {
+		// Serve has returned once the listener is closed, so every connection it
+		// accepted is tracked by now.
+		waitErr = entrypoint.Await(ctx, done)
+	}
+	if waitErr == nil {
+		waitErr = s.conns.wait(ctx) // requests being read or answered, not yet admitted
+	}
+	endShutdown()
 	shutErr := <-shut
 
-	if spreadErr != nil || waitErr != nil || (shutErr != nil && ctx.Err() != nil) {
+	if spreadErr != nil || waitErr != nil {
 		return fmt.Errorf("%s: drain: %d requests and connections still in flight: %w",
-			s.cfg.Name, s.InFlight(), ctx.Err())
+			s.cfg.Name, s.InFlight()+s.conns.busyCount(), ctx.Err())
 	}
-	if shutErr != nil {
+	s.srv.Close() // the idle connections; none is busy, so nothing is cut
+	if shutErr != nil && !errors.Is(shutErr, context.Canceled) && !errors.Is(shutErr, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: drain: %w", s.cfg.Name, shutErr)
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("%s: drain: %w", s.cfg.Name, ctx.Err())
 	}
 	if err := s.takeServeErr(); err != nil { // failed after Serve returned, unreported
 		return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
@@ -124,10 +137,7 @@ func (s *Server) Drain(ctx context.Context) error {
 // listener; before Bind it does nothing.
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
-	prev := s.state
-	if prev != entrypoint.PhaseNew {
-		s.state = entrypoint.PhaseStopped
-	}
+	prev := s.guard.Stop()
 	done := s.serveDone
 	s.mu.Unlock()
 	switch {

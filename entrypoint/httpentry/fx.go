@@ -37,7 +37,7 @@ type Params struct {
 	// container gets all of them.
 	Routes []Route `group:"http.routes"`
 
-	// When present, they turn on WithLogger, WithMetrics and WithTracing.
+	// When present, they turn on WithLogger, WithRegisterer and WithTracerProvider.
 	Logger         *zap.Logger           `optional:"true"`
 	Registerer     prometheus.Registerer `optional:"true"`
 	TracerProvider trace.TracerProvider  `optional:"true"`
@@ -58,7 +58,7 @@ func Provider(cfg Config, opts ...Option) func(Params) (*Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		all := []Option{WithLogger(p.Logger), WithMetrics(p.Registerer), WithTracing(p.TracerProvider)}
+		all := []Option{WithLogger(p.Logger), WithRegisterer(p.Registerer), WithTracerProvider(p.TracerProvider)}
 		return New(cfg, h, append(all, opts...)...)
 	}
 }

@@ -42,7 +42,7 @@ func panicky() http.Handler {
 func TestHandlerPanics(t *testing.T) {
 	core, logs := observer.New(zap.ErrorLevel)
 	reg := prometheus.NewRegistry()
-	x := run(t, Config{}, panicky(), WithLogger(zap.New(core)), WithMetrics(reg))
+	x := run(t, Config{}, panicky(), WithLogger(zap.New(core)), WithRegisterer(reg))
 
 	t.Run("a panic is answered 500, logged with its route and counted", func(t *testing.T) {
 		code, body, err := x.get("/panic")
@@ -115,7 +115,7 @@ func TestSlowHeadersAreCut(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	x := run(t, Config{}, panicky(), WithMetrics(reg))
+	x := run(t, Config{}, panicky(), WithRegisterer(reg))
 	for range 3 {
 		x.mustGet("/ok", 200)
 	}
@@ -173,11 +173,11 @@ func TestMetrics(t *testing.T) {
 	})
 
 	t.Run("a second server with the same name cannot register", func(t *testing.T) {
-		_, err := New(Config{}, panicky(), WithMetrics(reg))
-		if err == nil || !strings.Contains(err.Error(), "WithMetrics") {
-			t.Errorf("New = %v, want a WithMetrics problem", err)
+		_, err := New(Config{}, panicky(), WithRegisterer(reg))
+		if err == nil || !strings.Contains(err.Error(), "WithRegisterer") {
+			t.Errorf("New = %v, want a WithRegisterer problem", err)
 		}
-		if _, err := New(Config{Name: "admin"}, panicky(), WithMetrics(reg)); err != nil {
+		if _, err := New(Config{Name: "admin"}, panicky(), WithRegisterer(reg)); err != nil {
 			t.Errorf("New with another name = %v", err)
 		}
 	})
@@ -228,7 +228,7 @@ func TestTracing(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	x := run(t, Config{}, mux, WithTracing(tp))
+	x := run(t, Config{}, mux, WithTracerProvider(tp))
 
 	t.Run("each admitted request is a server span named after its route", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", x.base+"/orders/7", nil)

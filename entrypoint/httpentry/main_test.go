@@ -40,12 +40,22 @@ type running struct {
 // closes the client's idle connections.
 func run(t *testing.T, cfg Config, h http.Handler, opts ...Option) *running {
 	t.Helper()
+	return runWith(t, cfg, h, nil, opts...)
+}
+
+// runWith is run with prep called between New and Bind, as the Host calls
+// SetDefaults.
+func runWith(t *testing.T, cfg Config, h http.Handler, prep func(*Server), opts ...Option) *running {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
 	s, err := New(cfg, h, opts...)
 	if err != nil {
 		t.Fatalf("New = %v", err)
+	}
+	if prep != nil {
+		prep(s)
 	}
 	if err := s.Bind(context.Background()); err != nil {
 		t.Fatalf("Bind = %v", err)

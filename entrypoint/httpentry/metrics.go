@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the RED metrics of WithMetrics.
+// metrics are the RED metrics of WithRegisterer.
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec

@@ -37,8 +37,9 @@ func WithListener(l net.Listener) Option {
 }
 
 // WithLogger sets the logger for handler panics, refused hijacks and net/http's own
-// errors (TLS handshakes, malformed requests). The default discards them. A nil
-// logger is ignored.
+// errors (TLS handshakes, malformed requests). Without it the Server uses the logger
+// its Host hands it (see entrypoint.DefaultsUser), and discards them when there is
+// none. A nil logger is ignored.
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -47,7 +48,7 @@ func WithLogger(l *zap.Logger) Option {
 	}
 }
 
-// WithMetrics registers the Server's RED metrics with reg, each with a constant label
+// WithRegisterer registers the Server's RED metrics with reg, each with a constant label
 // entrypoint=Config.Name so that two servers can share a registry:
 //
 //	servicewright_http_requests_total{code,method}            counter
@@ -62,8 +63,9 @@ func WithLogger(l *zap.Logger) Option {
 // the status sent, "101" for a hijacked connection and "aborted" when the handler
 // aborted the response. in_flight counts admitted requests whose handler runs and
 // hijacked connections still open. A registration that fails (a name already
-// taken) makes New fail, and nothing is left registered. A nil reg is ignored.
-func WithMetrics(reg prometheus.Registerer) Option {
+// taken) makes New fail, and nothing is left registered. Without it the metrics go
+// to the registry the Host hands the Server, if any. A nil reg is ignored.
+func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(o *options) {
 		if reg != nil {
 			o.reg = reg
@@ -71,11 +73,12 @@ func WithMetrics(reg prometheus.Registerer) Option {
 	}
 }
 
-// WithTracing wraps the handler in otelhttp, starting a server span per admitted
-// request with tp. The W3C trace-context and baggage headers are extracted; the
-// global OpenTelemetry propagator and meter provider are not used. A nil tp is
-// ignored.
-func WithTracing(tp trace.TracerProvider) Option {
+// WithTracerProvider wraps the handler in otelhttp, starting a server span per
+// admitted request with tp. The W3C trace-context and baggage headers are extracted;
+// the global OpenTelemetry propagator and meter provider are not used. Without it
+// the Server uses the tracer provider the Host hands it, if any; with neither, no
+// span is made and tracing costs nothing. A nil tp is ignored.
+func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
 			o.tracer = tp

@@ -12,8 +12,10 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
@@ -22,10 +24,8 @@ import (
 var _ interface {
 	entrypoint.Entrypoint
 	entrypoint.InFlighter
+	entrypoint.DefaultsUser
 } = (*Server)(nil)
-
-// state is where a Server is in its lifecycle; it only moves forward.
-type state = entrypoint.Phase
 
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
 // refuses new requests and lets the admitted ones finish while spreading the close
@@ -33,20 +33,25 @@ type state = entrypoint.Phase
 type Server struct {
 	cfg        Config
 	srv        *http.Server
-	next       http.Handler // the user's handler, wrapped by otelhttp when tracing
+	handler    http.Handler // the user's handler
+	next       http.Handler // handler, wrapped by otelhttp when tracing
 	log        *zap.Logger
-	metrics    *metrics // nil without WithMetrics
+	metrics    *metrics             // nil without a registerer
+	tracing    trace.TracerProvider // nil without a tracer provider
+	own        options              // what the options gave; SetDefaults fills in the rest
+	regErr     error                // SetDefaults' registration failed; Bind reports it
 	isStream   func(*http.Request) bool
 	retryAfter string
 
 	gate      entrypoint.Gate
 	streams   streamSet
+	conns     connSet
 	responses sync.Pool // of *response, reused across plain requests
 	panics    atomic.Uint64
 	refused   atomic.Uint64
 
 	mu        sync.Mutex
-	state     state
+	guard     entrypoint.Guard // the lifecycle phase
 	ln        net.Listener
 	serveDone chan struct{} // closed when the http.Server's Serve has returned
 	serveErr  error         // what it returned, unless ErrServerClosed, until reported
@@ -58,10 +63,10 @@ type Server struct {
 // option is invalid (the certificate files are read and checked here), and starts
 // nothing: no socket is opened until Bind.
 //
-// With WithMetrics, the metrics are registered here; nothing is registered when New
-// fails.
+// With WithRegisterer, the metrics are registered here; nothing is registered when
+// New fails.
 func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
-	o := options{log: zap.NewNop(), isStream: IsStreamRequest}
+	o := options{isStream: IsStreamRequest}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -78,20 +83,14 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 	s := &Server{
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
+		handler:    handler,
 		next:       handler,
-		log:        o.log.With(zap.String("entrypoint", cfg.Name)),
 		isStream:   o.isStream,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		ln:         o.listener,
 		draining:   make(chan struct{}),
-	}
-	if o.tracer != nil {
-		s.next = otelhttp.NewHandler(handler, cfg.Name,
-			otelhttp.WithTracerProvider(o.tracer),
-			otelhttp.WithMeterProvider(noop.NewMeterProvider()),
-			otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(
-				propagation.TraceContext{}, propagation.Baggage{})),
-		)
+		guard:      entrypoint.NewGuard(cfg.Name),
+		own:        o,
 	}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -101,24 +100,79 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		WriteTimeout:      cfg.WriteTimeout,
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
+		ConnState:         s.conns.track,
 	}
-	// net/http's own complaints (TLS handshakes, malformed requests) go to the logger.
+	s.useLogger(o.log)
+	s.useTracerProvider(o.tracer)
+	if o.reg != nil {
+		if err := s.useRegisterer(o.reg); err != nil {
+			l.Addf("WithRegisterer", "%v", err)
+			return nil, l.Err()
+		}
+	}
+	return s, nil
+}
+
+// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
+// WithLogger, its registry for the metrics unless WithRegisterer, its tracer
+// provider unless WithTracerProvider. A registration that fails is reported by
+// Bind. It does nothing once the Server is bound.
+func (s *Server) SetDefaults(d entrypoint.Defaults) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.guard.Phase() != entrypoint.PhaseNew {
+		return
+	}
+	if s.own.log == nil && d.Logger != nil {
+		s.useLogger(d.Logger)
+	}
+	if s.own.tracer == nil && d.TracerProvider != nil && s.tracing == nil {
+		s.useTracerProvider(d.TracerProvider)
+	}
+	if s.own.reg == nil && d.Registerer != nil && s.metrics == nil && s.regErr == nil {
+		if err := s.useRegisterer(d.Registerer); err != nil {
+			s.regErr = fmt.Errorf("%s: %w", s.cfg.Name, err)
+		}
+	}
+}
+
+// useLogger sends the Server's logs, and net/http's own complaints (TLS handshakes,
+// malformed requests), to l; a nil l discards them.
+func (s *Server) useLogger(l *zap.Logger) {
+	if l == nil {
+		l = zap.NewNop()
+	}
+	s.log = l.With(zap.String("entrypoint", s.cfg.Name))
 	if stdLog, err := zap.NewStdLogAt(s.log, zap.WarnLevel); err == nil {
 		s.srv.ErrorLog = stdLog
 	}
-	if o.reg != nil {
-		m, err := newMetrics(o.reg, cfg.Name, s.InFlight)
-		if err != nil {
-			if errAlreadyRegistered(err) {
-				l.Addf("WithMetrics", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
-			} else {
-				l.Addf("WithMetrics", "%v", err)
-			}
-			return nil, l.Err()
-		}
-		s.metrics = m
+}
+
+// useTracerProvider wraps the handler in otelhttp with tp; a nil tp does nothing.
+func (s *Server) useTracerProvider(tp trace.TracerProvider) {
+	if tp == nil {
+		return
 	}
-	return s, nil
+	s.tracing = tp
+	s.next = otelhttp.NewHandler(s.handler, s.cfg.Name,
+		otelhttp.WithTracerProvider(tp),
+		otelhttp.WithMeterProvider(noop.NewMeterProvider()),
+		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(
+			propagation.TraceContext{}, propagation.Baggage{})),
+	)
+}
+
+// useRegisterer registers the metrics with reg. A failure leaves nothing registered.
+func (s *Server) useRegisterer(reg prometheus.Registerer) error {
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	if err != nil {
+		if errAlreadyRegistered(err) {
+			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)
+		}
+		return err
+	}
+	s.metrics = m
+	return nil
 }
 
 // Name returns Config.Name.
@@ -145,7 +199,7 @@ type Stats struct {
 	RefusedDraining uint64 // requests refused with 503 because the server was draining
 }
 
-// Stats returns the Server's counters, with or without WithMetrics.
+// Stats returns the Server's counters, with or without a registerer.
 func (s *Server) Stats() Stats {
 	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load()}
 }
@@ -158,8 +212,11 @@ func (s *Server) Stats() Stats {
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.state != entrypoint.PhaseNew {
-		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	if err := s.guard.Bind(); err != nil {
+		return err
+	}
+	if s.regErr != nil {
+		return s.regErr
 	}
 	if s.ln == nil {
 		var lc net.ListenConfig
@@ -169,7 +226,7 @@ func (s *Server) Bind(ctx context.Context) error {
 		}
 		s.ln = ln
 	}
-	s.state = entrypoint.PhaseBound
+	s.guard.Bound()
 	return nil
 }
 
@@ -188,16 +245,10 @@ func (s *Server) Bind(ctx context.Context) error {
 // serving nothing, if Drain or Stop was called first.
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Lock()
-	switch s.state {
-	case entrypoint.PhaseNew, entrypoint.PhaseServing:
-		st := s.state
+	if start, err := s.guard.Serve(); !start {
 		s.mu.Unlock()
-		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
-	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
-		s.mu.Unlock()
-		return nil
+		return err
 	}
-	s.state = entrypoint.PhaseServing
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }
 	done := make(chan struct{})

@@ -9,7 +9,6 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 )
 
 // ErrStreamDrained is the context.Cause of a stream's ctx when the Server ends the
@@ -89,24 +88,18 @@ func (st *stream) detach() {
 
 // reach is what the spread drain does to a stream: cancel its ctx, and close its
 // hijacked connection if no handler watches the ctx.
-func (st *stream) reach() {
-	st.cancel(ErrStreamDrained)
-	st.mu.Lock()
-	c := st.conn
-	st.mu.Unlock()
-	if c != nil && !st.watched.Load() {
-		c.Close()
-	}
-}
+func (st *stream) reach() { st.close(false) }
 
 // cut is what Stop does to a stream: cancel its ctx and close its hijacked
 // connection, watched or not.
-func (st *stream) cut() {
+func (st *stream) cut() { st.close(true) }
+
+func (st *stream) close(evenWatched bool) {
 	st.cancel(ErrStreamDrained)
 	st.mu.Lock()
 	c := st.conn
 	st.mu.Unlock()
-	if c != nil {
+	if c != nil && (evenWatched || !st.watched.Load()) {
 		c.Close()
 	}
 }
@@ -217,58 +210,6 @@ func (ss *streamSet) snapshot(seal bool) []*stream {
 	ss.mu.Unlock()
 	slices.SortFunc(list, func(a, b *stream) int { return cmp.Compare(a.seq, b.seq) })
 	return list
-}
-
-// minSpreadTick is the least time the spread sleeps between two closings: with many
-// streams it closes a small batch per tick rather than waking for each one.
-const minSpreadTick = 10 * time.Millisecond
-
-// spread reaches the streams one after another, oldest first, evenly over window:
-// stream i of n at i×window/n. It returns nil once it has reached them all, or
-// ctx.Err() if ctx ends first, leaving the rest. It does not wait for the streams
-// to end.
-func spread(ctx context.Context, window time.Duration, list []*stream) error {
-	n := len(list)
-	start := time.Now()
-	var t *time.Timer
-	for i := 0; i < n; {
-		elapsed := time.Since(start)
-		for i < n && slot(i, n, window) <= elapsed {
-			list[i].reach()
-			i++
-		}
-		if i == n {
-			break
-		}
-		wait := max(slot(i, n, window)-elapsed, minSpreadTick)
-		if t == nil {
-			t = time.NewTimer(wait)
-			defer t.Stop()
-		} else {
-			t.Reset(wait)
-		}
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	return nil
-}
-
-func slot(i, n int, window time.Duration) time.Duration {
-	return time.Duration(float64(window) * float64(i) / float64(n))
-}
-
-// spreadWindow is the window a spread gets: limit, shortened to fit before ctx's
-// deadline with a tenth of the time left (at most half a second) to spare, so that
-// the last streams reached have a moment to end before the deadline.
-func spreadWindow(ctx context.Context, limit time.Duration) time.Duration {
-	if dl, ok := ctx.Deadline(); ok {
-		left := time.Until(dl)
-		limit = min(limit, left-min(left/10, 500*time.Millisecond))
-	}
-	return max(limit, 0)
 }
 
 // waitEnded waits for every stream in list to end, or returns ctx.Err().

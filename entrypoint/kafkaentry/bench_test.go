@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 )
@@ -97,40 +98,52 @@ func BenchmarkConsume(b *testing.B) {
 		report(b)
 	})
 
-	b.Run("kafkaentry", func(b *testing.B) {
-		streaming = 0
-		for range b.N {
-			b.StopTimer()
-			cfg := config(b, topic)
-			cfg.CommitBatch = batch
-			handled.Store(0)
-			done := make(chan struct{})
-			h := func(ctx context.Context, m kafka.Message) error {
-				_ = handle(ctx, m)
-				if handled.Load() == n {
-					close(done)
+	for _, v := range []struct {
+		name string
+		opts []kafkaentry.Option
+	}{
+		{"kafkaentry", nil},
+		// Tracing on (an SDK provider that samples every span) and no exporter.
+		{"kafkaentry-traced", []kafkaentry.Option{kafkaentry.WithTracerProvider(sdktrace.NewTracerProvider())}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			streaming = 0
+			for range b.N {
+				b.StopTimer()
+				cfg := config(b, topic)
+				cfg.CommitBatch = batch
+				handled.Store(0)
+				done := make(chan struct{})
+				h := func(ctx context.Context, m kafka.Message) error {
+					_ = handle(ctx, m)
+					if handled.Load() == n {
+						close(done)
+					}
+					return nil
 				}
-				return nil
+				b.StartTimer()
+				c, err := kafkaentry.New(cfg, h, v.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r := start(b, c)
+				<-done
+				b.StopTimer()
+				r.mustShutdown(b)
+				if st := c.Stats(); st.Committed != n {
+					b.Fatalf("committed %d messages, want %d", st.Committed, n)
+				}
+				b.StartTimer()
 			}
-			b.StartTimer()
-			c, err := kafkaentry.New(cfg, h)
-			if err != nil {
-				b.Fatal(err)
-			}
-			r := start(b, c)
-			<-done
-			b.StopTimer()
-			r.mustShutdown(b)
-			if st := c.Stats(); st.Committed != n {
-				b.Fatalf("committed %d messages, want %d", st.Committed, n)
-			}
-			b.StartTimer()
-		}
-		report(b)
-	})
+			report(b)
+		})
+	}
 
 	raw, ours := rates[b.Name()+"/raw-kafka-go"], rates[b.Name()+"/kafkaentry"]
 	if raw > 0 && ours > 0 {
 		b.Logf("kafkaentry/raw-kafka-go throughput ratio: %.2f (target ≥ 0.90)", ours/raw)
+	}
+	if traced := rates[b.Name()+"/kafkaentry-traced"]; raw > 0 && traced > 0 {
+		b.Logf("kafkaentry-traced/raw-kafka-go throughput ratio: %.2f (tracing on, no exporter)", traced/raw)
 	}
 }

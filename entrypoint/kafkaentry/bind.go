@@ -7,7 +7,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -15,13 +14,14 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/kafkakit"
 
 	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
-// answered.
-var ErrBrokersUnreachable = errors.New("no broker reachable")
+// answered. It is kafkakit.ErrBrokersUnreachable.
+var ErrBrokersUnreachable = kafkakit.ErrBrokersUnreachable
 
 // ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
 // AutoCreateTopics is off. The message names the topics.
@@ -56,7 +56,12 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	}
 	c.dlq = c.opts.dlq
 	if c.cfg.OnFailure.deadLetter && c.dlq == nil {
-		c.ownDLQ = NewWriter(c.cfg.Brokers, WriterDialer(c.dialer))
+		c.ownDLQ, err = kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: c.cfg.Brokers},
+			kafkakit.WithDialer(c.dialer), kafkakit.WithPropagator(c.opts.propagator))
+		if err != nil { // the brokers were checked by New
+			_ = g.Close()
+			return fmt.Errorf("kafkaentry %q: bind: dead-letter producer: %w", c.cfg.Name, err)
+		}
 		c.dlq = c.ownDLQ
 	}
 	c.joinLocked(ctx, kafkaGroup{g})
@@ -65,72 +70,25 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	return nil
 }
 
-// Health reports whether a broker answers: it dials the brokers at once, each dial
-// bounded by DialTimeout and ctx, and returns nil as soon as one of them answers an
-// ApiVersions request. Otherwise it returns an error wrapping ErrBrokersUnreachable
-// that lists each broker's failure. It does not look at the consumer's own state, so
-// it may be used before Bind and after Stop; the Consumer is thus a health.Check.
+// Health is the consumer's readiness check. While a partition is paused on a
+// dependency outage (see Outage) it returns an error wrapping ErrPaused that names
+// the paused partitions, the rule that saw the outage and the kind of error (never
+// its message). Otherwise it reports whether a broker answers: it dials the brokers
+// at once, each dial bounded by DialTimeout and ctx, and returns nil as soon as one
+// of them answers an ApiVersions request, or an error wrapping ErrBrokersUnreachable
+// that lists each broker's failure. It may be used before Bind and after Stop; the
+// Consumer is thus a health.Check.
 func (c *Consumer) Health(ctx context.Context) error {
+	if d := c.StatusDetail(); d != "" {
+		return fmt.Errorf("kafkaentry %q: %w: %s", c.cfg.Name, ErrPaused, strings.TrimPrefix(d, "paused: "))
+	}
 	_, err := c.reachable(ctx)
 	return err
 }
 
 // reachable probes every broker concurrently and returns the first that answers.
-// It waits for the other probes (cancelled) before returning, so it leaves no
-// goroutine behind.
 func (c *Consumer) reachable(ctx context.Context) (string, error) {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	type result struct {
-		addr string
-		err  error
-	}
-	results := make(chan result, len(c.cfg.Brokers))
-	var wg sync.WaitGroup
-	for _, addr := range c.cfg.Brokers {
-		wg.Go(func() { results <- result{addr, c.probe(ctx, addr)} })
-	}
-	var errs []error
-	found := ""
-	for range c.cfg.Brokers {
-		r := <-results
-		if r.err == nil && found == "" {
-			found = r.addr
-			cancel()
-		} else if r.err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", r.addr, r.err))
-		}
-	}
-	wg.Wait()
-	if found != "" {
-		return found, nil
-	}
-	return "", fmt.Errorf("%w: %w", ErrBrokersUnreachable, errors.Join(errs...))
-}
-
-// probe dials addr and asks for its API versions, all within DialTimeout and ctx.
-func (c *Consumer) probe(ctx context.Context, addr string) error {
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.DialTimeout)
-	defer cancel()
-	conn, err := c.dialer.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	// kafka-go's Conn ignores ctx once dialled: a deadline bounds the request and
-	// closing the connection ends it early when ctx is cancelled.
-	if dl, ok := ctx.Deadline(); ok {
-		_ = conn.SetDeadline(dl)
-	}
-	stop := context.AfterFunc(ctx, func() { _ = conn.Close() })
-	defer stop()
-	if _, err := conn.ApiVersions(); err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return err
-	}
-	return nil
+	return kafkakit.Check(c.cfg.Brokers, c.cfg.DialTimeout, kafkakit.WithDialer(c.dialer)).Reachable(ctx)
 }
 
 // ensureTopics asks addr for the metadata of every topic the consumer uses and

@@ -2,7 +2,6 @@ package kafkaentry
 
 import (
 	"math"
-	"net"
 	"slices"
 	"strconv"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // Defaults for the zero fields of a Config.
@@ -88,6 +88,10 @@ type Config struct {
 
 	// Retry says how often a failing message is tried before OnFailure applies.
 	Retry Retry
+
+	// Outage says how a dependency outage is told from a poison message, and how a
+	// partition paused on an outage retries. See Outage.
+	Outage Outage
 
 	// OnFailure is what happens to a message whose attempts are exhausted (or whose
 	// handler returned ErrUndecodable): DeadLetter(topic) or StopEntrypoint(), the
@@ -205,6 +209,7 @@ func (c Config) withDefaults() Config {
 	defInt(&c.Retry.Attempts, DefaultRetryAttempts)
 	def(&c.Retry.Initial, DefaultRetryInitial)
 	def(&c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
+	c.Outage = c.Outage.withDefaults()
 	c.Brokers = slices.Clone(c.Brokers)
 	c.Topics = slices.Clone(c.Topics)
 	return c
@@ -216,8 +221,9 @@ func (c Config) validate(l *fault.Problems) {
 		l.Addf("Brokers", "must list at least one broker")
 	}
 	for i, b := range c.Brokers {
-		if err := checkHostPort(b); err != "" {
-			l.Addf("Brokers["+strconv.Itoa(i)+"]", "%q: %s", b, err)
+		// The entry is not echoed: a broker list may carry credentials.
+		if reason := kafkakit.CheckBroker(b); reason != "" {
+			l.Addf("Brokers["+strconv.Itoa(i)+"]", "%s", reason)
 		}
 	}
 	if c.GroupID == "" {
@@ -275,6 +281,20 @@ func (c Config) validate(l *fault.Problems) {
 			l.Addf(f.field, "must be less than %v, got %v", time.Duration(math.MaxInt32)*time.Millisecond, f.v)
 		}
 	}
+	if c.Outage.DistinctFailures < -1 {
+		l.Addf("Outage.DistinctFailures", "must be positive, or -1 to turn the rule off, got %d", c.Outage.DistinctFailures)
+	}
+	for _, f := range []struct {
+		field string
+		v     time.Duration
+	}{{"Outage.CheckTimeout", c.Outage.CheckTimeout}, {"Outage.Initial", c.Outage.Initial}, {"Outage.Max", c.Outage.Max}} {
+		if f.v < 0 {
+			l.Addf(f.field, "must not be negative, got %v", f.v)
+		}
+	}
+	if c.Outage.Initial > 0 && c.Outage.Max > 0 && c.Outage.Max < c.Outage.Initial {
+		l.Addf("Outage.Max", "must be at least Outage.Initial (%v), got %v", c.Outage.Initial, c.Outage.Max)
+	}
 	if c.Retry.Initial > 0 && c.Retry.Max > 0 && c.Retry.Max < c.Retry.Initial {
 		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", c.Retry.Initial, c.Retry.Max)
 	}
@@ -288,21 +308,6 @@ func (c Config) validate(l *fault.Problems) {
 			l.Addf("OnFailure", "dead-letter topic %q is also consumed; failures would loop", t)
 		}
 	}
-}
-
-// checkHostPort returns what is wrong with a "host:port" broker address, or "".
-func checkHostPort(addr string) string {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return "must be host:port"
-	}
-	if host == "" {
-		return "host must not be empty"
-	}
-	if p, err := strconv.Atoi(port); err != nil || p < 1 || p > 65535 {
-		return "port must be a number from 1 to 65535"
-	}
-	return ""
 }
 
 // checkTopic returns what is wrong with a topic name by Kafka's rules, or "".

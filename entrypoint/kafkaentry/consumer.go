@@ -9,16 +9,23 @@ import (
 	"sync/atomic"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // Handler handles one message. It returns nil once the message's effects are done,
-// and only then may its offset be committed; any error (or a panic) makes the
-// consumer retry it, and then apply Config.OnFailure. Return an error wrapping
-// ErrUndecodable for a message that can never succeed, so that it is not retried.
+// and only then may its offset be committed. An error (or a panic) about the message
+// makes the consumer retry it, and then apply Config.OnFailure; an error about the
+// world (a dependency outage, see Outage) pauses the partition on the message until
+// it succeeds. Return an error wrapping ErrUndecodable for a message that can never
+// succeed, so that it is not retried, and mark others with Permanent or Transient
+// when the default classification (IsTransient) would get them wrong.
 //
 // ctx is cancelled by Stop (not by Drain, which waits for the handler), and when a
 // rebalance takes the message's partition away while the handler runs past half the
@@ -27,11 +34,6 @@ import (
 // be handled again after a crash, a drain that ran out of time, or a handler cut
 // short that way: handlers must be idempotent.
 type Handler func(ctx context.Context, msg kafka.Message) error
-
-// ErrUndecodable marks a message that no retry can fix, e.g. one whose value does not
-// decode. A handler error wrapping it skips the remaining attempts and goes straight
-// to Config.OnFailure.
-var ErrUndecodable = errors.New("kafkaentry: undecodable message")
 
 // HandlerError is the error of a message whose handling failed for good under
 // OnFailure: StopEntrypoint. Its offset was not committed.
@@ -67,6 +69,7 @@ type Consumer struct {
 	dialer  *kafka.Dialer
 	opts    options
 	metrics *metrics
+	tracer  trace.Tracer // nil when the tracer provider is a no-op
 	// openReader opens the reader of one assigned partition at offset; tests stand
 	// in their own.
 	openReader func(topic string, partition int, offset int64) (partitionReader, error)
@@ -76,6 +79,7 @@ type Consumer struct {
 	commitSem chan struct{}   // one commit at a time
 	kick      chan struct{}   // tells the commit loop a batch is due
 	stats     counters
+	outage    outageState
 	crashed   atomic.Bool // set by tests only (export_test.go): commit nothing more
 
 	// Made by Bind. runCtx is the handlers' ctx, which Stop cancels; intakeCtx ends
@@ -102,7 +106,7 @@ type Consumer struct {
 	group        group
 	gen          *genState // the generation in progress; nil between generations
 	dlq          MessageWriter
-	ownDLQ       *kafka.Writer // the dead-letter writer Bind made, closed by Drain or Stop
+	ownDLQ       *kafkakit.Producer // the dead-letter producer Bind made, closed by Drain or Stop
 	failErr      error
 	failReported bool          // failErr was returned by Serve, Drain or Stop
 	closeDone    chan struct{} // closed when the group's Close returned
@@ -120,7 +124,7 @@ type partitionReader interface {
 // connects to nothing; Bind does. Every problem with cfg or opts is reported at once
 // in a *fault.ConfigError (the Host's ConfigError) naming each field.
 func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
-	o := options{log: zap.NewNop()}
+	o := options{log: zap.NewNop(), tracer: noop.NewTracerProvider(), propagator: kafkakit.W3C()}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -154,6 +158,7 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 		serving:   make(chan struct{}),
 		draining:  make(chan struct{}),
 		failed:    make(chan struct{}),
+		tracer:    newTracer(o.tracer),
 	}
 	c.openReader = c.openPartition
 	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
@@ -360,3 +365,9 @@ type counters struct {
 	consumed, handled, failed, deadLettered, released, committed atomic.Uint64
 	uncommitted                                                  atomic.Int64 // done, not covered by a commit
 }
+
+// Marks declares what the consumer needs of the fleet: a long-running process (it
+// holds a group membership and partitions for the life of the process), so a
+// run-to-completion profile refuses it. The Host reads them from the entrypoint; a
+// registration may add marks, never take these away.
+func (c *Consumer) Marks() fleet.Marks { return fleet.Marks{RequiresLongRunning: true} }

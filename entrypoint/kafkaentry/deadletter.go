@@ -11,6 +11,8 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"github.com/servicewright/servicewright/fault"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -67,12 +69,23 @@ func errorType(err error) string {
 	case errors.Is(err, context.Canceled):
 		return "canceled"
 	}
-	switch t := fmt.Sprintf("%T", err); t {
-	case "*errors.errorString", "*fmt.wrapError", "*fmt.wrapErrors", "*errors.joinError":
-		return "error"
-	default:
-		return t
+	// The first type along the chain that says more than "an error" (fmt.Errorf's
+	// wrappers and the markers of this package say nothing).
+	for e := err; e != nil; {
+		switch t := fmt.Sprintf("%T", e); t {
+		case "*errors.errorString", "*fmt.wrapError", "*kafkaentry.classified":
+			u, ok := e.(interface{ Unwrap() error })
+			if !ok {
+				return "error"
+			}
+			e = u.Unwrap()
+		case "*fmt.wrapErrors", "*errors.joinError":
+			return "error"
+		default:
+			return t
+		}
 	}
+	return "error"
 }
 
 // truncate cuts s to at most n bytes without splitting a UTF-8 sequence.
@@ -93,8 +106,10 @@ func truncate(s string, n int) string {
 // It reports false when the message was given up on instead: Stop cut the write, or
 // the partition's intake ended (a drain, a revocation) during a wait between writes. A message is never committed past
 // without being written.
-func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, attempts int) bool {
-	ctx := p.handlers
+func (c *Consumer) deadLetter(h handling, p partitionRun, msg *kafka.Message, cause error, attempts int) bool {
+	// Without the handling's span, so that the dead-letter message keeps the trace
+	// context it came with.
+	ctx := trace.ContextWithSpanContext(p.handlers, trace.SpanContext{})
 	dm := deadLetterMessage(c.cfg.OnFailure.topic, c.cfg.GroupID, msg, cause, attempts, time.Now())
 	b := c.newBackoff()
 	for {
@@ -104,7 +119,8 @@ func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, a
 			if tm := c.metrics.topic(msg.Topic); tm != nil {
 				tm.deadLettered.Inc()
 			}
-			c.log.Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
+			h.event("dead_lettered", attribute.String("dead_letter_topic", dm.Topic), attribute.Int("attempts", attempts))
+			h.log().Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 				zap.Int("attempts", attempts), zap.String("error_type", errorType(cause)), zap.Error(cause))...)
 			c.marked(p.gs, msg)
 			return true
@@ -113,7 +129,8 @@ func (c *Consumer) deadLetter(p partitionRun, msg *kafka.Message, cause error, a
 			return false
 		}
 		wait := b.next()
-		c.log.Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
+		h.event("dead_letter_failed", attribute.String("error.type", errorType(err)))
+		h.log().Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 			zap.Error(err), zap.Duration("retry_in", wait))...)
 		if !c.pause(p, wait) {
 			return false

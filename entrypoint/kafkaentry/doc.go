@@ -50,7 +50,24 @@
 // (CommitBatch messages or CommitInterval, whichever first), beside the handlers, so
 // a crash delivers again at most what the last batch did not cover.
 //
-// A handler error or panic (recovered into a *fault.PanicError) is retried on a
+// # Outages and poison messages
+//
+// A handler failure is about the message (poison) or about the world (a dependency
+// outage), and only the first may be dead-lettered. The consumer tells them apart
+// with Config.Outage: an error the handler marks Permanent, ErrUndecodable or a
+// panic is the message's; one it marks Transient, or that IsTransient recognises
+// (network errors, timeouts, a database connection lost), is the world's; an
+// unclassified failure is an outage when Outage.Check says the dependency is down or
+// when Outage.DistinctFailures distinct messages failed in a row. During an outage
+// the message's partition pauses on it: the member keeps its session and its
+// assignment, nothing past the message is committed, and the message is retried on a
+// capped backoff (at most Outage.Max, 1s by default, apart) for as long as the
+// outage lasts, so consumption resumes within that of the dependency's return. The
+// pause shows in Paused, StatusDetail (the Host's /debug/lifecycle), Health (the
+// readiness check fails with ErrPaused) and the servicewright_kafka_paused gauge. A
+// drain during a pause releases the message uncommitted at once.
+//
+// A poison failure or panic (recovered into a *fault.PanicError) is retried on a
 // jittered exponential schedule (Config.Retry), except an error wrapping
 // ErrUndecodable, which is never retried. Then Config.OnFailure applies:
 // DeadLetter(topic) writes the message to topic with headers saying where it came

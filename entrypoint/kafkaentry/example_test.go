@@ -9,6 +9,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // A consumer of "orders" that dead-letters what it cannot decode, driven by hand
@@ -44,7 +45,11 @@ func Example() {
 	stop, served := make(chan struct{}), make(chan error, 1)
 	go func() { served <- c.Serve(ctx, stop) }()
 
-	w := kafkaentry.NewWriter(broker.Brokers(), kafkaentry.WriterTopic("example-orders"))
+	w, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: broker.Brokers(), Topic: "example-orders"})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	_ = w.WriteMessages(ctx, kafka.Message{Value: []byte(`{"id":1}`)}, kafka.Message{Value: []byte("not json")},
 		kafka.Message{Value: []byte(`{"id":2}`)})
 	_ = w.Close()

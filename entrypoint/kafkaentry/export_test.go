@@ -13,3 +13,13 @@ func (c *Consumer) Crash(ctx context.Context) error {
 	<-c.commitSem
 	return c.Stop(ctx)
 }
+
+// Assigned returns how many partitions the generation in progress assigned to c.
+func (c *Consumer) Assigned() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen == nil {
+		return 0
+	}
+	return len(c.gen.gen.partitions())
+}

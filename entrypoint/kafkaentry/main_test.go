@@ -18,17 +18,17 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
-	"github.com/servicewright/servicewright/internal/kafkabroker"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // The package's one broker: an in-process kfake cluster on a loopback port.
 var (
-	broker    *kafkabroker.Cluster
+	broker    *kafkakit.Embedded
 	brokerErr error
 )
 
 func TestMain(m *testing.M) {
-	broker, brokerErr = kafkabroker.Start()
+	broker, brokerErr = kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{})
 	code := m.Run()
 	if broker != nil {
 		broker.Close()
@@ -94,7 +94,7 @@ func produce(t testing.TB, topic string, values ...string) {
 	for i, v := range values {
 		msgs[i] = kafka.Message{Topic: topic, Key: []byte(v), Value: []byte(v)}
 	}
-	w := kafkaentry.NewWriter(broker.Brokers())
+	w := newProducer(t, "")
 	defer w.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
@@ -325,4 +325,14 @@ func onLog(msg string, fn func()) *zap.Logger {
 		}
 		return nil
 	}))
+}
+
+// newProducer is a producer to the test broker; topic "" lets each message name its own.
+func newProducer(t testing.TB, topic string) *kafkakit.Producer {
+	t.Helper()
+	p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: broker.Brokers(), Topic: topic, WriteTimeout: waitFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -13,6 +13,7 @@ import (
 type metrics struct {
 	byTopic   map[string]*topicMetrics // made at New for every consumed topic; read-only after
 	committed *prometheus.GaugeVec
+	paused    *prometheus.GaugeVec
 }
 
 type topicMetrics struct {
@@ -39,13 +40,17 @@ func newMetrics(r prometheus.Registerer, entrypoint string, topics []string, inF
 		Namespace: "servicewright", Subsystem: "kafka", Name: "committed_offset", ConstLabels: labels,
 		Help: "The last offset committed for the group, per partition (the next message to consume).",
 	}, []string{"topic", "partition"})
+	paused := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "servicewright", Subsystem: "kafka", Name: "paused", ConstLabels: labels,
+		Help: "1 while a partition is paused on a message by a dependency outage, with the rule that saw it (cause).",
+	}, []string{"topic", "partition", "cause"})
 	inFlightGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "servicewright", Subsystem: "kafka", Name: "in_flight", ConstLabels: labels,
 		Help: "Messages being handled, retries and dead-lettering included.",
 	}, inFlight)
 
 	var errs []error
-	for _, c := range []prometheus.Collector{consumed, handled, failed, deadLettered, committed, inFlightGauge} {
+	for _, c := range []prometheus.Collector{consumed, handled, failed, deadLettered, committed, paused, inFlightGauge} {
 		if err := r.Register(c); err != nil {
 			errs = append(errs, err)
 		}
@@ -53,7 +58,7 @@ func newMetrics(r prometheus.Registerer, entrypoint string, topics []string, inF
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	m := &metrics{byTopic: make(map[string]*topicMetrics, len(topics)), committed: committed}
+	m := &metrics{byTopic: make(map[string]*topicMetrics, len(topics)), committed: committed, paused: paused}
 	for _, t := range topics {
 		m.byTopic[t] = &topicMetrics{
 			consumed:     consumed.WithLabelValues(t),
@@ -76,5 +81,20 @@ func (m *metrics) topic(t string) *topicMetrics {
 func (m *metrics) setCommitted(topic string, partition int, next int64) {
 	if m != nil {
 		m.committed.WithLabelValues(topic, strconv.Itoa(partition)).Set(float64(next))
+	}
+}
+
+// setPaused moves a partition's paused series from the cause was ("": none) to now
+// ("": not paused).
+func (m *metrics) setPaused(topic string, partition int, was, now string) {
+	if m == nil {
+		return
+	}
+	p := strconv.Itoa(partition)
+	if was != "" {
+		m.paused.DeleteLabelValues(topic, p, was)
+	}
+	if now != "" {
+		m.paused.WithLabelValues(topic, p, now).Set(1)
 	}
 }

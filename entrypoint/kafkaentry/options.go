@@ -5,6 +5,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -16,9 +18,11 @@ type options struct {
 	registerer prometheus.Registerer
 	dialer     *kafka.Dialer
 	dlq        MessageWriter
+	propagator propagation.TextMapPropagator
+	tracer     trace.TracerProvider
 }
 
-// MessageWriter writes messages to Kafka; *kafka.Writer is one. The dead-letter path
+// MessageWriter writes messages to Kafka; *kafkakit.Producer and *kafka.Writer are. The dead-letter path
 // uses it with messages that carry their own topic.
 type MessageWriter interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
@@ -36,8 +40,9 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithRegisterer registers the consumer's metrics with r: the counters
 // servicewright_kafka_messages_{consumed,handled,failed,dead_lettered}_total{topic}
-// and the gauges servicewright_kafka_committed_offset{topic,partition} and
-// servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
+// and the gauges servicewright_kafka_committed_offset{topic,partition},
+// servicewright_kafka_paused{topic,partition,cause} (1 while a partition is paused on
+// an outage) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
 // it no metric is kept.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }
@@ -55,8 +60,36 @@ func WithDialer(d *kafka.Dialer) Option {
 }
 
 // WithDeadLetterWriter makes the dead-letter path write through w instead of a
-// writer of the consumer's own, e.g. to share the service's producer. The consumer
-// does not close w. It is used only with OnFailure: DeadLetter(topic).
+// producer of the consumer's own (a kafkakit.Producer with the consumer's dialer and
+// propagator). The consumer does not close w. It is used only with OnFailure:
+// DeadLetter(topic). The write's ctx holds no span, so that the dead-letter message
+// keeps the trace context it came with; a w that starts spans of its own (a
+// kafkakit.Producer given WithTracerProvider) writes its span's context instead.
 func WithDeadLetterWriter(w MessageWriter) Option {
 	return func(o *options) { o.dlq = w }
+}
+
+// WithTracerProvider makes the consumer run each handling inside a consumer span of
+// tp ("process <topic>", with the messaging attributes: system, destination,
+// partition, offset, consumer group), continuing the trace whose context the message
+// carries in its headers; retries, pauses and the dead-letter write are events of that
+// span. The handler's ctx holds the span. The default is a no-op provider, which
+// costs next to nothing. A nil tp is ignored.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) {
+		if tp != nil {
+			o.tracer = tp
+		}
+	}
+}
+
+// WithPropagator sets how the trace context is read from message headers (and
+// written into the dead-letter producer's). Default kafkakit.W3C(); pass
+// otel.GetTextMapPropagator() to follow the global one. A nil p is ignored.
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(o *options) {
+		if p != nil {
+			o.propagator = p
+		}
+	}
 }

@@ -68,7 +68,7 @@ func rebalanceRun(t *testing.T, crash bool) rebalanceResult {
 	stopProducing, producing := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(producing)
-		w := kafkaentry.NewWriter(broker.Brokers(), kafkaentry.WriterTopic(topic))
+		w := newProducer(t, topic)
 		defer w.Close()
 		for b := 0; ; b++ {
 			select {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -110,7 +111,12 @@ func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 	case <-p.intake.Done():
 		return false
 	}
-	defer func() { <-c.slots }()
+	slot := true // a pause gives the slot up while it waits
+	defer func() {
+		if slot {
+			<-c.slots
+		}
+	}()
 	if p.intake.Err() != nil {
 		return false
 	}
@@ -119,18 +125,22 @@ func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 		return false
 	}
 	defer leave()
-	return c.process(p, msg)
+	return c.process(p, msg, &slot)
 }
 
-// process handles one message: the handler with retries, then OnFailure. It reports
+// process handles one message: the handler with retries, then OnFailure; during an
+// outage (Config.Outage) the partition pauses on the message instead. It reports
 // whether the message is done (handled or dead-lettered, and marked for commit);
-// false means it was given up on and its offset must not be committed.
-func (c *Consumer) process(p partitionRun, msg *kafka.Message) bool {
+// false means it was given up on and its offset must not be committed. With tracing,
+// the handling runs in a consumer span that continues the message's trace.
+func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool {
+	h, p := c.startHandling(p, msg)
 	ctx := p.handlers
 	tm := c.metrics.topic(msg.Topic)
 	b := c.newBackoff()
+	var ob backoff // the outage schedule, made at the first outage failure
 	var err error
-	attempts := 0
+	attempts := 0 // calls that count against Retry.Attempts: not those of an outage
 	for {
 		attempts++
 		err = safe.Call(c.what, func() error { return c.handler(ctx, *msg) })
@@ -139,40 +149,74 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message) bool {
 			if tm != nil {
 				tm.handled.Inc()
 			}
+			c.outage.succeeded()
+			if ob.initial > 0 {
+				c.resumed(h, msg, "handled")
+			}
 			c.marked(p.gs, msg)
+			h.end("handled", nil)
 			return true
 		}
 		if ctx.Err() != nil { // Stop or a revocation cut the handler; not a failure of the message
 			c.stats.released.Add(1)
+			c.resumed(h, msg, "released")
+			h.end("released", err)
 			return false
 		}
 		c.stats.failed.Add(1)
 		if tm != nil {
 			tm.failed.Inc()
 		}
+		if cause := c.outageCause(ctx, msg, err); cause != "" {
+			attempts--
+			if ob.initial == 0 {
+				ob = backoff{initial: c.cfg.Outage.Initial, max: c.cfg.Outage.Max}
+				ob.reset()
+			}
+			c.paused(h, msg, cause, err)
+			if !c.outageWait(p, &ob, slot) {
+				h.log().Info("paused message released (drain, revocation or stop); it stays uncommitted", msgFields(msg)...)
+				c.stats.released.Add(1)
+				c.resumed(h, msg, "released")
+				h.end("released", err)
+				return false
+			}
+			continue
+		}
+		if ob.initial > 0 {
+			c.resumed(h, msg, "failing on its own")
+			ob = backoff{}
+		}
 		if errors.Is(err, ErrUndecodable) || attempts >= c.cfg.Retry.Attempts {
 			break
 		}
 		wait := b.next()
-		c.log.Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", wait))...)...)
+		h.log().Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", wait))...)...)
+		h.event("retry", attribute.Int("attempt", attempts), attribute.String("error.type", errorType(err)),
+			attribute.String("retry_in", wait.String()))
 		if !c.pause(p, wait) {
-			c.log.Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
+			h.log().Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
 			c.stats.released.Add(1)
+			h.end("released", err)
 			return false
 		}
 	}
-	c.log.Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
+	c.outage.forget(msg)
+	h.log().Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
 	if c.cfg.OnFailure.deadLetter {
-		if !c.deadLetter(p, msg, err, attempts) {
+		if !c.deadLetter(h, p, msg, err, attempts) {
 			c.stats.released.Add(1)
+			h.end("released", err)
 			return false
 		}
+		h.end("dead_lettered", err)
 		return true
 	}
 	c.fail(&HandlerError{
 		Entrypoint: c.cfg.Name, Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
 		Attempts: attempts, Err: err,
 	})
+	h.end("failed", err)
 	return false
 }
 

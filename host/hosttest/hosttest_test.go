@@ -21,10 +21,13 @@ func TestHarness(t *testing.T) {
 	t.Run("a 30s drain runs in virtual time and the stages are recorded", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			units := 0
-			loop := entrypoint.Loop("worker", func(ctx context.Context) error {
+			loop, err := entrypoint.NewLoop(entrypoint.LoopConfig{Name: "worker", Every: time.Second}, func(ctx context.Context) error {
 				units++
 				return nil
-			}, time.Second, 0)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
 			x := hosttest.Start(t, host.AppSpec{
 				ServiceName: "svc",
 				Entrypoints: []host.Registration{{Entrypoint: loop}},

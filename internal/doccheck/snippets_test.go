@@ -7,21 +7,27 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hosttest"
+	"github.com/servicewright/servicewright/kafkakit"
 	"github.com/servicewright/servicewright/leader"
 )
 
@@ -61,8 +67,8 @@ type Outbox struct{}
 
 func (*Outbox) Flush(context.Context) error { return nil }
 
-func newConsumer(db *DB) *entrypoint.LoopRunner {
-	return entrypoint.Loop("consumer", db.Ping, time.Second, 0)
+func newConsumer(db *DB) (*entrypoint.Loop, error) {
+	return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "consumer", Every: time.Second}, db.Ping)
 }
 
 func fxSnippet(spec *host.AppSpec) {
@@ -82,22 +88,41 @@ type orderStore struct{}
 
 func (orderStore) Upsert(context.Context, Order) error { return nil }
 
-func kafkaSnippet(store orderStore) {
+func kafkaSnippet(store orderStore, db health.Check, log *zap.Logger, reg prometheus.Registerer, tp trace.TracerProvider) {
 	consumer, err := kafkaentry.New(kafkaentry.Config{
 		Brokers:   []string{"localhost:9092"},
 		GroupID:   "orders",
 		Topics:    []string{"orders"},
-		Retry:     kafkaentry.Retry{Attempts: 5},       // jittered backoff between tries
+		Retry:     kafkaentry.Retry{Attempts: 5},       // poison: jittered backoff between tries
 		OnFailure: kafkaentry.DeadLetter("orders.dlq"), // or kafkaentry.StopEntrypoint()
+		Outage:    kafkaentry.Outage{Check: db.Health}, // the store down: pause, never dead-letter
 	}, func(ctx context.Context, msg kafka.Message) error {
 		var o Order
 		if err := json.Unmarshal(msg.Value, &o); err != nil {
 			return fmt.Errorf("%w: %v", kafkaentry.ErrUndecodable, err) // straight to the DLQ
 		}
-		return store.Upsert(ctx, o)
-	})
+		return store.Upsert(ctx, o) // a lost connection pauses the partition
+	}, kafkaentry.WithLogger(log), kafkaentry.WithRegisterer(reg), kafkaentry.WithTracerProvider(tp))
 	// host.Registration{Entrypoint: consumer}; consumer is also a readiness check (Health).
 	_, _ = consumer, err
+}
+
+func producerSnippet(w http.ResponseWriter, r *http.Request, tp trace.TracerProvider, order []byte) {
+	producer, err := kafkakit.NewProducer(kafkakit.ProducerConfig{
+		Brokers: []string{"localhost:9092"},
+		Topic:   "orders", // WriteTimeout: 3s by default
+	}, kafkakit.WithTracerProvider(tp))
+	if err != nil {
+		return
+	}
+	defer producer.Close()
+	// In a handler: the request's trace goes on in the message's headers.
+	if err := producer.WriteMessages(r.Context(), kafka.Message{Value: order}); err != nil {
+		w.Header().Set("Retry-After", "3")
+		http.Error(w, "try again", http.StatusServiceUnavailable) // within WriteTimeout
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
 }
 
 // --- Cron
@@ -105,7 +130,7 @@ func kafkaSnippet(store orderStore) {
 func sendReport(context.Context, time.Time) error { return nil }
 
 func cronSnippet(lock leader.Lock, instanceID string) {
-	sched, err := cronentry.New("cron", []cronentry.Job{{
+	sched, err := cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{{
 		Name:         "daily-report",
 		Schedule:     "CRON_TZ=Europe/Paris 0 30 9 * * *", // 09:30 Paris time, with seconds
 		Jitter:       30 * time.Second,

@@ -20,6 +20,10 @@ type Backend struct {
 	Name      string
 	Addr      string // host:port for traffic
 	ProbePort int    // port of the /readyz check
+	// Proto is "h2" for a backend that speaks cleartext HTTP/2 (a gRPC server), ""
+	// for HTTP/1.1. When every backend is "h2", the frontend speaks HTTP/2 too
+	// (prior knowledge, as a gRPC client without TLS does).
+	Proto string
 }
 
 // HAProxy is a real haproxy process load-balancing Backends round-robin. It is
@@ -54,8 +58,16 @@ func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) 
 		return nil, err
 	}
 	var servers strings.Builder
+	bind := " proto h2"
 	for _, b := range backends {
-		fmt.Fprintf(&servers, "  server %s %s check port %d\n", b.Name, b.Addr, b.ProbePort)
+		proto := ""
+		if b.Proto != "" {
+			proto = " proto " + b.Proto + " check-proto h1" // /readyz is HTTP/1.1
+		}
+		if b.Proto != "h2" {
+			bind = ""
+		}
+		fmt.Fprintf(&servers, "  server %s %s check port %d%s\n", b.Name, b.Addr, b.ProbePort, proto)
 	}
 	ms := interval.Milliseconds()
 	cfg := fmt.Sprintf(`global
@@ -73,14 +85,14 @@ listen stats
   stats enable
   stats uri /stats
 frontend fe
-  bind 127.0.0.1:%d
+  bind 127.0.0.1:%d%s
   default_backend be
 backend be
   balance roundrobin
   option httpchk GET /readyz
   http-check expect status 200
   default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
-%s`, statsPort, port, ms, ms, ms, servers.String())
+%s`, statsPort, port, bind, ms, ms, ms, servers.String())
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err

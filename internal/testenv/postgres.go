@@ -272,6 +272,22 @@ func (pg *Postgres) Kill() error {
 	return nil
 }
 
+// Shutdown stops the server as an operator would (fast mode: clients are
+// disconnected and their open transactions rolled back; SIGKILL after 10 s) and waits
+// for it to exit. The cluster stays on disk; Restart starts it again. Shutdown on a
+// server that is not running does nothing.
+func (pg *Postgres) Shutdown() error {
+	pg.mu.Lock()
+	defer pg.mu.Unlock()
+	if pg.proc == nil || !pg.proc.running() {
+		return nil
+	}
+	if err := stopPostgres(pg.proc, 10*time.Second); err != nil {
+		return fmt.Errorf("testenv: postgres: %w", err)
+	}
+	return nil
+}
+
 // Restart starts the server again on the same port with the same cluster (after a Kill
 // it runs crash recovery first) and returns once it accepts a connection. A server
 // still running is first shut down (fast mode). After Stop, Restart returns ErrStopped.

@@ -45,7 +45,7 @@ func (f *fleet) add(name string) (*replica, error) {
 	_, port, _ := net.SplitHostPort(p)
 	pp, _ := strconv.Atoi(port)
 	r := &replica{name: name, bin: f.bin, http: h, probe: p, probePort: pp,
-		env:     append([]string{"INSTANCE_ID=" + name, "HTTP_ADDR=" + h, "PROBE_ADDR=" + p}, f.env...),
+		env:     append([]string{"INSTANCE_ID=" + name, "HTTP_ADDR=" + h, "PROBE_ADDR=" + p, "GRPC_ADDR=127.0.0.1:0"}, f.env...),
 		logPath: filepath.Join(f.logDir, name+".log")}
 	f.replicas = append(f.replicas, r)
 	return r, nil

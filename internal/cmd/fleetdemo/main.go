@@ -16,8 +16,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/servicewright/servicewright/internal/kafkabroker"
 	"github.com/servicewright/servicewright/internal/testenv"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 func main() {
@@ -56,7 +56,7 @@ func run(ctx context.Context, rounds, rate int) error {
 		return err
 	}
 	defer pg.Stop()
-	kafka, err := kafkabroker.Start(kafkabroker.Topic("orders", 6), kafkabroker.Topic("orders.dlq", 1))
+	kafka, err := kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{Topics: map[string]int{"orders": 6, "orders.dlq": 1}})
 	if err != nil {
 		return err
 	}

@@ -54,7 +54,7 @@ func serve(ctx context.Context, addr, mode string) error {
 	var opts []httpentry.Option
 	switch mode {
 	case "entry+metrics":
-		opts = append(opts, httpentry.WithMetrics(prometheus.NewRegistry()))
+		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()))
 	case "entry+tracing":
 		// Tracing on and no exporter: the Host's tracer provider when no OTEL_*
 		// variable is set.
@@ -62,10 +62,10 @@ func serve(ctx context.Context, addr, mode string) error {
 		if err != nil {
 			return err
 		}
-		opts = append(opts, httpentry.WithTracing(h.TracerProvider()))
+		opts = append(opts, httpentry.WithTracerProvider(h.TracerProvider()))
 	case "entry+tracing+recording":
 		// Every span sampled and recorded, and dropped for want of an exporter.
-		opts = append(opts, httpentry.WithTracing(sdktrace.NewTracerProvider()))
+		opts = append(opts, httpentry.WithTracerProvider(sdktrace.NewTracerProvider()))
 	}
 	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello), opts...)
 	if err != nil {

@@ -3,6 +3,7 @@ package main
 
 import (
 	"context"
+	"log"
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
@@ -13,10 +14,14 @@ func sweep(context.Context) error      { return nil }
 func primeCache(context.Context) error { return nil }
 
 func main() {
+	sweeper, err := entrypoint.NewLoop(entrypoint.LoopConfig{Name: "sweeper", Every: time.Minute, Jitter: 5 * time.Second}, sweep)
+	if err != nil {
+		log.Fatal(err) // a *fault.ConfigError naming each bad field
+	}
 	host.Main(host.AppSpec{
 		ServiceName: "orders",
 		Entrypoints: []host.Registration{
-			{Entrypoint: entrypoint.Loop("sweeper", sweep, time.Minute, 5*time.Second), Order: 10},
+			{Entrypoint: sweeper, Order: 10},
 		},
 		Warmups: []host.Step{{Name: "prime-cache", Start: primeCache}},
 		Budgets: host.Budgets{DrainDelay: 5 * time.Second},

@@ -1,0 +1,181 @@
+package grpcentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/servicewright/servicewright/entrypoint"
+)
+
+// giveUpStop bounds the Stop that Serve runs when the Host gives up on the entrypoint.
+const giveUpStop = time.Second
+
+// Drain stops intake and lets what was admitted finish, closing streams a few at a
+// time so that their clients reconnect elsewhere gradually.
+//
+// In order, Drain: answers NOT_SERVING in the health service for good and ends every
+// Health/Watch stream with UNAVAILABLE (they would otherwise hold GracefulStop for
+// the whole grace); closes the Gate, so that every RPC not yet admitted, on a new or
+// an open connection, is answered UNAVAILABLE, which clients retry elsewhere; starts
+// grpc.Server.GracefulStop, which closes the listener and sends every connection a
+// GOAWAY; closes the streaming RPCs still open spread over min(StreamDrainWindow, the
+// time left on ctx), each ending with StatusStreamDrained; and waits for the admitted
+// RPCs and GracefulStop. It returns nil once nothing admitted is in flight and
+// GracefulStop has returned.
+//
+// When ctx is done first, Drain returns an error wrapping ctx.Err() that tells how
+// many RPCs are still in flight, and leaves them to Stop. It never waits past ctx:
+// GracefulStop, which takes no context and waits for every handler, runs on a
+// goroutine of its own.
+//
+// Before Serve it closes the listener and returns nil; after Stop it does nothing.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	prev := s.state
+	if prev == entrypoint.PhaseBound || prev == entrypoint.PhaseServing {
+		s.state = entrypoint.PhaseDraining
+	}
+	s.mu.Unlock()
+	switch prev {
+	case entrypoint.PhaseNew, entrypoint.PhaseStopped, entrypoint.PhaseDraining:
+		return nil
+	case entrypoint.PhaseBound:
+		s.gate.Close()
+		return s.closeListener()
+	}
+
+	start := time.Now()
+	s.endHealth()
+	s.gate.Close()
+	graceful := s.startGracefulStop()
+	list := s.streams.snapshot(true)
+	spreadErr := entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).drain)
+	waitErr := s.gate.Wait(ctx)
+	var gsErr error
+	if waitErr == nil {
+		select {
+		case <-graceful:
+		case <-ctx.Done():
+			gsErr = ctx.Err()
+		}
+	}
+	inFlight := s.InFlight()
+	s.setReport(fmt.Sprintf("streams=%d in_flight_left=%d refused=%d took=%s",
+		len(list), inFlight, s.refused.Load(), time.Since(start).Round(time.Millisecond)))
+	if spreadErr != nil || waitErr != nil || gsErr != nil {
+		return fmt.Errorf("%s: drain: %d RPCs still in flight: %w", s.cfg.Name, inFlight, ctx.Err())
+	}
+	if err := s.takeServeErr(); err != nil {
+		return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
+	}
+	return nil
+}
+
+// Stop cuts off whatever Drain left: it closes the Gate, ends the health Watch
+// streams, cancels every stream's ctx with cause ErrStreamDrained and calls
+// grpc.Server.Stop, which closes the listener and every connection (their RPCs end
+// UNAVAILABLE on the client side, and each running handler's ctx is cancelled). It
+// returns nil once Stop and the serving goroutine have returned.
+//
+// grpc.Server.Stop runs on a goroutine of its own, so that a handler that blocks
+// forever, ignoring its ctx, can never keep Stop past ctx: when ctx is done first,
+// Stop returns an error wrapping ctx.Err() that tells how many handlers still run,
+// and leaves them (a handler cannot be stopped from outside).
+//
+// Stop may be called without Drain, and more than once. Before Serve it closes the
+// listener; before Bind it does nothing.
+func (s *Server) Stop(ctx context.Context) error {
+	s.mu.Lock()
+	prev := s.state
+	if prev != entrypoint.PhaseNew {
+		s.state = entrypoint.PhaseStopped
+	}
+	done := s.serveDone
+	s.mu.Unlock()
+	switch {
+	case prev == entrypoint.PhaseNew:
+		return nil
+	case done == nil:
+		s.gate.Close()
+		return s.closeListener()
+	}
+	s.endHealth()
+	s.gate.Close()
+	for _, st := range s.streams.snapshot(true) {
+		st.drain()
+	}
+	stopped := s.startStop()
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: stop: grpc.Server.Stop did not return, %d handlers still running: %w",
+			s.cfg.Name, s.InFlight(), ctx.Err())
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return fmt.Errorf("%s: stop: grpc.Server.Serve did not return: %w", s.cfg.Name, ctx.Err())
+	}
+	return nil
+}
+
+// endHealth withdraws the health service for good and ends the subscription to the
+// Monitor.
+func (s *Server) endHealth() {
+	s.health.withdraw(true)
+	s.mu.Lock()
+	unsub := s.unsubscribe
+	s.unsubscribe = nil
+	s.mu.Unlock()
+	if unsub != nil {
+		unsub()
+	}
+}
+
+// startGracefulStop runs GracefulStop once, on its own goroutine, and returns the
+// channel closed when it returns.
+func (s *Server) startGracefulStop() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.graceful == nil {
+		ch := make(chan struct{})
+		s.graceful = ch
+		go func() {
+			defer close(ch)
+			s.grpc.GracefulStop()
+		}()
+	}
+	return s.graceful
+}
+
+// startStop runs grpc.Server.Stop once, on its own goroutine, and returns the channel
+// closed when it returns.
+func (s *Server) startStop() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped == nil {
+		ch := make(chan struct{})
+		s.stopped = ch
+		go func() {
+			defer close(ch)
+			s.grpc.Stop()
+		}()
+	}
+	return s.stopped
+}
+
+func (s *Server) setReport(r string) {
+	s.mu.Lock()
+	s.report = r
+	s.mu.Unlock()
+}
+
+func (s *Server) closeListener() error {
+	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("%s: close listener: %w", s.cfg.Name, err)
+	}
+	return nil
+}

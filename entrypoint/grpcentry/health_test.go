@@ -1,0 +1,152 @@
+package grpcentry_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/servicewright/servicewright/entrypoint/grpcentry"
+	"github.com/servicewright/servicewright/health"
+)
+
+func monitor(t *testing.T, st *health.State, cfg health.MonitorConfig) *health.Monitor {
+	t.Helper()
+	m, err := health.NewMonitor(st, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// watch opens Health/Watch for the whole server and returns its answers.
+func (x *running) watch(ctx context.Context) (<-chan healthpb.HealthCheckResponse_ServingStatus, <-chan error) {
+	x.t.Helper()
+	w, err := x.health.Watch(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	got, end := make(chan healthpb.HealthCheckResponse_ServingStatus, 16), make(chan error, 1)
+	go func() {
+		for {
+			r, err := w.Recv()
+			if err != nil {
+				end <- err
+				return
+			}
+			got <- r.GetStatus()
+		}
+	}()
+	return got, end
+}
+
+// serving waits for SERVING: until the Monitor's first verdict the answer is
+// NOT_SERVING, the safe one.
+func serving(t *testing.T, got <-chan healthpb.HealthCheckResponse_ServingStatus) {
+	t.Helper()
+	for {
+		if s := waitFor(t, got, "SERVING"); s == healthpb.HealthCheckResponse_SERVING {
+			return
+		}
+	}
+}
+
+// The health service says NOT_SERVING within 50 ms of readiness being withdrawn,
+// while the server still serves RPCs.
+func TestHealthFollowsReadinessWithin50ms(t *testing.T) {
+	var st health.State
+	st.Set(health.Ready)
+	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(monitor(t, &st, health.MonitorConfig{})))
+	ctx := ctxT(t)
+	got, _ := x.watch(ctx)
+	serving(t, got)
+	start := time.Now()
+	st.Set(health.Draining) // the announcement: BeginDraining, or the stop
+	if s := waitFor(t, got, "answer after the announcement"); s != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("answer %v, want NOT_SERVING", s)
+	}
+	if d := time.Since(start); d > 50*time.Millisecond {
+		t.Errorf("NOT_SERVING after %s, want within 50ms", d)
+	}
+	if r, err := x.health.Check(ctx, &healthpb.HealthCheckRequest{Service: "grpc.testing.TestService"}); err != nil ||
+		r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Errorf("Check = %v, %v", r, err)
+	}
+	if _, err := x.client.EmptyCall(ctx, nil); err != nil {
+		t.Errorf("RPC in the drain delay: %v, want served", err)
+	}
+}
+
+// A failing check makes the health service say NOT_SERVING, and SERVING again once
+// it passes.
+func TestHealthNotServingWhileDegraded(t *testing.T) {
+	var st health.State
+	st.Set(health.Ready)
+	var down atomic.Bool
+	check := health.CheckFunc(func(context.Context) error {
+		if down.Load() {
+			return errors.New("down")
+		}
+		return nil
+	})
+	m := monitor(t, &st, health.MonitorConfig{Checks: map[string]health.Check{"db": check}, CheckInterval: 20 * time.Millisecond})
+	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(m))
+	got, _ := x.watch(ctxT(t))
+	serving(t, got)
+	down.Store(true)
+	if s := waitFor(t, got, "answer while degraded"); s != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("answer %v, want NOT_SERVING", s)
+	}
+	down.Store(false)
+	if s := waitFor(t, got, "answer once recovered"); s != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("answer %v, want SERVING", s)
+	}
+}
+
+// An idle Watch stream does not hold the drain: it is ended at once with
+// UNAVAILABLE and Drain returns at once.
+func TestIdleWatchDoesNotDelayDrain(t *testing.T) {
+	x := run(t, grpcentry.Config{}, &service{})
+	got, end := x.watch(ctxT(t))
+	if s := waitFor(t, got, "first answer"); s != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("first answer %v", s)
+	}
+	start := time.Now()
+	if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
+		t.Fatalf("Drain = %v", err)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("Drain took %s with an idle Watch open", d)
+	}
+	// The stop before the drain already said NOT_SERVING; then the stream ends.
+	for err := range end {
+		if status.Code(err) != codes.Unavailable {
+			t.Errorf("Watch ended with %v, want UNAVAILABLE", err)
+		}
+		break
+	}
+}
+
+// Without WithHealth the health service says SERVING while serving and
+// NOT_SERVING from the Host's stop; unknown services are NOT_FOUND.
+func TestHealthWithoutMonitor(t *testing.T) {
+	x := run(t, grpcentry.Config{}, &service{})
+	ctx := ctxT(t)
+	r, err := x.health.Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Fatalf("Check = %v, %v", r, err)
+	}
+	if _, err := x.health.Check(ctx, &healthpb.HealthCheckRequest{Service: "nope"}); status.Code(err) != codes.NotFound {
+		t.Fatalf("Check(nope) = %v, want NOT_FOUND", err)
+	}
+	x.endServe()
+	r, err = x.health.Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+		t.Fatalf("Check after stop = %v, %v", r, err)
+	}
+}

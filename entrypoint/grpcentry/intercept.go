@@ -1,0 +1,102 @@
+package grpcentry
+
+import (
+	"context"
+	"errors"
+	"runtime/debug"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// errDraining is what an RPC that arrives after the Gate closed gets: UNAVAILABLE,
+// which gRPC clients treat as safe to retry, elsewhere.
+var errDraining = status.Error(codes.Unavailable, "grpc server is draining: retry on another replica")
+
+// errPanic is what the client of a handler that panicked gets.
+var errPanic = status.Error(codes.Internal, "internal error")
+
+// unary is the outermost unary interceptor: the Gate, panic recovery and metrics.
+func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
+	if isHealth(info.FullMethod) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = s.panicked(info.FullMethod, r)
+			}
+		}()
+		return handler(ctx, req)
+	}
+	leave, ok := s.gate.Enter()
+	if !ok {
+		s.refuse()
+		return nil, errDraining
+	}
+	defer leave()
+	start := time.Now()
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.panicked(info.FullMethod, r)
+		}
+		s.observe(info.FullMethod, err, start)
+	}()
+	return handler(ctx, req)
+}
+
+// stream is the outermost stream interceptor: the Gate, the spread drain's ctx,
+// panic recovery and metrics.
+func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
+	if isHealth(info.FullMethod) {
+		defer func() {
+			if r := recover(); r != nil {
+				err = s.panicked(info.FullMethod, r)
+			}
+		}()
+		return handler(srv, ss)
+	}
+	leave, ok := s.gate.Enter()
+	if !ok {
+		s.refuse()
+		return errDraining
+	}
+	defer leave()
+	start := time.Now()
+	st, ctx := s.streams.add(ss.Context())
+	defer func() {
+		if r := recover(); r != nil {
+			err = s.panicked(info.FullMethod, r)
+		}
+		if errors.Is(context.Cause(ctx), ErrStreamDrained) {
+			err = drainedStatus(err)
+		}
+		s.streams.remove(st)
+		s.observe(info.FullMethod, err, start)
+	}()
+	return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
+}
+
+// panicked logs and counts a handler's panic r and returns INTERNAL for the client.
+func (s *Server) panicked(method string, r any) error {
+	s.panics.Add(1)
+	if s.metrics != nil {
+		s.metrics.panics.Inc()
+	}
+	s.log.Error("grpc handler panicked; answered INTERNAL",
+		zap.String("method", method), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+	return errPanic
+}
+
+func (s *Server) refuse() {
+	s.refused.Add(1)
+	if s.metrics != nil {
+		s.metrics.refused.Inc()
+	}
+}
+
+func (s *Server) observe(method string, err error, start time.Time) {
+	if s.metrics != nil {
+		s.metrics.observe(method, status.Code(err), start)
+	}
+}

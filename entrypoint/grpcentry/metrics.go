@@ -1,0 +1,136 @@
+package grpcentry
+
+import (
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/codes"
+)
+
+// metrics are the RED metrics of WithRegisterer.
+type metrics struct {
+	requests *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+	refused  prometheus.Counter
+	panics   prometheus.Counter
+
+	// series caches, per method, the counters by code and the histogram, so that an
+	// RPC costs no label hashing once its method was seen.
+	series sync.Map // string → *methodSeries
+}
+
+type methodSeries struct {
+	duration prometheus.Observer
+	codes    [codes.Unauthenticated + 1]prometheus.Counter
+}
+
+// newMetrics registers the metrics with reg under the constant label
+// entrypoint=name. On failure it unregisters what it registered and returns the
+// error.
+func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*metrics, error) {
+	reg = prometheus.WrapRegistererWith(prometheus.Labels{"entrypoint": name}, reg)
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "servicewright_grpc_requests_total",
+			Help: "gRPC calls admitted and handled, by full method and status code.",
+		}, []string{"method", "code"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "servicewright_grpc_request_duration_seconds",
+			Help:    "Time from admission to the handler's return, by full method.",
+			Buckets: prometheus.DefBuckets,
+		}, []string{"method"}),
+		refused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "servicewright_grpc_refused_draining_total",
+			Help: "gRPC calls refused with UNAVAILABLE because the server was draining.",
+		}),
+		panics: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "servicewright_grpc_panics_total",
+			Help: "gRPC handlers that panicked; each call was answered INTERNAL.",
+		}),
+	}
+	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "servicewright_grpc_in_flight",
+		Help: "gRPC calls whose handler runs.",
+	}, func() float64 { return float64(inFlight()) })
+
+	var done []prometheus.Collector
+	for _, c := range []prometheus.Collector{m.requests, m.duration, m.refused, m.panics, gauge} {
+		if err := reg.Register(c); err != nil {
+			for _, d := range done {
+				reg.Unregister(d)
+			}
+			return nil, err
+		}
+		done = append(done, c)
+	}
+	return m, nil
+}
+
+// observe counts a call whose handler returned with code.
+func (m *metrics) observe(method string, code codes.Code, start time.Time) {
+	v, ok := m.series.Load(method)
+	if !ok {
+		s := &methodSeries{duration: m.duration.WithLabelValues(method)}
+		for c := range s.codes {
+			s.codes[c] = m.requests.WithLabelValues(method, codeName(codes.Code(c)))
+		}
+		v, _ = m.series.LoadOrStore(method, s)
+	}
+	s := v.(*methodSeries)
+	if int(code) < len(s.codes) {
+		s.codes[code].Inc()
+	} else {
+		m.requests.WithLabelValues(method, code.String()).Inc()
+	}
+	s.duration.Observe(time.Since(start).Seconds())
+}
+
+// codeName is a code as the metric labels it: "OK", "UNAVAILABLE".
+func codeName(c codes.Code) string {
+	switch c {
+	case codes.OK:
+		return "OK"
+	case codes.Canceled:
+		return "CANCELLED"
+	case codes.Unknown:
+		return "UNKNOWN"
+	case codes.InvalidArgument:
+		return "INVALID_ARGUMENT"
+	case codes.DeadlineExceeded:
+		return "DEADLINE_EXCEEDED"
+	case codes.NotFound:
+		return "NOT_FOUND"
+	case codes.AlreadyExists:
+		return "ALREADY_EXISTS"
+	case codes.PermissionDenied:
+		return "PERMISSION_DENIED"
+	case codes.ResourceExhausted:
+		return "RESOURCE_EXHAUSTED"
+	case codes.FailedPrecondition:
+		return "FAILED_PRECONDITION"
+	case codes.Aborted:
+		return "ABORTED"
+	case codes.OutOfRange:
+		return "OUT_OF_RANGE"
+	case codes.Unimplemented:
+		return "UNIMPLEMENTED"
+	case codes.Internal:
+		return "INTERNAL"
+	case codes.Unavailable:
+		return "UNAVAILABLE"
+	case codes.DataLoss:
+		return "DATA_LOSS"
+	case codes.Unauthenticated:
+		return "UNAUTHENTICATED"
+	}
+	return c.String()
+}
+
+// errAlreadyRegistered tells whether err is prometheus's complaint about a name
+// already taken, to word the ConfigError.
+func errAlreadyRegistered(err error) bool {
+	_, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
+	return ok
+}

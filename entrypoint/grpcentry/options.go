@@ -1,0 +1,118 @@
+package grpcentry
+
+import (
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
+)
+
+// Option changes how New builds a Server.
+type Option func(*options)
+
+type options struct {
+	listener    net.Listener
+	log         *zap.Logger
+	reg         prometheus.Registerer
+	tracer      trace.TracerProvider
+	monitor     *health.Monitor
+	services    []string
+	servicesSet bool
+	serverOpts  []grpc.ServerOption
+	problems    fault.Problems
+}
+
+// WithListener makes Bind use l instead of listening on Config.Addr, which must then
+// be empty. The Server takes ownership of l: Drain or Stop closes it.
+func WithListener(l net.Listener) Option {
+	return func(o *options) {
+		if l == nil {
+			o.problems.Addf("WithListener", "listener must not be nil")
+		}
+		o.listener = l
+	}
+}
+
+// WithLogger sets the logger for handler panics and the drain's account. The default
+// discards them. A nil logger is ignored.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *options) {
+		if l != nil {
+			o.log = l
+		}
+	}
+}
+
+// WithRegisterer registers the Server's RED metrics with reg, each with a constant
+// label entrypoint=Config.Name so that two servers can share a registry:
+//
+//	servicewright_grpc_requests_total{method,code}         counter
+//	servicewright_grpc_request_duration_seconds{method}    histogram
+//	servicewright_grpc_in_flight                           gauge
+//	servicewright_grpc_refused_draining_total              counter
+//	servicewright_grpc_panics_total                        counter
+//
+// method is the RPC's full name ("/orders.v1.Orders/GetOrder"), code its status
+// code's name ("OK", "UNAVAILABLE"). requests_total and the histogram count admitted
+// RPCs when their handler returns; a refused RPC is counted only in
+// refused_draining_total; the health service is not counted. A registration that
+// fails (a name already taken) makes New fail, and nothing is left registered. A nil
+// reg is ignored.
+func WithRegisterer(reg prometheus.Registerer) Option {
+	return func(o *options) {
+		if reg != nil {
+			o.reg = reg
+		}
+	}
+}
+
+// WithTracerProvider traces every RPC with otelgrpc through tp: a server span per
+// RPC, continuing the caller's W3C trace context. The global OpenTelemetry providers
+// and propagator are not used, and otelgrpc's own metrics are off (WithRegisterer
+// has the RED metrics). A nil tp is ignored.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) {
+		if tp != nil {
+			o.tracer = tp
+		}
+	}
+}
+
+// WithHealth ties the grpc.health.v1 service to m: it answers SERVING only while m's
+// verdict is ok (the Host is ready and every check passes) and NOT_SERVING from the
+// moment readiness is withdrawn, and while a check fails. Without it the health
+// service answers SERVING from Serve until the Host's stop, NOT_SERVING from then on.
+// A nil m is a configuration error.
+func WithHealth(m *health.Monitor) Option {
+	return func(o *options) {
+		if m == nil {
+			o.problems.Addf("WithHealth", "monitor must not be nil")
+		}
+		o.monitor = m
+	}
+}
+
+// WithHealthServices names the services the health service answers for, beside the
+// whole server (""), which it always answers for. By default it answers for every
+// service the register function registered. An empty list, an empty name or a
+// repeated one is a configuration error; so is a name that was not registered.
+func WithHealthServices(names ...string) Option {
+	return func(o *options) {
+		o.servicesSet = true
+		o.services = append(o.services[:0], names...)
+	}
+}
+
+// WithServerOptions passes opts to grpc.NewServer after the Server's own, so they
+// win: codecs, extra interceptors (run inside the Server's gate), credentials. Do not
+// use it to undo the message or keepalive limits without a reason.
+func WithServerOptions(opts ...grpc.ServerOption) Option {
+	return func(o *options) {
+		o.serverOpts = append(o.serverOpts, opts...)
+	}
+}

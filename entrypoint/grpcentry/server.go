@@ -1,0 +1,316 @@
+package grpcentry
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/propagation"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+var _ entrypoint.Entrypoint = (*Server)(nil)
+
+var _ interface {
+	entrypoint.InFlighter
+	entrypoint.DrainReporter
+} = (*Server)(nil)
+
+// Server is a gRPC server run as an entrypoint: Bind listens, Serve serves, Drain
+// refuses new RPCs and lets the admitted ones finish while spreading the close of
+// streams, and Stop cuts whatever is left. Make one with New.
+type Server struct {
+	cfg     Config
+	grpc    *grpc.Server
+	log     *zap.Logger
+	metrics *metrics // nil without WithRegisterer
+	health  *healthServer
+	monitor *health.Monitor // nil without WithHealth
+
+	gate    entrypoint.Gate
+	streams streamSet
+	panics  atomic.Uint64
+	refused atomic.Uint64
+
+	mu          sync.Mutex
+	state       entrypoint.Phase
+	ln          net.Listener
+	serveDone   chan struct{} // closed when grpc.Server.Serve has returned
+	serveErr    error         // what it returned, until reported
+	unsubscribe func()        // ends the health subscription; nil when none
+	graceful    chan struct{} // closed when GracefulStop has returned; nil before Drain
+	stopped     chan struct{} // closed when grpc.Server.Stop has returned; nil before Stop
+	report      string
+}
+
+// New checks cfg and the options, builds the grpc.Server with the Server's
+// interceptors and safe defaults, calls register to add the application's services,
+// and adds the grpc.health.v1 service. It returns a *fault.ConfigError listing every
+// problem, with its field, when cfg or an option is invalid (the certificate files
+// are read here), or when register is nil or panics, and starts nothing: no socket
+// is opened until Bind.
+//
+// register must not register grpc.health.v1.Health: the Server serves it, tied to
+// readiness (see WithHealth). grpc-go exits the process on a service registered
+// twice; that is not caught. Server reflection, if wanted, is registered by
+// register (reflection.Register).
+func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, error) {
+	o := options{log: zap.NewNop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var l fault.Problems
+	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
+	if register == nil {
+		l.Addf("register", "must not be nil")
+	}
+	l.Merge("", o.problems.Err())
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+
+	s := &Server{cfg: cfg, ln: o.listener, monitor: o.monitor, log: o.log.With(zap.String("entrypoint", cfg.Name))}
+	gs := grpc.NewServer(append(s.serverOptions(cfg, tlsCfg, o), o.serverOpts...)...)
+	err := safe.Call("register", func() error { register(gs); return nil })
+	if pe, ok := errors.AsType[*fault.PanicError](err); ok {
+		l.Addf("register", "%v", pe.Value)
+		return nil, l.Err()
+	}
+	names := registered(gs)
+	if o.servicesSet {
+		checkServices(&l, o.services, names)
+		names = o.services
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	s.health = newHealthServer(names)
+	healthpb.RegisterHealthServer(gs, s.health)
+	s.grpc = gs
+
+	if o.reg != nil {
+		m, err := newMetrics(o.reg, cfg.Name, s.InFlight)
+		if err != nil {
+			if errAlreadyRegistered(err) {
+				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
+			} else {
+				l.Addf("WithRegisterer", "%v", err)
+			}
+			return nil, l.Err()
+		}
+		s.metrics = m
+	}
+	return s, nil
+}
+
+// serverOptions are the Server's own: limits, keepalive, TLS, tracing and its
+// interceptors, outermost.
+func (s *Server) serverOptions(cfg Config, tlsCfg *tls.Config, o options) []grpc.ServerOption {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
+		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
+		grpc.MaxConcurrentStreams(uint32(cfg.MaxConcurrentStreams)),
+		grpc.ConnectionTimeout(cfg.ConnectionTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{
+			Time:                  cfg.KeepaliveTime,
+			Timeout:               cfg.KeepaliveTimeout,
+			MaxConnectionIdle:     cfg.MaxConnectionIdle,
+			MaxConnectionAge:      cfg.MaxConnectionAge,
+			MaxConnectionAgeGrace: cfg.MaxConnectionAgeGrace,
+		}),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
+		grpc.ChainUnaryInterceptor(s.unary),
+		grpc.ChainStreamInterceptor(s.stream),
+	}
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	if o.tracer != nil {
+		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
+			otelgrpc.WithTracerProvider(o.tracer),
+			otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
+			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(
+				propagation.TraceContext{}, propagation.Baggage{})),
+		)))
+	}
+	return opts
+}
+
+// registered lists the services register added, sorted.
+func registered(gs *grpc.Server) []string {
+	var names []string
+	for name := range gs.GetServiceInfo() {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func checkServices(l *fault.Problems, want, have []string) {
+	if len(want) == 0 {
+		l.Addf("WithHealthServices", "must name at least one service")
+	}
+	seen := map[string]bool{}
+	for _, n := range want {
+		switch {
+		case n == "":
+			l.Addf("WithHealthServices", "a service name must not be empty (the whole server, \"\", is always answered for)")
+		case seen[n]:
+			l.Addf("WithHealthServices", "service %q is named twice", n)
+		case !slices.Contains(have, n):
+			l.Addf("WithHealthServices", "service %q is not registered (registered: %v)", n, have)
+		}
+		seen[n] = true
+	}
+}
+
+// Name returns Config.Name.
+func (s *Server) Name() string { return s.cfg.Name }
+
+// Addr returns the address the Server listens on, or nil before Bind. With Addr
+// ":0", it tells which port was picked.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return nil
+	}
+	return s.ln.Addr()
+}
+
+// GRPC returns the underlying grpc.Server, for what the options do not cover
+// (GetServiceInfo, channelz). Do not call its Serve, Stop or GracefulStop.
+func (s *Server) GRPC() *grpc.Server { return s.grpc }
+
+// InFlight reports the RPCs whose handler runs, health checks excepted.
+func (s *Server) InFlight() int { return s.gate.InFlight() }
+
+// Stats are a Server's counters since it was made.
+type Stats struct {
+	Panics          uint64 // handlers that panicked, answered INTERNAL
+	RefusedDraining uint64 // RPCs refused with UNAVAILABLE because the server was draining
+}
+
+// Stats returns the Server's counters, with or without WithRegisterer.
+func (s *Server) Stats() Stats {
+	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load()}
+}
+
+// DrainReport tells what the last Drain did, for the shutdown report.
+func (s *Server) DrainReport() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.report
+}
+
+// Bind opens the listening socket on Config.Addr (or takes the listener given with
+// WithListener) but serves nothing yet: connections wait in the socket's backlog
+// until Serve. A failure to listen is returned naming the entrypoint and the address,
+// and leaves the Server unbound. Calling it twice is an error.
+func (s *Server) Bind(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != entrypoint.PhaseNew {
+		return fmt.Errorf("%s: Bind called when %s", s.cfg.Name, s.state)
+	}
+	if s.ln == nil {
+		var lc net.ListenConfig
+		ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.cfg.Name, err)
+		}
+		s.ln = ln
+	}
+	s.state = entrypoint.PhaseBound
+	return nil
+}
+
+// Serve starts grpc.Server.Serve on the bound listener, in a goroutine the Server
+// owns, and follows readiness in the health service (see WithHealth). It returns nil
+// once stop is closed, with the listener still open and RPCs still served normally;
+// the health service answers NOT_SERVING from then on.
+//
+// If grpc.Server.Serve fails before stop is closed, Serve returns its error. If ctx
+// is done before stop, the Host has given up on the entrypoint: Serve cuts everything
+// as Stop does and returns ctx.Err().
+//
+// Serve returns an error if called before Bind or twice; nil at once, serving
+// nothing, if Drain or Stop came first.
+func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
+	s.mu.Lock()
+	switch s.state {
+	case entrypoint.PhaseNew, entrypoint.PhaseServing:
+		st := s.state
+		s.mu.Unlock()
+		return fmt.Errorf("%s: Serve called when %s", s.cfg.Name, st)
+	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
+		s.mu.Unlock()
+		return nil
+	}
+	s.state = entrypoint.PhaseServing
+	done := make(chan struct{})
+	s.serveDone = done
+	if s.monitor != nil {
+		s.unsubscribe = s.monitor.Subscribe(func(r health.Report) { s.health.set(r.Serving()) })
+	} else {
+		s.health.set(true)
+	}
+	ln := s.ln
+	s.mu.Unlock()
+
+	go s.run(ln, done)
+
+	select {
+	case <-stop:
+		s.health.withdraw(false)
+		return nil
+	case <-done:
+		if err := s.takeServeErr(); err != nil {
+			return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
+		}
+		return nil // Drain or Stop came before stop
+	case <-ctx.Done():
+		cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpStop)
+		defer cancel()
+		_ = s.Stop(cut)
+		return ctx.Err()
+	}
+}
+
+// run is the serving goroutine.
+func (s *Server) run(ln net.Listener, done chan<- struct{}) {
+	defer close(done)
+	err := safe.Call(fmt.Sprintf("entrypoint %q grpc.Server", s.cfg.Name), func() error {
+		return s.grpc.Serve(ln)
+	})
+	if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		s.mu.Lock()
+		s.serveErr = err
+		s.mu.Unlock()
+	}
+}
+
+// takeServeErr returns grpc.Server.Serve's failure once.
+func (s *Server) takeServeErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	err := s.serveErr
+	s.serveErr = nil
+	return err
+}

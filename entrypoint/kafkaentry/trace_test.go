@@ -1,0 +1,124 @@
+package kafkaentry_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
+	"github.com/servicewright/servicewright/kafkakit"
+)
+
+// TestTrace: a message produced under a span is handled in a consumer span of the
+// same trace, child of the producer's span, with the messaging attributes; a retry
+// and the dead-letter write are events of its span; the dead-letter message keeps
+// the trace context it came with; the handler's ctx holds the consumer span.
+func TestTrace(t *testing.T) {
+	topic, dlq := newTopic(t, 1), newTopic(t, 1)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: broker.Brokers(), Topic: topic}, kafkakit.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, root := tp.Tracer("test").Start(context.Background(), "POST /orders")
+	if err := p.WriteMessages(ctx, kafka.Message{Key: []byte("good"), Value: []byte("good")},
+		kafka.Message{Key: []byte("bad"), Value: []byte("bad")}); err != nil {
+		t.Fatal(err)
+	}
+	root.End()
+	_ = p.Close()
+
+	handlerSpans := make(chan trace.SpanContext, 4)
+	logCore, logs := observer.New(zap.InfoLevel)
+	col := newCollector()
+	cfg := config(t, topic)
+	cfg.Retry = kafkaentry.Retry{Attempts: 2, Initial: 10 * time.Millisecond}
+	cfg.OnFailure = kafkaentry.DeadLetter(dlq)
+	c, err := kafkaentry.New(cfg, func(ctx context.Context, m kafka.Message) error {
+		handlerSpans <- trace.SpanContextFromContext(ctx)
+		if string(m.Value) == "bad" {
+			return errors.New("bad order")
+		}
+		return col.handle(ctx, m)
+	}, kafkaentry.WithTracerProvider(tp), kafkaentry.WithLogger(zap.New(logCore)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, c)
+	dead := readAll(t, dlq, 1)[0]
+	r.mustShutdown(t)
+
+	var send sdktrace.ReadOnlySpan
+	process := map[string]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		switch {
+		case s.Name() == "send "+topic:
+			send = s
+		case s.Name() == "process "+topic:
+			for _, a := range s.Attributes() {
+				if a.Key == "messaging.kafka.offset" {
+					process[[]string{"good", "bad"}[a.Value.AsInt64()]] = s
+				}
+			}
+		}
+	}
+	if send == nil || len(process) != 2 {
+		t.Fatalf("spans: send %v, process %v", send, process)
+	}
+	for key, s := range process {
+		if s.SpanKind() != trace.SpanKindConsumer {
+			t.Errorf("%s: kind %v, want consumer", key, s.SpanKind())
+		}
+		if s.SpanContext().TraceID() != root.SpanContext().TraceID() || s.Parent().SpanID() != send.SpanContext().SpanID() {
+			t.Errorf("%s: not a child of the producer span in the request's trace", key)
+		}
+		attrs := attribute.NewSet(s.Attributes()...)
+		for k, want := range map[attribute.Key]string{
+			"messaging.system": "kafka", "messaging.destination.name": topic,
+			"messaging.destination.partition.id": "0", "messaging.consumer.group.name": cfg.GroupID,
+			"messaging.operation.type": "process",
+		} {
+			if v, ok := attrs.Value(k); !ok || v.Emit() != want {
+				t.Errorf("%s: attribute %s = %v, want %q", key, k, v.Emit(), want)
+			}
+		}
+		if _, ok := attrs.Value("messaging.kafka.offset"); !ok {
+			t.Errorf("%s: no messaging.kafka.offset", key)
+		}
+	}
+	events := map[string]bool{}
+	for _, e := range process["bad"].Events() {
+		events[e.Name] = true
+	}
+	if !events["retry"] || !events["dead_lettered"] {
+		t.Errorf("events of the failing message's span: %v, want retry and dead_lettered", events)
+	}
+	close(handlerSpans)
+	for sc := range handlerSpans {
+		if sc.TraceID() != root.SpanContext().TraceID() {
+			t.Errorf("the handler's ctx holds trace %v, want the request's", sc.TraceID())
+		}
+	}
+	for _, msg := range []string{"handler failed; retrying", "message dead-lettered"} {
+		es := logs.FilterMessage(msg).All()
+		if len(es) != 1 || es[0].ContextMap()["trace_id"] != root.SpanContext().TraceID().String() ||
+			es[0].ContextMap()["span_id"] != process["bad"].SpanContext().SpanID().String() {
+			t.Errorf("log %q: %v, want one line with the handling's trace_id and span_id", msg, es)
+		}
+	}
+	origin := process["bad"].Parent() // the producer span the message carried
+	got := trace.SpanContextFromContext(kafkakit.W3C().Extract(context.Background(), kafkakit.HeaderCarrier{Headers: &dead.Headers}))
+	if got.TraceID() != origin.TraceID() || got.SpanID() != origin.SpanID() {
+		t.Errorf("the dead-letter message carries %v/%v, want the original %v/%v", got.TraceID(), got.SpanID(), origin.TraceID(), origin.SpanID())
+	}
+}

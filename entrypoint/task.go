@@ -1,0 +1,259 @@
+package entrypoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// DefaultPermanentExitCode is the exit code of a service whose task failed with an
+// error marked by fault.Permanent, when TaskConfig.PermanentExitCode is 0. A Job's
+// podFailurePolicy names it in a FailJob rule.
+const DefaultPermanentExitCode = 3
+
+// reservedExitCodes are the codes a task's permanent code must not take: success, the
+// retriable failure, EX_TEMPFAIL (interrupted) and EX_CONFIG.
+var reservedExitCodes = map[int]string{
+	0:  "success",
+	1:  "a retriable failure",
+	75: "an interrupted run",
+	78: "invalid configuration",
+}
+
+// Finite is implemented by an entrypoint whose work ends: a task. The Host treats its
+// Serve returning nil before the stop as "done" rather than as a failure, ends the
+// service in order once every Finite entrypoint is done, and, when the service ends
+// with one of them not Finished, returns an error wrapping fault.ErrInterrupted.
+type Finite interface {
+	Entrypoint
+	// Finished reports whether the work ran to completion: it returned nil before
+	// any stop reached it. It never turns back to false.
+	Finished() bool
+}
+
+var _ Finite = (*Task)(nil)
+
+// TaskConfig configures a Task.
+type TaskConfig struct {
+	// Name names the task in logs, the shutdown report and errors. Required.
+	Name string
+	// PermanentExitCode is the process exit code when the work fails with an error
+	// marked by fault.Permanent. 0 means DefaultPermanentExitCode (3). It must be
+	// from 2 to 127 and must not be 75 or 78, which mean other things.
+	PermanentExitCode int
+}
+
+// TaskError is how a task's failure reaches the Host, wrapped in the Host's
+// entrypoint error. ExitCode is what the process exits with.
+type TaskError struct {
+	Task string
+	Err  error
+	Code int // PermanentExitCode when fault.IsPermanent(Err), 1 otherwise
+}
+
+func (e *TaskError) Error() string { return fmt.Sprintf("task %q: %v", e.Task, e.Err) }
+
+func (e *TaskError) Unwrap() error { return e.Err }
+
+// ExitCode is the process exit code this failure calls for.
+func (e *TaskError) ExitCode() int { return e.Code }
+
+// Task is work that runs once: a migration, a backfill, a re-index, a report. It is an
+// entrypoint, so it runs through the same Host as a server — telemetry, container,
+// warmups, hooks, budgets — and beside any other entrypoint (the probe listener, a
+// small admin HTTP server), which keeps serving until the task ends. Make one with
+// NewTask.
+//
+// The sequence:
+//
+//  1. Bind does nothing; the work starts in Serve, after every entrypoint is bound and
+//     readiness has turned true, like any entrypoint's.
+//  2. Serve runs the work and returns when it returns. Done (nil): Serve returns nil,
+//     and the Host runs the orderly exit — drain of the other entrypoints, hooks,
+//     container close, telemetry flush, a report with result success — and the
+//     process exits 0. Failed: Serve returns a *TaskError and the service exits 1,
+//     or PermanentExitCode when the error is marked by fault.Permanent. A panic in
+//     the work is a failure naming the task (a *fault.PanicError inside).
+//  3. A stop (a signal, the caller's ctx, Shutdown.Begin) before the work is done
+//     cancels the work's ctx with cause fault.ErrInterrupted and Serve returns nil at
+//     once. The work should stop at its next unit boundary: Checkpoint returns the
+//     cause between units. Drain waits, within its window, for the work to return;
+//     Stop waits again within its own. Whatever the work returns after the stop, the
+//     run counts as interrupted: Finished stays false, and the Host reports
+//     "interrupted" and exits with a non-zero, retriable code (75, EX_TEMPFAIL).
+//
+// A task cannot be resumed in-process: a rerun starts the work again, so each unit
+// must be idempotent (an upsert, ON CONFLICT DO NOTHING, a checkpoint row) for the
+// rerun to complete the rest. A task is always essential: its failure ends the
+// service whatever its Registration says. It takes no traffic, so it has no
+// in-flight count and nothing to refuse.
+type Task struct {
+	name string
+	code int
+	work func(ctx context.Context) error
+
+	mu          sync.Mutex
+	started     bool
+	returned    bool  // the work returned
+	finished    bool  // the work returned nil before any stop
+	interrupted bool  // a stop arrived before the work returned
+	err         error // the work's error, if it returned one
+	cancel      context.CancelCauseFunc
+	done        chan struct{} // closed when the work has returned
+}
+
+// NewTask returns a Task that runs work once. It returns a *fault.ConfigError naming
+// each bad field: an empty Name, a nil work, a PermanentExitCode outside 2–127 or equal
+// to 75 or 78. It starts nothing.
+func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error) {
+	var l fault.Problems
+	if cfg.Name == "" {
+		l.Addf("Name", "must not be empty")
+	}
+	if work == nil {
+		l.Addf("work", "must not be nil")
+	}
+	code := cfg.PermanentExitCode
+	if code == 0 {
+		code = DefaultPermanentExitCode
+	}
+	if why, ok := reservedExitCodes[code]; ok {
+		l.Addf("PermanentExitCode", "%d already means %s", code, why)
+	} else if code < 2 || code > 127 {
+		l.Addf("PermanentExitCode", "must be from 2 to 127 (128 and above mean a signal), got %d", code)
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	return &Task{name: cfg.Name, code: code, work: work, done: make(chan struct{})}, nil
+}
+
+// Name returns the task's name.
+func (t *Task) Name() string { return t.name }
+
+// PermanentExitCode returns the exit code of a permanent failure.
+func (t *Task) PermanentExitCode() int { return t.code }
+
+// Bind does nothing: a task holds nothing before it runs.
+func (t *Task) Bind(context.Context) error { return nil }
+
+// Serve runs the work. It returns nil when the work is done, a *TaskError when it
+// failed, and nil at once when stop closes first (having cancelled the work's ctx
+// with cause fault.ErrInterrupted). ctx is the Host's: when it is cancelled, the Host
+// has given up, and Serve cancels the work the same way and returns ctx.Err(); Drain
+// and Stop wait for the work.
+func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
+	t.mu.Lock()
+	if t.started {
+		t.mu.Unlock()
+		return errors.New("task: Serve called twice")
+	}
+	t.started = true
+	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	t.cancel = cancel
+	t.mu.Unlock()
+
+	go t.run(wctx)
+	select {
+	case <-t.done:
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.finished {
+			return nil
+		}
+		if t.interrupted { // stop and return raced; the stop wins
+			return nil
+		}
+		return t.failure()
+	case <-stop:
+		t.interrupt()
+		return nil
+	case <-ctx.Done():
+		t.interrupt()
+		return ctx.Err()
+	}
+}
+
+// run calls the work and records how it ended.
+func (t *Task) run(ctx context.Context) {
+	err := safe.Call(fmt.Sprintf("task %q", t.name), func() error { return t.work(ctx) })
+	t.mu.Lock()
+	t.returned = true
+	t.err = err
+	t.finished = err == nil && !t.interrupted
+	t.mu.Unlock()
+	close(t.done)
+}
+
+func (t *Task) failure() error {
+	code := 1
+	if fault.IsPermanent(t.err) {
+		code = t.code
+	}
+	return &TaskError{Task: t.name, Err: t.err, Code: code}
+}
+
+// interrupt cancels the work with cause fault.ErrInterrupted unless it has returned.
+func (t *Task) interrupt() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.returned || t.cancel == nil {
+		return
+	}
+	t.interrupted = true
+	t.cancel(fault.ErrInterrupted)
+}
+
+// Drain asks the work to stop, as the stop already did, and waits for it to return
+// until ctx's deadline; on expiry it returns ctx.Err() and leaves the work to Stop.
+func (t *Task) Drain(ctx context.Context) error {
+	if !t.wasStarted() {
+		return nil
+	}
+	t.interrupt()
+	return Await(ctx, t.done)
+}
+
+// Stop waits for the work to return until ctx's deadline. It cannot cut off work that
+// ignores its ctx: that goroutine is left behind, and Stop returns ctx.Err().
+func (t *Task) Stop(ctx context.Context) error {
+	if !t.wasStarted() {
+		return nil
+	}
+	t.interrupt()
+	return Await(ctx, t.done)
+}
+
+func (t *Task) wasStarted() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.started
+}
+
+// Finished reports whether the work returned nil before any stop reached it.
+func (t *Task) Finished() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.finished
+}
+
+// Err returns the work's error once it has returned one, or nil.
+func (t *Task) Err() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.err
+}
+
+// Checkpoint is what a task's work calls between units: it returns nil while the work
+// may go on, and the ctx's cause — fault.ErrInterrupted after a stop — once it must
+// return. Each unit committed before the checkpoint stays done, so a rerun skips it.
+func Checkpoint(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}

@@ -1,0 +1,113 @@
+package entrypoint_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+)
+
+func TestNewTaskConfig(t *testing.T) {
+	work := func(context.Context) error { return nil }
+	for _, c := range []struct {
+		name  string
+		cfg   entrypoint.TaskConfig
+		work  func(context.Context) error
+		field string
+	}{
+		{"no name", entrypoint.TaskConfig{}, work, "Name"},
+		{"no work", entrypoint.TaskConfig{Name: "t"}, nil, "work"},
+		{"code 1", entrypoint.TaskConfig{Name: "t", PermanentExitCode: 1}, work, "PermanentExitCode"},
+		{"code 75", entrypoint.TaskConfig{Name: "t", PermanentExitCode: 75}, work, "PermanentExitCode"},
+		{"code 78", entrypoint.TaskConfig{Name: "t", PermanentExitCode: 78}, work, "PermanentExitCode"},
+		{"code 128+n", entrypoint.TaskConfig{Name: "t", PermanentExitCode: 143}, work, "PermanentExitCode"},
+		{"negative code", entrypoint.TaskConfig{Name: "t", PermanentExitCode: -3}, work, "PermanentExitCode"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := entrypoint.NewTask(c.cfg, c.work)
+			var ce *fault.ConfigError
+			if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != c.field {
+				t.Errorf("NewTask = %v, want one problem with %s", err, c.field)
+			}
+		})
+	}
+	task, err := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, work)
+	if err != nil || task.PermanentExitCode() != entrypoint.DefaultPermanentExitCode {
+		t.Errorf("zero code: %v, %v; want the default", task, err)
+	}
+}
+
+func TestTaskLifecycle(t *testing.T) {
+	t.Run("done before the stop: Serve returns nil and Finished is true", func(t *testing.T) {
+		task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { return nil })
+		if err := task.Serve(context.Background(), make(chan struct{})); err != nil || !task.Finished() {
+			t.Errorf("Serve = %v, Finished %v", err, task.Finished())
+		}
+	})
+
+	t.Run("failed: a TaskError with code 1, or the permanent code", func(t *testing.T) {
+		for _, c := range []struct {
+			err  error
+			code int
+		}{{errors.New("x"), 1}, {fault.Permanent(errors.New("x")), 7}} {
+			task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t", PermanentExitCode: 7}, func(context.Context) error { return c.err })
+			err := task.Serve(context.Background(), make(chan struct{}))
+			var te *entrypoint.TaskError
+			if !errors.As(err, &te) || te.ExitCode() != c.code || task.Finished() || !strings.Contains(err.Error(), `task "t"`) {
+				t.Errorf("Serve = %v, want a TaskError with code %d", err, c.code)
+			}
+		}
+	})
+
+	t.Run("a stop cancels the work with ErrInterrupted; Drain waits for it; never Finished", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var cause error
+			task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(ctx context.Context) error {
+				<-ctx.Done()
+				time.Sleep(time.Second) // the unit in progress ends
+				cause = context.Cause(ctx)
+				return nil
+			})
+			stop := make(chan struct{})
+			served := make(chan error)
+			go func() { served <- task.Serve(context.Background(), stop) }()
+			synctest.Wait()
+			close(stop)
+			if err := <-served; err != nil {
+				t.Errorf("Serve at stop = %v, want nil", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			began := time.Now()
+			if err := task.Drain(ctx); err != nil || time.Since(began) != time.Second {
+				t.Errorf("Drain = %v after %s, want nil once the unit ended", err, time.Since(began))
+			}
+			if !errors.Is(cause, fault.ErrInterrupted) || task.Finished() {
+				t.Errorf("cause %v, Finished %v; want ErrInterrupted and false", cause, task.Finished())
+			}
+		})
+	})
+
+	t.Run("Checkpoint is nil until the stop, then the cause", func(t *testing.T) {
+		ctx, cancel := context.WithCancelCause(context.Background())
+		if err := entrypoint.Checkpoint(ctx); err != nil {
+			t.Errorf("Checkpoint = %v before the stop", err)
+		}
+		cancel(fault.ErrInterrupted)
+		if err := entrypoint.Checkpoint(ctx); !errors.Is(err, fault.ErrInterrupted) {
+			t.Errorf("Checkpoint = %v after the stop", err)
+		}
+	})
+
+	t.Run("Drain and Stop before Serve do nothing", func(t *testing.T) {
+		task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { return nil })
+		if task.Drain(context.Background()) != nil || task.Stop(context.Background()) != nil || task.Finished() {
+			t.Error("a task never served must drain and stop at once, unfinished")
+		}
+	})
+}

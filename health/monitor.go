@@ -1,0 +1,200 @@
+package health
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/fault"
+)
+
+// Defaults for the zero fields of MonitorConfig.
+const (
+	DefaultCheckInterval = 5 * time.Second
+	DefaultPollInterval  = 20 * time.Millisecond
+)
+
+// Notifier is a Source that tells when its Status may have changed: Changed returns a
+// channel closed at the next change. *State is one. A Monitor follows a Notifier at
+// once and polls any other Source every PollInterval.
+type Notifier interface {
+	Changed() <-chan struct{}
+}
+
+var _ Notifier = (*State)(nil)
+
+// MonitorConfig configures NewMonitor. Every zero field takes the default named after
+// it.
+type MonitorConfig struct {
+	// Checks are the dependencies the process cannot serve without, by name, as in
+	// ReadinessOptions: give both the same map and they give the same verdicts.
+	Checks map[string]Check
+	// CheckTimeout is each check's own budget. 0 means DefaultCheckTimeout (2s);
+	// negative is refused.
+	CheckTimeout time.Duration
+	// CheckInterval is how often a subscription runs the checks again while the
+	// Source is Ready, to notice a dependency going away or coming back. Default 5s.
+	CheckInterval time.Duration
+	// PollInterval is how often a subscription reads a Source that is not a
+	// Notifier. Default 20ms.
+	PollInterval time.Duration
+	// Logger receives check failures, panics and timeouts. nil logs nothing.
+	Logger *zap.Logger
+}
+
+// A Monitor gives readiness to a transport other than HTTP — the gRPC health
+// service, a service registry — with the same verdicts as the readiness probe:
+// Evaluate answers once, Subscribe follows the changes. Make one with NewMonitor; it
+// is safe for concurrent use and holds no goroutine of its own.
+type Monitor struct {
+	e    *evaluator
+	cfg  MonitorConfig
+	note Notifier // nil when the Source is not one
+}
+
+// NewMonitor returns a Monitor of src and cfg.Checks. Invalid arguments (a nil src, a
+// nil or badly named check, a negative duration) return a *fault.ConfigError listing
+// each problem by field.
+func NewMonitor(src Source, cfg MonitorConfig) (*Monitor, error) {
+	var l fault.Problems
+	validateSource(&l, src)
+	validateTimeout(&l, cfg.CheckTimeout)
+	validateChecks(&l, cfg.Checks)
+	for _, d := range []struct {
+		field string
+		v     *time.Duration
+		def   time.Duration
+	}{{"CheckInterval", &cfg.CheckInterval, DefaultCheckInterval}, {"PollInterval", &cfg.PollInterval, DefaultPollInterval}} {
+		switch {
+		case *d.v < 0:
+			l.Addf(d.field, "must not be negative, got %s", *d.v)
+		case *d.v == 0:
+			*d.v = d.def
+		}
+	}
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	m := &Monitor{e: newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.Logger), cfg: cfg}
+	if n, ok := src.(Notifier); ok {
+		m.note = n
+	}
+	return m, nil
+}
+
+// Serving reports whether r lets the process take work: Status is ReportOK.
+func (r Report) Serving() bool { return r.Status == ReportOK }
+
+// Evaluate answers readiness now, exactly as the readiness probe would: without
+// running a check while the Source is not Ready, and otherwise running every check
+// concurrently, each under CheckTimeout. A check still running when ctx is done is
+// reported as canceled.
+func (m *Monitor) Evaluate(ctx context.Context) Report {
+	_, rep := m.e.report(ctx, nil)
+	return rep
+}
+
+// Subscribe calls fn with the current verdict and then with each new one, in a
+// goroutine it owns, until the returned cancel is called. A new verdict is one whose
+// Status differs from the last one given to fn.
+//
+// A change of the Source (Ready → Draining, from the moment readiness is withdrawn)
+// is seen at once for a Notifier, within PollInterval otherwise, and given to fn
+// without running a check, even when a run of the checks is under way (that run is
+// cancelled). While the Source is Ready the checks run again every CheckInterval.
+//
+// fn runs on the subscription's goroutine, one call at a time; a slow fn delays the
+// next verdict, not other subscriptions. cancel stops the subscription and waits for
+// fn to return; it may be called more than once.
+func (m *Monitor) Subscribe(fn func(Report)) (cancel func()) {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { m.follow(ctx, fn) })
+	return func() {
+		stop()
+		wg.Wait()
+	}
+}
+
+// follow is a subscription's loop.
+func (m *Monitor) follow(ctx context.Context, fn func(Report)) {
+	last := ""
+	recheck := time.NewTimer(m.cfg.CheckInterval)
+	defer recheck.Stop()
+	for {
+		changed := m.changed()
+		before := m.e.status()
+		rep := m.evaluateUntilChange(ctx, before)
+		if ctx.Err() != nil {
+			return
+		}
+		if m.e.status() != before {
+			continue // the Source moved while the checks ran: answer for the new one
+		}
+		if rep.Status != last {
+			last = rep.Status
+			fn(rep)
+		}
+		recheck.Reset(m.cfg.CheckInterval)
+		if !m.wait(ctx, changed, before, recheck.C) {
+			return
+		}
+	}
+}
+
+// changed returns the Notifier's channel, or nil for a polled Source.
+func (m *Monitor) changed() <-chan struct{} {
+	if m.note == nil {
+		return nil
+	}
+	return m.note.Changed()
+}
+
+// wait returns true when the Source has left before, or when recheck fires while it
+// is Ready; false when ctx is done.
+func (m *Monitor) wait(ctx context.Context, changed <-chan struct{}, before Status, recheck <-chan time.Time) bool {
+	var poll <-chan time.Time
+	if changed == nil {
+		t := time.NewTicker(m.cfg.PollInterval)
+		defer t.Stop()
+		poll = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-changed:
+			return true
+		case <-poll:
+			if m.e.status() != before {
+				return true
+			}
+		case <-recheck:
+			if before == Ready {
+				return true
+			}
+		}
+	}
+}
+
+// evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
+// leaves before.
+func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
+	if before != Ready || len(m.e.checks) == 0 {
+		return m.Evaluate(ctx)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		if m.wait(ctx, m.changed(), before, nil) {
+			cancel()
+		}
+	})
+	rep := m.Evaluate(ctx)
+	cancel()
+	return rep
+}

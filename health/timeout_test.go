@@ -1,0 +1,32 @@
+package health_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
+)
+
+// TestProbeTimeoutSetBelowZeroIsRefused: a check timeout that is set is refused
+// unless positive, naming CheckTimeout, by both constructors; left at zero it takes
+// DefaultCheckTimeout.
+func TestProbeTimeoutSetBelowZeroIsRefused(t *testing.T) {
+	for _, d := range []time.Duration{-time.Nanosecond, -time.Second} {
+		_, lerr := health.NewListener(health.ListenerConfig{Addr: "127.0.0.1:0", CheckTimeout: d}, ready(), health.ListenerOptions{})
+		_, rerr := health.NewReadiness(ready(), health.ReadinessOptions{CheckTimeout: d})
+		for what, err := range map[string]error{"NewListener": lerr, "NewReadiness": rerr} {
+			ce, ok := errors.AsType[*fault.ConfigError](err)
+			if !ok || len(ce.Problems) != 1 || ce.Problems[0].Field != "CheckTimeout" {
+				t.Errorf("%s with CheckTimeout %v = %v, want one problem on CheckTimeout", what, d, err)
+			}
+		}
+	}
+	if _, err := health.NewListener(health.ListenerConfig{Addr: "127.0.0.1:0"}, ready(), health.ListenerOptions{}); err != nil {
+		t.Errorf("NewListener with CheckTimeout unset = %v, want the default", err)
+	}
+	if _, err := health.NewReadiness(ready(), health.ReadinessOptions{}); err != nil {
+		t.Errorf("NewReadiness with CheckTimeout unset = %v, want the default", err)
+	}
+}

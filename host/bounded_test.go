@@ -1,0 +1,144 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"go.opentelemetry.io/otel/sdk/trace"
+	"go.uber.org/fx"
+
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/host"
+)
+
+// hangingFlush is a span processor whose Shutdown (the telemetry flush) does not
+// return before release is closed.
+type hangingFlush struct{ release chan struct{} }
+
+func (hangingFlush) OnStart(context.Context, trace.ReadWriteSpan) {}
+func (hangingFlush) OnEnd(trace.ReadOnlySpan)                     {}
+func (f hangingFlush) Shutdown(context.Context) error             { <-f.release; return nil }
+func (hangingFlush) ForceFlush(context.Context) error             { return nil }
+
+// hangs says which steps of the exit do not return, whatever their ctx says, until
+// the test ends.
+type hangs struct {
+	serve, drain, stop, phase, preShutdown, postShutdown, warmupStop, scope, flush, cooperative bool
+}
+
+func (h hangs) spec(j *journal, n int, b host.Budgets, release chan struct{}) host.AppSpec {
+	hang := func(context.Context) error { <-release; return nil }
+	reg := &hooks.Registry{}
+	spec := host.AppSpec{Budgets: b, Lifecycle: reg}
+	for i := range n {
+		f := newFake(fmt.Sprintf("e%d", i), j)
+		if h.serve {
+			f.serve = func(context.Context, <-chan struct{}) error { <-release; return nil }
+		}
+		if h.drain {
+			f.drain = hang
+		}
+		if h.stop {
+			f.stopF = hang
+		}
+		spec.Entrypoints = append(spec.Entrypoints, host.Registration{Entrypoint: f, Order: i})
+	}
+	ok := func(context.Context) error { return nil }
+	pick := func(hung bool) func(context.Context) error {
+		if hung {
+			return hang
+		}
+		return ok
+	}
+	reg.AddDrainPhase(hooks.DrainPhase{Name: "phase", Run: func(ctx context.Context, _ time.Duration) error {
+		if h.phase {
+			<-release
+		}
+		return nil
+	}})
+	reg.AddPreShutdown("pre", pick(h.preShutdown))
+	reg.AddPostShutdown("post", pick(h.postShutdown))
+	spec.Warmups = []host.Step{{Name: "pool", Start: ok, Stop: pick(h.warmupStop)}}
+	spec.Container = fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.Hook{OnStop: pick(h.scope)}) })
+	if h.flush {
+		spec.Telemetry.SpanProcessors = []trace.SpanProcessor{hangingFlush{release}}
+	}
+	return spec
+}
+
+func TestEveryExitIsBounded(t *testing.T) {
+	t.Run("with every step hung, the exit fits the logged worst case", func(t *testing.T) {
+		all := hangs{true, true, true, true, true, true, true, true, true, true}
+		for _, n := range []int{1, 3} {
+			synctest.Test(t, func(t *testing.T) {
+				measureExit(t, all, n, host.Budgets{DrainDelay: 3 * time.Second, DrainPhasesBudget: 2 * time.Second,
+					DrainGrace: 4 * time.Second, StepTimeout: time.Second})
+			})
+		}
+	})
+
+	t.Run("property: whatever hangs and whatever the budgets, the exit fits the logged worst case", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(11, 12))
+		d := func() time.Duration { return time.Duration(rng.IntN(5000)) * time.Millisecond }
+		for i := range 40 {
+			var h hangs
+			for _, p := range []*bool{&h.serve, &h.drain, &h.stop, &h.phase, &h.preShutdown, &h.postShutdown,
+				&h.warmupStop, &h.scope, &h.flush, &h.cooperative} {
+				*p = rng.IntN(2) == 0
+			}
+			b := host.Budgets{DrainDelay: d(), DrainPhasesBudget: d() + time.Millisecond, DrainGrace: d() + time.Millisecond,
+				StepTimeout: d() + time.Millisecond}
+			if rng.IntN(3) == 0 {
+				b.Deadline = d() + time.Millisecond
+			}
+			n := 1 + rng.IntN(4)
+			t.Run(fmt.Sprint(i), func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) { measureExit(t, h, n, b) })
+			})
+		}
+	})
+}
+
+// measureExit runs a service whose steps hang as h says, stops it once serving, and
+// checks that the exit took no longer than the worst case the Host logged.
+func measureExit(t *testing.T, h hangs, n int, b host.Budgets) {
+	t.Helper()
+	j := &journal{}
+	release := make(chan struct{})
+	defer func() {
+		close(release)
+		synctest.Wait() // the abandoned steps end, and log, before the test does
+	}()
+	x := start(t, j, h.spec(j, n, b, release))
+	if !x.WaitStage(host.StageServe) {
+		t.Fatalf("did not reach serve: %v", x.Wait())
+	}
+	logged := x.Host().WorstCase()
+	began := time.Now()
+	if h.cooperative {
+		x.Host().Shutdown().BeginCooperative()
+	} else {
+		x.Stop()
+	}
+	err := x.Wait()
+	took := time.Since(began)
+	if took > logged.Total {
+		t.Errorf("exit took %s, more than the logged worst case %s (hangs %+v, budgets %+v)", took, logged, h, b)
+	}
+	t.Logf("exit took %s of the logged %s", took, logged.Total)
+	hung := h != hangs{}
+	if hung && err == nil {
+		t.Errorf("Run = nil with hung steps %+v; want a timeout", h)
+	}
+	if hung && !errors.Is(err, host.ErrShutdownTimeout) {
+		t.Errorf("Run = %v, want ErrShutdownTimeout", err)
+	}
+	if r := x.Host().Shutdown().Result(); hung && r != host.Timeout {
+		t.Errorf("Result = %s, want timeout", r)
+	}
+}

@@ -1,0 +1,101 @@
+package host
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/servicewright/servicewright/hooks"
+)
+
+// units counts what a service registered, for WorstCase.
+type units struct {
+	entrypoints  int
+	drainPhases  int
+	preShutdown  int
+	postShutdown int
+	warmupStops  int
+	container    bool
+	probes       bool
+}
+
+// Figure is one term of WorstCase. Name is the stage that spends it, as the stage
+// is named in the shutdown report, the metrics and /debug/lifecycle.
+type Figure struct {
+	Name  string
+	Value time.Duration
+	Why   string
+}
+
+// WorstCase is the longest an orderly exit can take, figure by figure.
+type WorstCase struct {
+	Figures []Figure
+	Total   time.Duration
+}
+
+// String lists the figures as "name=value" pairs followed by the total.
+func (w WorstCase) String() string {
+	parts := make([]string, len(w.Figures))
+	for i, f := range w.Figures {
+		parts[i] = fmt.Sprintf("%s=%s", f.Name, f.Value)
+	}
+	return strings.Join(parts, " + ") + " = " + w.Total.String()
+}
+
+// Fits reports whether the worst case fits grace with at least 10% headroom.
+func (w WorstCase) Fits(grace time.Duration) bool {
+	return w.Total <= grace-grace/10
+}
+
+// worstCase sums, without overflow, the longest orderly exit of a service with the
+// given units; each figure bounds one stage of the exit as teardown runs it:
+//
+//   - drain_delay: the DrainDelay, overlapping the wait for Serve to return
+//     (StepTimeout);
+//   - drain_phases: their shared budget, plus the second a phase that ignores its
+//     cancellation is given;
+//   - drain: one DrainGrace window shared by every Drain, which run concurrently,
+//     plus the slack before one is abandoned; a cooperative wait ends with the
+//     window, so it is counted even with no entrypoint;
+//   - stop: each entrypoint's Stop in turn, then the wait for Serve to return, each
+//     StepTimeout plus the courtesy before an abandonment;
+//   - pre_shutdown, post_shutdown: StepTimeout plus the unwind each hook is given;
+//   - warmup_stop, close_scope, flush, close_probes: StepTimeout plus the courtesy.
+//
+// The Deadline, when set, cuts only the waits before cleanup, so it is not counted.
+func (b Budgets) worstCase(u units) WorstCase {
+	var w WorstCase
+	add := func(s Stage, d time.Duration, why string) {
+		if d > 0 {
+			w.Figures = append(w.Figures, Figure{s.String(), d, why})
+			w.Total = addSat(w.Total, d)
+		}
+	}
+	step := addSat(b.StepTimeout, courtesy)
+	hook := addSat(b.StepTimeout, hooks.ShutdownUnwind)
+	if u.entrypoints > 0 {
+		add(StageDrainDelay, max(b.DrainDelay, step), "DrainDelay, overlapping the wait for Serve to return (StepTimeout)")
+	} else {
+		add(StageDrainDelay, b.DrainDelay, "DrainDelay")
+	}
+	if u.drainPhases > 0 {
+		add(StageDrainPhases, addSat(b.DrainPhasesBudget, hooks.AbandonAfter), "DrainPhasesBudget + 1s for a phase that ignores cancellation")
+	}
+	if u.entrypoints > 0 {
+		add(StageDrain, addSat(b.DrainGrace, drainSlack), "DrainGrace + 5s slack, every Drain at once")
+		add(StageStop, mulSat(u.entrypoints+1, step), fmt.Sprintf("StepTimeout x (%d entrypoints + the wait for Serve)", u.entrypoints))
+	} else {
+		add(StageDrain, b.DrainGrace, "DrainGrace, for a cooperative wait")
+	}
+	add(StagePreShutdown, mulSat(u.preShutdown, hook), fmt.Sprintf("StepTimeout x %d hooks", u.preShutdown))
+	add(StageWarmupStop, mulSat(u.warmupStops, step), fmt.Sprintf("StepTimeout x %d warmup steps", u.warmupStops))
+	if u.container {
+		add(StageCloseScope, step, "StepTimeout")
+	}
+	add(StageFlush, step, "StepTimeout")
+	add(StagePostShutdown, mulSat(u.postShutdown, hook), fmt.Sprintf("StepTimeout x %d hooks", u.postShutdown))
+	if u.probes {
+		add(StageCloseProbes, step, "StepTimeout")
+	}
+	return w
+}

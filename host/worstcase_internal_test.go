@@ -1,0 +1,109 @@
+package host
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servicewright/servicewright/fault"
+)
+
+func TestWorstCaseFigures(t *testing.T) {
+	b := Budgets{DrainDelay: 5 * time.Second, DrainPhasesBudget: 3 * time.Second, DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second}
+	step := 2*time.Second + courtesy
+	hook := 2*time.Second + 100*time.Millisecond
+	w2 := b.worstCase(units{entrypoints: 2, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
+	// 5 + (3+1) + (10+5) + 3 steps (2 Stops, the Serve wait) + hook + warmup + scope + flush + probes
+	want := 5*time.Second + 4*time.Second + 15*time.Second + 3*step + hook + 4*step
+	if w2.Total != want {
+		t.Errorf("total = %s, want %s: %s", w2.Total, want, w2)
+	}
+	// The drain figure does not grow with the number of entrypoints: only Stop does.
+	w9 := b.worstCase(units{entrypoints: 9, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
+	if d := w9.Total - w2.Total; d != 7*step {
+		t.Errorf("7 more entrypoints cost %s, want 7 Stops (%s)", d, 7*step)
+	}
+	for _, f := range w2.Figures {
+		if f.Name == "drain" && f.Value != 15*time.Second {
+			t.Errorf("drain figure = %s, want DrainGrace + slack", f.Value)
+		}
+	}
+	if !strings.Contains(w2.String(), "drain_delay=5s") || !strings.Contains(w2.String(), "close_scope=") ||
+		!strings.Contains(w2.String(), "flush=") || !strings.Contains(w2.String(), "close_probes=") {
+		t.Errorf("figures not named after their stages: %s", w2)
+	}
+	if w2.Fits(30*time.Second) || !w2.Fits(50*time.Second) {
+		t.Errorf("fits: 30s %v, 50s %v", w2.Fits(30*time.Second), w2.Fits(50*time.Second))
+	}
+}
+
+func TestWorstCaseSaturates(t *testing.T) {
+	b := Budgets{DrainDelay: MaxBudget, DrainPhasesBudget: MaxBudget, DrainGrace: MaxBudget, StepTimeout: MaxBudget}
+	w := b.worstCase(units{entrypoints: math.MaxInt32, drainPhases: 1, preShutdown: math.MaxInt32, warmupStops: 1, container: true})
+	if w.Total <= 0 || w.Total != math.MaxInt64 {
+		t.Errorf("total = %d, want the saturated maximum", w.Total)
+	}
+}
+
+func TestBudgetOverflow(t *testing.T) {
+	for _, c := range []struct {
+		env, value string
+		want       time.Duration // when no problem is expected
+		bad        bool
+	}{
+		{"TERMINATION_GRACE_PERIOD", "9223372036854775807", 0, true},
+		{"TERMINATION_GRACE_PERIOD", "18446744074", 0, true},
+		{"TERMINATION_GRACE_PERIOD", "99999999999999999999999", 0, true},
+		{"TERMINATION_GRACE_PERIOD", "-9223372036854775808", 0, true},
+		{"TERMINATION_GRACE_PERIOD", "86400", 24 * time.Hour, false},
+		{"TERMINATION_GRACE_PERIOD", "86401", 0, true},
+		{"TERMINATION_GRACE_PERIOD", "30", 30 * time.Second, false},
+		{"SW_STEP_TIMEOUT", "1000000h", 0, true},
+		{"SW_STEP_TIMEOUT", "3000000h", 0, true}, // beyond what a Duration holds
+		{"SW_STEP_TIMEOUT", "24h", 24 * time.Hour, false},
+		{"SW_DRAIN_GRACE", "24h0m0.000000001s", 0, true},
+		{"SW_DEADLINE", "9223372036854775807ns", 0, true},
+	} {
+		t.Run(c.env+"="+c.value, func(t *testing.T) {
+			var l fault.Problems
+			b := Budgets{}.resolve(func(k string) (string, bool) {
+				if k == c.env {
+					return c.value, true
+				}
+				return "", false
+			}, &l)
+			err := l.Err()
+			if c.bad {
+				if err == nil || !strings.Contains(err.Error(), c.env) {
+					t.Fatalf("resolve = %v, want a problem naming %s", err, c.env)
+				}
+				w := b.worstCase(units{entrypoints: 3, preShutdown: 2})
+				if w.Total <= 0 {
+					t.Errorf("worst case %s after a refused value", w.Total)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got time.Duration
+			for _, e := range budgetEnv {
+				if e.name == c.env {
+					got = *e.ptr(&b)
+				}
+			}
+			if got != c.want {
+				t.Errorf("got %s, want %s", got, c.want)
+			}
+		})
+	}
+	t.Run("spec fields above the ceiling name the field", func(t *testing.T) {
+		var l fault.Problems
+		Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(func(string) (string, bool) { return "", false }, &l)
+		err := l.Err()
+		if err == nil || !strings.Contains(err.Error(), "Budgets.StepTimeout") || !strings.Contains(err.Error(), "Budgets.DrainGrace") {
+			t.Errorf("resolve = %v", err)
+		}
+	})
+}

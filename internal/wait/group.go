@@ -1,0 +1,63 @@
+package wait
+
+import (
+	"context"
+	"sync"
+)
+
+// Group owns goroutines and lets their owner wait for all of them, with a deadline:
+// unlike a sync.WaitGroup, its Wait can give up. The zero Group is ready to use and
+// must not be copied after first use.
+type Group struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to 0
+}
+
+// Go runs f in a goroutine the Group counts.
+func (g *Group) Go(f func()) {
+	g.mu.Lock()
+	if g.n == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.n++
+	g.mu.Unlock()
+	go func() {
+		defer g.exit()
+		f()
+	}()
+}
+
+func (g *Group) exit() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n--; g.n == 0 {
+		close(g.idle)
+	}
+}
+
+// Running reports how many goroutines of the Group have not returned.
+func (g *Group) Running() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.n
+}
+
+// Wait returns nil once no goroutine of the Group runs, or ctx.Err() when ctx is
+// done first; the goroutines then go on, still counted. A goroutine started while
+// Wait waits is waited for too.
+func (g *Group) Wait(ctx context.Context) error {
+	for {
+		g.mu.Lock()
+		n, idle := g.n, g.idle
+		g.mu.Unlock()
+		if n == 0 {
+			return nil
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}

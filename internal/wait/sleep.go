@@ -1,0 +1,64 @@
+package wait
+
+import (
+	"context"
+	"time"
+)
+
+// AbandonGrace is how long a caller waits for a call whose ctx is done (its window
+// ran out, or its parent was cancelled) to return before abandoning it, still
+// running, and reporting fault.ErrAbandoned. A call that honours its ctx returns well
+// within it; one that does not is not waited for longer.
+const AbandonGrace = time.Second
+
+// Sleep waits d and reports true, or reports false as soon as quit is closed,
+// including when it is closed already. A nil quit is never closed. Background loops
+// use it between units, so a stop never waits out an interval.
+func Sleep(d time.Duration, quit <-chan struct{}) bool {
+	select {
+	case <-quit:
+		return false
+	default:
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-quit:
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// SleepCtx is Sleep interrupted by ctx: it reports false as soon as ctx is done.
+func SleepCtx(ctx context.Context, d time.Duration) bool {
+	return Sleep(d, ctx.Done())
+}
+
+// For waits at most d for done to be closed and reports whether it was. A d of zero
+// or less only looks.
+func For(done <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-done:
+		return true
+	default:
+	}
+	return !Sleep(d, done)
+}
+
+// Await waits until done is closed and returns nil, or returns ctx.Err() if ctx is
+// done first. A nil done means there is nothing to wait for: it returns nil at once.
+func Await(ctx context.Context, done <-chan struct{}) error {
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
