@@ -9,6 +9,8 @@
 //     hook, a warmup step, a handler) becomes; it names the unit that panicked.
 //   - ErrAbandoned marks a call that did not return within its allowance and was left
 //     to finish on its own.
+//   - Reporter is where errors worth a person's attention go (an error-tracking
+//     service); its implementations live in their own packages, beside their SDKs.
 //
 // The package imports nothing of the module, so it sits at the bottom of the graph.
 package fault

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -28,7 +29,8 @@ import (
 //
 //	*zap.Logger, *Shutdown, *hooks.Registry (to add drain phases at startup), Instance,
 //	*prometheus.Registry and prometheus.Registerer, trace.TracerProvider,
-//	metric.MeterProvider, PreStopFunc (Host.PreStop, for an admin endpoint)
+//	metric.MeterProvider, propagation.TextMapPropagator, fault.Reporter (nil when
+//	TelemetryConfig has none), PreStopFunc (Host.PreStop, for an admin endpoint)
 //
 // and collects the fx groups below. fx stays here, in the wiring: the Host's state
 // machine does not use reflection.
@@ -72,6 +74,8 @@ func (h *Host) buildContainer(l *fault.Problems) {
 			func() prometheus.Registerer { return h.tel.reg },
 			func() trace.TracerProvider { return h.tel.tp },
 			func() metric.MeterProvider { return h.tel.mp },
+			func() propagation.TextMapPropagator { return h.tel.prop },
+			func() fault.Reporter { return h.tel.reporter },
 		),
 		h.spec.Container,
 		fx.Populate(&units),

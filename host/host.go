@@ -74,18 +74,19 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	for _, o := range opts {
 		o(&h.opts)
 	}
-	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.opts.lookup)
+	h.instance = instanceID(&spec, h.opts.lookup)
+	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.instance, h.opts.lookup)
 	if err != nil {
 		var ce *fault.ConfigError
 		if !errors.As(err, &ce) {
 			ce = &fault.ConfigError{Problems: []fault.Problem{{Field: "Telemetry", Reason: err.Error()}}}
+			// There is no logger to say it with: say it on stderr, as the logger would.
+			// (A problem of the environment was logged by newTelemetry's own logger.)
+			fallbackLogger(spec.ServiceName).Error("invalid configuration; nothing was started", zap.Error(ce))
 		}
-		// There is no logger to say it with: say it on stderr, as the logger would.
-		fallbackLogger(spec.ServiceName).Error("invalid configuration; nothing was started", zap.Error(ce))
 		return nil, ce
 	}
 	h.tel, h.log = tel, tel.log
-	h.instance = instanceID(&spec, h.opts.lookup)
 	h.log = h.log.With(zap.String("instance", h.instance))
 
 	var problems fault.Problems
@@ -105,6 +106,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	checkStopTimes(h.regs, h.budgets.DrainGrace, &problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
+		tel.report(context.Background(), err, StageCreated, "")
 		_ = tel.flush(context.Background())
 		return nil, err
 	}

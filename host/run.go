@@ -25,6 +25,7 @@ type run struct {
 
 	stageStart time.Time
 	span       trace.Span
+	phases     phaseSpans
 
 	scopeOpen bool
 	warmed    []Step   // steps whose Start succeeded, in start order
@@ -100,7 +101,7 @@ func (r *run) enter(s Stage) {
 	m.stage.WithLabelValues(s.String()).Set(1)
 	r.stageStart = now
 	if s != StageStopped {
-		_, r.span = h.tel.tracer.Start(r.ctx, "servicewright."+s.String())
+		_, r.span = h.tel.tracer.Start(r.stageParent(s), "servicewright."+s.String())
 	} else {
 		r.span = nil
 	}
@@ -177,7 +178,7 @@ func (r *run) openScope(ctx context.Context) error {
 func (r *run) warmup(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, r.h.budgets.WarmupTimeout, ErrWarmupTimeout)
 	defer cancel()
-	steps := slices.Clone(r.h.steps)
+	steps := r.warmupSteps()
 	slices.SortStableFunc(steps, func(a, b Step) int { return cmp.Compare(a.Priority, b.Priority) })
 	for len(steps) > 0 {
 		n := 1
@@ -235,7 +236,7 @@ func (r *run) preStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return hookrun.Start(ctx, hooks.PreStart, lc.hooks[hooks.PreStart], r.h.log)
+	return hookrun.Start(ctx, hooks.PreStart, r.tracedHooks(hooks.PreStart), r.h.log)
 }
 
 func (r *run) bind(ctx context.Context) error {
@@ -261,7 +262,7 @@ func (r *run) postStart(ctx context.Context) error {
 	if r.wasReady {
 		h.tel.metrics.ready.Set(1)
 	}
-	return hookrun.Start(ctx, hooks.PostStart, r.lc.hooks[hooks.PostStart], h.log)
+	return hookrun.Start(ctx, hooks.PostStart, r.tracedHooks(hooks.PostStart), h.log)
 }
 
 // serveUntilStop runs every bound entrypoint's Serve until a stop is requested. It
@@ -299,6 +300,7 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
 			if !essential(res.e) {
+				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
 				h.log.Error("non-essential entrypoint failed; the others keep serving",
 					zap.String("entrypoint", res.e.name), zap.Error(err))
 				continue

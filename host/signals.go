@@ -72,8 +72,9 @@ func signalName(sig os.Signal) string {
 	return sig.String()
 }
 
-// Main runs spec as the process's main function: it builds the Host, installs the
-// signal handlers, runs, removes the handlers and exits with ExitCode of the result —
+// Main runs spec as the process's main function: it builds the Host, makes its
+// tracer provider and propagator OpenTelemetry's global ones (for libraries
+// instrumented through the globals), installs the signal handlers, runs, removes the handlers and exits with ExitCode of the result —
 // 0 after a graceful exit, 78 for invalid configuration, 1 for a failure, 128+signum
 // on a second signal. A configuration error is always written to stderr, even when
 // it is the logger's own configuration that failed. It does not return.
@@ -96,6 +97,7 @@ func main(spec AppSpec, opts ...Option) int {
 func (h *Host) Main() { os.Exit(h.main()) }
 
 func (h *Host) main() int {
+	h.tel.install()
 	uninstall := installSignalHandlers(h.Shutdown().Begin, os.Exit, h.log)
 	defer uninstall()
 	return ExitCode(h.Run(context.Background()))

@@ -27,6 +27,7 @@ func (r *run) teardown(cause error) error {
 	h := r.h
 	h.shutdown.Begin()
 	h.withdraw()
+	r.failed(cause)
 	begun := time.Now()
 	force, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
@@ -40,7 +41,7 @@ func (r *run) teardown(cause error) error {
 	// Drain phases, once, and only after a complete startup.
 	if r.complete && len(r.lc.phases) > 0 {
 		r.enter(StageDrainPhases)
-		r.report.phases = h.drainPhasesOnce(force, r.lc.phases) // prestop.go: not again if PreStop ran them
+		r.report.phases = h.drainPhasesOnce(force, r.drainPhases()) // prestop.go: not again if PreStop ran them
 	}
 
 	// Every entrypoint drains at once, each in the whole window.
@@ -175,9 +176,11 @@ func (r *run) drain(force context.Context) time.Time {
 		e.set(entryDraining)
 		o := &out[i]
 		o.before = inFlight(e)
+		what := fmt.Sprintf("entrypoint %q Drain", e.name)
+		drain := r.unit(what, true, e.reg.Entrypoint.Drain)
 		wg.Go(func() {
 			start := time.Now()
-			o.err = safe.Bounded(ctx, fmt.Sprintf("entrypoint %q Drain", e.name), drainSlack, e.reg.Entrypoint.Drain)
+			o.err = safe.Bounded(ctx, what, drainSlack, drain)
 			o.late = errors.Is(ctx.Err(), context.DeadlineExceeded)
 			o.took = time.Since(start)
 		})
@@ -254,7 +257,7 @@ func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 // failure of the exit, one that overran its timeout a timeout.
 func (r *run) shutdownHooks(kind hooks.Kind) {
 	h := r.h
-	err := hookrun.Shutdown(r.ctx, kind, r.lc.hooks[kind], h.budgets.StepTimeout, h.log)
+	err := hookrun.Shutdown(r.ctx, kind, r.tracedHooks(kind), h.budgets.StepTimeout, h.log)
 	errs := []error{err}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		errs = j.Unwrap()
@@ -278,7 +281,7 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 	h := r.h
 	ctx, cancel := context.WithTimeout(r.ctx, h.budgets.StepTimeout)
 	defer cancel()
-	err := safe.Bounded(ctx, what, courtesy, fn)
+	err := safe.Bounded(ctx, what, courtesy, r.unit(what, true, fn))
 	switch {
 	case errors.Is(err, fault.ErrAbandoned):
 		h.log.Error("step abandoned after its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout))

@@ -4,37 +4,56 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"go.opentelemetry.io/otel/attribute"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/fault"
 )
 
 // TelemetryConfig sets up what the Host builds before anything else, so that every
-// later failure is visible.
+// later failure is visible: the logger, the error reporter, the tracer and meter
+// providers and the Prometheus registry.
+//
+// Spans are exported over OTLP when the standard OpenTelemetry variables ask for it:
+// OTEL_TRACES_EXPORTER, or an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT,
+// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The exporter, its protocol, headers and
+// timeout, the sampler (OTEL_TRACES_SAMPLER), the propagators (OTEL_PROPAGATORS,
+// default W3C tracecontext and baggage) and the resource (OTEL_SERVICE_NAME,
+// OTEL_RESOURCE_ATTRIBUTES) follow the OpenTelemetry specification, read from the
+// process environment by the OpenTelemetry packages themselves. With none of them
+// set, nothing is exported, and no span is recorded but those an upstream service
+// sampled (so that its decision travels on); a span still carries a trace id, for the
+// logs. OTEL_SDK_DISABLED=true turns export off.
+// OTEL_METRICS_EXPORTER, when set, adds a reader of the OpenTelemetry instruments
+// beside the Prometheus registry. OpenTelemetry's own messages (a malformed variable,
+// a failed export) go to the Host's logger.
 type TelemetryConfig struct {
 	// Logger receives every log line of the Host and its entrypoints. When nil, the
-	// Host logs JSON to stderr at the level in SW_LOG_LEVEL (default "info").
+	// Host logs to stderr at the level in SW_LOG_LEVEL (default "info"), in the
+	// encoding in SW_LOG_FORMAT: "json", or "console" for a person to read. By
+	// default it is console when stderr is a terminal, JSON otherwise.
 	Logger *zap.Logger
 	// Registry receives the Host's metrics and the OpenTelemetry meter provider's,
 	// and is served at /metrics on the probe listener. When nil, a fresh registry
 	// with the Go and process collectors is used.
 	Registry *prometheus.Registry
-	// SpanProcessors receive the spans of the lifecycle and of the application
-	// (e.g. a batch processor around an OTLP exporter). None by default: spans are
-	// created and dropped.
+	// SpanProcessors receive the spans of the lifecycle and of the application,
+	// before the OTLP exporter configured from the environment, if any.
 	SpanProcessors []sdktrace.SpanProcessor
+	// Reporter receives the failures the Host sees — a startup failure, an
+	// essential entrypoint's failure, a recovered panic — tagged with the service,
+	// the instance, the entrypoint, the stage and the trace id. It is flushed in the
+	// flush stage, after the spans. When nil, failures are only logged.
+	Reporter fault.Reporter
 }
 
 // telemetry is what the Host built from a TelemetryConfig.
@@ -43,26 +62,22 @@ type telemetry struct {
 	reg      *prometheus.Registry
 	tp       *sdktrace.TracerProvider
 	mp       *sdkmetric.MeterProvider
+	prop     propagation.TextMapPropagator
 	tracer   trace.Tracer
 	metrics  *lifecycleMetrics
+	reporter fault.Reporter // nil: none
+	tags     map[string]string
 	ownedLog bool
 }
 
-func newTelemetry(cfg TelemetryConfig, service string, lookup func(string) (string, bool)) (*telemetry, error) {
-	t := &telemetry{log: cfg.Logger, reg: cfg.Registry}
+// newTelemetry builds the logger first, then the rest. A problem with the
+// environment is a *fault.ConfigError, logged before it is returned.
+func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool)) (*telemetry, error) {
+	var problems fault.Problems
+	t := &telemetry{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
+		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
 	if t.log == nil {
-		level := zapcore.InfoLevel
-		if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
-			if err := level.Set(strings.ToLower(v)); err != nil {
-				return nil, fault.Invalid("SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
-			}
-		}
-		enc := zap.NewProductionEncoderConfig()
-		enc.TimeKey = "ts"
-		enc.EncodeTime = zapcore.ISO8601TimeEncoder
-		enc.EncodeDuration = zapcore.StringDurationEncoder
-		core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), level)
-		t.log = zap.New(core)
+		t.log = newLogger(lookup, &problems)
 		t.ownedLog = true
 	}
 	t.log = t.log.With(zap.String("service", service))
@@ -70,10 +85,25 @@ func newTelemetry(cfg TelemetryConfig, service string, lookup func(string) (stri
 		t.reg = prometheus.NewRegistry()
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
-	res := resource.NewSchemaless(attribute.String("service.name", service))
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(res)}
+	otelDiagnostics(t.log)
+	env := fromEnv(service, instance, &problems)
+	if err := problems.Err(); err != nil {
+		t.log.Error("invalid configuration; nothing was started", zap.Error(err))
+		_ = t.sync()
+		return nil, err
+	}
+	t.prop = env.propagator
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(env.resource)}
 	for _, p := range cfg.SpanProcessors {
 		opts = append(opts, sdktrace.WithSpanProcessor(p))
+	}
+	if env.spans != nil {
+		opts = append(opts, sdktrace.WithBatcher(env.spans))
+	}
+	if env.spans == nil && len(cfg.SpanProcessors) == 0 && os.Getenv("OTEL_TRACES_SAMPLER") == "" {
+		// Nothing receives spans: record none but those an upstream service sampled, so
+		// its decision travels on. A root span still gets a trace id, for the logs.
+		opts = append(opts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())))
 	}
 	t.tp = sdktrace.NewTracerProvider(opts...)
 	t.tracer = t.tp.Tracer("github.com/servicewright/servicewright/host")
@@ -81,18 +111,48 @@ func newTelemetry(cfg TelemetryConfig, service string, lookup func(string) (stri
 	if err != nil {
 		return nil, err
 	}
-	t.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(exp), sdkmetric.WithResource(res))
+	mopts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithResource(env.resource)}
+	if env.metrics != nil {
+		mopts = append(mopts, sdkmetric.WithReader(env.metrics))
+	}
+	t.mp = sdkmetric.NewMeterProvider(mopts...)
 	t.metrics, err = newLifecycleMetrics(t.reg)
 	if err != nil {
 		return nil, err
 	}
+	if env.spans != nil {
+		t.log.Info("exporting spans", zap.String("exporter", env.spansName))
+	}
 	return t, nil
 }
 
-// flush exports what is buffered and shuts the providers down. The logger is synced
-// but stays usable, for the shutdown report.
+// Propagator returns the propagator that carries trace context across processes:
+// OTEL_PROPAGATORS, or W3C tracecontext and baggage by default.
+func (h *Host) Propagator() propagation.TextMapPropagator { return h.tel.prop }
+
+// Reporter returns the error reporter of TelemetryConfig, or nil when there is none.
+func (h *Host) Reporter() fault.Reporter { return h.tel.reporter }
+
+// flush exports what is buffered and shuts the providers down, and flushes the
+// error reporter, all at once and within ctx; without a deadline in ctx, within
+// DefaultStepTimeout. The logger is synced but stays usable, for the shutdown report.
 func (t *telemetry) flush(ctx context.Context) error {
-	return errors.Join(t.tp.Shutdown(ctx), t.mp.Shutdown(ctx), t.sync())
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, DefaultStepTimeout)
+		defer cancel()
+	}
+	var (
+		wg   sync.WaitGroup
+		errs [3]error
+	)
+	wg.Go(func() { errs[0] = t.tp.Shutdown(ctx) })
+	wg.Go(func() { errs[1] = t.mp.Shutdown(ctx) })
+	if t.reporter != nil {
+		wg.Go(func() { errs[2] = t.reporter.Flush(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs[0], errs[1], errs[2], t.sync())
 }
 
 // sync flushes the logger; stderr and stdout refuse fsync on some systems, which is not
@@ -103,44 +163,4 @@ func (t *telemetry) sync() error {
 		return nil
 	}
 	return err
-}
-
-// lifecycleMetrics are the Host's own Prometheus metrics.
-type lifecycleMetrics struct {
-	stage         *prometheus.GaugeVec
-	stageDuration *prometheus.GaugeVec
-	failures      *prometheus.CounterVec
-	shutdowns     *prometheus.CounterVec
-	ready         prometheus.Gauge
-}
-
-func newLifecycleMetrics(reg prometheus.Registerer) (*lifecycleMetrics, error) {
-	m := &lifecycleMetrics{
-		stage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "servicewright_lifecycle_stage",
-			Help: "1 for the lifecycle stage the service is in, 0 for the others.",
-		}, []string{"stage"}),
-		stageDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "servicewright_lifecycle_stage_duration_seconds",
-			Help: "How long each lifecycle stage took, the last time it ran.",
-		}, []string{"stage"}),
-		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "servicewright_entrypoint_failures_total",
-			Help: "Entrypoints whose Serve failed before stop, by name.",
-		}, []string{"entrypoint"}),
-		shutdowns: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "servicewright_shutdowns_total",
-			Help: "Completed shutdowns by result (success, timeout, failure).",
-		}, []string{"result"}),
-		ready: prometheus.NewGauge(prometheus.GaugeOpts{
-			Name: "servicewright_ready",
-			Help: "1 while the service reports ready.",
-		}),
-	}
-	for _, c := range []prometheus.Collector{m.stage, m.stageDuration, m.failures, m.shutdowns, m.ready} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
-	}
-	return m, nil
 }

@@ -17,8 +17,8 @@ import (
 	"github.com/servicewright/servicewright/host"
 )
 
-// reported returns the result field of the shutdown report.
-func reported(t *testing.T, logs *observer.ObservedLogs) string {
+// reportedResult returns the result field of the shutdown report.
+func reportedResult(t *testing.T, logs *observer.ObservedLogs) string {
 	t.Helper()
 	lines := logs.FilterMessage("shutdown report").All()
 	if len(lines) != 1 {
@@ -77,7 +77,7 @@ func TestTruthfulExit(t *testing.T) {
 				if r := x.Host().Shutdown().Result(); r != c.wantResult {
 					t.Errorf("Result = %s, want %s", r, c.wantResult)
 				}
-				if r := reported(t, logs); r != c.wantResult.String() {
+				if r := reportedResult(t, logs); r != c.wantResult.String() {
 					t.Errorf("report result = %s, Result = %s: one vocabulary", r, c.wantResult)
 				}
 			})

@@ -85,5 +85,6 @@ func (h *Host) adopt(regs []Registration) {
 			du.SetDefaults(entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp})
 		}
 		h.entries = append(h.entries, &entry{reg: r, name: name})
+		h.tel.metrics.failures.WithLabelValues(name) // exported at 0 from the start
 	}
 }

@@ -63,7 +63,7 @@ func readBackfillKnobs() (backfillKnobs, error) {
 func backfillSpec(k knobs, b backfillKnobs) host.AppSpec {
 	return host.AppSpec{
 		ServiceName: "orders-backfill",
-		Container: fx.Options(k.module(), storeModule(),
+		Container: fx.Options(logModule(), k.module(), storeModule(),
 			host.Provide(func(s store, log *zap.Logger) (*entrypoint.Task, error) {
 				bs, ok := s.(backfillStore)
 				if !ok {

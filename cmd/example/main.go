@@ -20,6 +20,10 @@ import (
 
 func main() {
 	k, err := readKnobs()
+	var tel host.TelemetryConfig
+	if err == nil {
+		tel, err = telemetryConfig()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(host.ExitCode(err))
@@ -28,20 +32,23 @@ func main() {
 	if len(os.Args) > 1 {
 		command = os.Args[1]
 	}
+	var s host.AppSpec
 	switch command {
 	case "", "serve":
-		host.Main(spec(k))
+		s = spec(k)
 	case "backfill": // run once, as a Kubernetes Job (backfill.go)
 		b, err := readBackfillKnobs()
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(host.ExitCode(err))
 		}
-		host.Main(backfillSpec(k, b))
+		s = backfillSpec(k, b)
 	default:
 		fmt.Fprintf(os.Stderr, "example: unknown command %q; known: serve (the default), backfill\n", command)
 		os.Exit(host.ExitConfig)
 	}
+	s.Telemetry = tel
+	host.Main(s)
 }
 
 // spec declares the service.
@@ -67,6 +74,7 @@ func spec(k knobs) host.AppSpec {
 		}},
 		Lifecycle: lc,
 		Container: fx.Options(
+			logModule(),
 			k.module(),
 			tickerModule(),
 			storeModule(),

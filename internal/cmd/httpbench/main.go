@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/health"
@@ -23,7 +24,7 @@ func hello(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("hello\n")) 
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
-	mode := flag.String("mode", "bare", "bare | entry | entry+metrics | host")
+	mode := flag.String("mode", "bare", "bare | entry | entry+metrics | entry+tracing | entry+tracing+recording | host")
 	flag.Parse()
 	if *mode == "host" {
 		mainHost(*addr)
@@ -51,8 +52,20 @@ func serve(ctx context.Context, addr, mode string) error {
 		return nil
 	}
 	var opts []httpentry.Option
-	if mode == "entry+metrics" {
+	switch mode {
+	case "entry+metrics":
 		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()))
+	case "entry+tracing":
+		// Tracing on and no exporter: the Host's tracer provider when no OTEL_*
+		// variable is set.
+		h, err := host.New(host.AppSpec{ServiceName: "httpbench", Probes: health.ListenerConfig{Disabled: true}})
+		if err != nil {
+			return err
+		}
+		opts = append(opts, httpentry.WithTracerProvider(h.TracerProvider()))
+	case "entry+tracing+recording":
+		// Every span sampled and recorded, and dropped for want of an exporter.
+		opts = append(opts, httpentry.WithTracerProvider(sdktrace.NewTracerProvider()))
 	}
 	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello), opts...)
 	if err != nil {

@@ -1,0 +1,105 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/servicewright/servicewright/fault"
+)
+
+var otelVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+	"OTEL_PROPAGATORS", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"}
+
+// withOTelEnv clears the OTEL_* variables, then sets env, for the length of the test.
+func withOTelEnv(t *testing.T, env map[string]string) otelEnv {
+	t.Helper()
+	for _, k := range otelVars {
+		t.Setenv(k, env[k])
+	}
+	var l fault.Problems
+	e := fromEnv("orders", "i-1", &l)
+	if err := l.Err(); err != nil {
+		t.Fatalf("fromEnv: %v", err)
+	}
+	t.Cleanup(func() {
+		if e.spans != nil {
+			_ = e.spans.Shutdown(context.Background())
+		}
+		if e.metrics != nil {
+			_ = e.metrics.Shutdown(context.Background())
+		}
+	})
+	return e
+}
+
+func TestFromEnv(t *testing.T) {
+	t.Run("nothing set: nothing exported, W3C propagation", func(t *testing.T) {
+		e := withOTelEnv(t, nil)
+		if e.spans != nil || e.metrics != nil {
+			t.Errorf("exporters %v %v, want none", e.spans, e.metrics)
+		}
+		if f := e.propagator.Fields(); !slices.Contains(f, "traceparent") || !slices.Contains(f, "baggage") {
+			t.Errorf("propagator fields %v, want tracecontext and baggage", f)
+		}
+	})
+
+	t.Run("an endpoint alone turns the OTLP exporter on", func(t *testing.T) {
+		e := withOTelEnv(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+		if e.spans == nil || e.spansName != "otlp" {
+			t.Errorf("spans %v (%s), want the OTLP exporter", e.spans, e.spansName)
+		}
+	})
+
+	t.Run("none and OTEL_SDK_DISABLED export nothing", func(t *testing.T) {
+		for _, env := range []map[string]string{
+			{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+			{"OTEL_SDK_DISABLED": "true", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"},
+		} {
+			if e := withOTelEnv(t, env); e.spans != nil {
+				t.Errorf("%v: an exporter was built", env)
+			}
+		}
+	})
+
+	t.Run("the resource: OTEL_SERVICE_NAME wins, the instance and OTEL_RESOURCE_ATTRIBUTES are kept", func(t *testing.T) {
+		e := withOTelEnv(t, map[string]string{"OTEL_SERVICE_NAME": "orders-eu",
+			"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=prod"})
+		got := map[string]string{}
+		for _, kv := range e.resource.Attributes() {
+			got[string(kv.Key)] = kv.Value.Emit()
+		}
+		for k, v := range map[string]string{"service.name": "orders-eu", "service.instance.id": "i-1",
+			"deployment.environment.name": "prod"} {
+			if got[k] != v {
+				t.Errorf("%s = %q, want %q (resource %v)", k, got[k], v, got)
+			}
+		}
+	})
+
+	t.Run("a bad value is a problem naming its variable", func(t *testing.T) {
+		for env, field := range map[[2]string]string{
+			{"OTEL_TRACES_EXPORTER", "carrier-pigeon"}:        "OTEL_TRACES_EXPORTER",
+			{"OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon"}: "OTEL_EXPORTER_OTLP_PROTOCOL",
+			{"OTEL_PROPAGATORS", "carrier-pigeon"}:            "OTEL_PROPAGATORS",
+			{"OTEL_METRICS_EXPORTER", "carrier-pigeon"}:       "OTEL_METRICS_EXPORTER",
+		} {
+			for _, k := range otelVars {
+				t.Setenv(k, "")
+			}
+			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+			t.Setenv(env[0], env[1])
+			var l fault.Problems
+			e := fromEnv("orders", "i-1", &l)
+			if e.spans != nil {
+				_ = e.spans.Shutdown(context.Background())
+			}
+			ce, ok := errors.AsType[*fault.ConfigError](l.Err())
+			if !ok || ce.Problems[0].Field != field {
+				t.Errorf("%s=%s: %v, want a problem naming %s", env[0], env[1], l.Err(), field)
+			}
+		}
+	})
+}

@@ -1,0 +1,43 @@
+package host
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// lifecycleMetrics are the Host's own Prometheus metrics.
+type lifecycleMetrics struct {
+	stage         *prometheus.GaugeVec
+	stageDuration *prometheus.GaugeVec
+	failures      *prometheus.CounterVec
+	shutdowns     *prometheus.CounterVec
+	ready         prometheus.Gauge
+}
+
+func newLifecycleMetrics(reg prometheus.Registerer) (*lifecycleMetrics, error) {
+	m := &lifecycleMetrics{
+		stage: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "servicewright_lifecycle_stage",
+			Help: "1 for the lifecycle stage the service is in, 0 for the others.",
+		}, []string{"stage"}),
+		stageDuration: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "servicewright_lifecycle_stage_duration_seconds",
+			Help: "How long each lifecycle stage took, the last time it ran.",
+		}, []string{"stage"}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "servicewright_entrypoint_failures_total",
+			Help: "Entrypoints whose Serve failed before stop, by name.",
+		}, []string{"entrypoint"}),
+		shutdowns: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "servicewright_shutdowns_total",
+			Help: "Completed shutdowns by result (success, timeout, failure).",
+		}, []string{"result"}),
+		ready: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "servicewright_ready",
+			Help: "1 while the service reports ready.",
+		}),
+	}
+	for _, c := range []prometheus.Collector{m.stage, m.stageDuration, m.failures, m.shutdowns, m.ready} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
