@@ -148,3 +148,11 @@ func TestBudgetWarnings(t *testing.T) {
 		t.Error("no warning about DrainDelay 0 under Kubernetes")
 	}
 }
+
+func TestLogLevelError(t *testing.T) {
+	_, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff()}, env("SW_LOG_LEVEL", "verbose"))
+	var ce *fault.ConfigError
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "SW_LOG_LEVEL" || host.ExitCode(err) != host.ExitConfig {
+		t.Fatalf("New = %v, want a ConfigError naming SW_LOG_LEVEL", err)
+	}
+}
