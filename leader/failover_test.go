@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -18,8 +20,8 @@ const (
 	rCE  = 100 * time.Millisecond
 )
 
-func rSpec(lock Lock, key, owner string) Spec {
-	return Spec{Lock: lock, Key: key, Owner: owner, TTL: rTTL, CampaignEvery: rCE, RenewEvery: 300 * time.Millisecond,
+func rSpec(lock lock.Lock, key, owner string) Config {
+	return Config{Lock: lock, Key: key, Owner: owner, TTL: rTTL, CampaignEvery: rCE, RenewEvery: 300 * time.Millisecond,
 		YieldGrace: 200 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond, Margin: 200 * time.Millisecond}
 }
 
@@ -48,29 +50,29 @@ func holders(rs []*replica) []int {
 	return h
 }
 
-// cutLock is a Lock the test can cut off, as a crash or a partition would.
+// cutLock is a lock.Lock the test can cut off, as a crash or a partition would.
 type cutLock struct {
-	Lock
+	lock.Lock
 	down atomic.Bool
 }
 
 var errCut = errors.New("test: cut off from the lock")
 
-func (c *cutLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
+func (c *cutLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
 	if c.down.Load() {
-		return Lease{}, errCut
+		return lock.Lease{}, errCut
 	}
 	return c.Lock.Acquire(ctx, key, owner, ttl)
 }
 
-func (c *cutLock) Renew(ctx context.Context, l Lease) error {
+func (c *cutLock) Renew(ctx context.Context, l lock.Lease) error {
 	if c.down.Load() {
 		return errCut
 	}
 	return c.Lock.Renew(ctx, l)
 }
 
-func (c *cutLock) Release(ctx context.Context, l Lease) error {
+func (c *cutLock) Release(ctx context.Context, l lock.Lease) error {
 	if c.down.Load() {
 		return errCut
 	}
@@ -80,7 +82,7 @@ func (c *cutLock) Release(ctx context.Context, l Lease) error {
 // measureFailover starts three replicas, ends the leader's part (gracefully, by
 // draining it, or as a crash, by cutting it off from Redis) and returns how long the
 // others were without a leader.
-func measureFailover(t *testing.T, lk Lock, crash bool) time.Duration {
+func measureFailover(t *testing.T, lk lock.Lock, crash bool) time.Duration {
 	key := keyFor(t, "")
 	var rs []*replica
 	var cut []*cutLock
@@ -113,7 +115,7 @@ func measureFailover(t *testing.T, lk Lock, crash bool) time.Duration {
 
 func TestRedisLeadership(t *testing.T) {
 	r := env.Redis(t)
-	lk := NewRedisLock(newClient(t, r))
+	lk := newRedisLock(t, r)
 
 	t.Run("exactly one of three replicas leads at every sample", func(t *testing.T) {
 		key := keyFor(t, "")
@@ -166,7 +168,7 @@ func TestRedisLeadership(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = r.Restart() }) // whatever happens here, later tests need Redis
 		waitFor(t, 5*time.Second, "the term to end", func() bool { ts := g.all(); return !ts[0].end.IsZero() })
-		s := a.l.Spec()
+		s := a.l.Config()
 		if d := g.all()[0].end.Sub(killed); d >= s.TTL-s.Margin {
 			t.Fatalf("led %v after Redis died, want less than TTL − Margin = %v", d, s.TTL-s.Margin)
 		} else {
@@ -204,7 +206,7 @@ func (s *fenceStore) floor(context.Context) (uint64, error) { return s.fence.Loa
 
 func TestRedisFencingAfterDataLoss(t *testing.T) {
 	r := env.Redis(t)
-	lk := NewRedisLock(newClient(t, r))
+	lk := newRedisLock(t, r)
 	key := keyFor(t, "")
 	store := &fenceStore{}
 	spec := rSpec(lk, key, "a")
@@ -259,7 +261,7 @@ func TestFailoverFigures(t *testing.T) {
 	if os.Getenv("SW_BENCH") != "1" {
 		t.Skip("set SW_BENCH=1 to measure failover figures (run with -v to see them)")
 	}
-	lk := NewRedisLock(newClient(t, env.Redis(t)))
+	lk := newRedisLock(t, env.Redis(t))
 	for _, c := range []struct {
 		name  string
 		crash bool

@@ -51,7 +51,7 @@
 // # Once per fleet
 //
 // A job with OncePerFleet runs each tick on the one replica that takes the tick's
-// lease ("cron:<job>:<tick in UTC>") from a leader.Lock; the others count
+// lease ("cron:<job>:<tick in UTC>") from a lock.Lock; the others count
 // skipped_other_replica. The lease is never released early — it lapses at its TTL —
 // so that a replica reaching the tick late cannot run it again; and a replica that
 // reaches a tick only after the tick's time plus the TTL does not try at all. See

@@ -11,7 +11,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/internal/safe"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // OncePerFleetMarks are the marks a OncePerFleet job counts with in Scheduler.Marks:
@@ -47,10 +47,10 @@ var OncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: 
 // the interval may overlap the next tick's run on another replica — keep MaxRunTime
 // below the interval, or fence writes with Tick.Token. A lock backend that loses
 // its data (a Redis restart without persistence) forgets the ticks it guarded. And
-// a leader.RedisLock keeps a fencing counter per key that it never expires, so each
+// a rediskit.Lock keeps a fencing counter per key that it never expires, so each
 // tick leaves one small counter key behind in Redis.
 type FleetLock struct {
-	Lock  leader.Lock
+	Lock  lock.Lock
 	Owner string        // this replica's identity, e.g. INSTANCE_ID
 	TTL   time.Duration // the lease's lifetime; see above
 }
@@ -58,7 +58,7 @@ type FleetLock struct {
 // OncePerFleet returns a FleetLock for Job.OncePerFleet: each tick runs on the one
 // replica that takes its lease from lock under owner for ttl. Nothing is sent to the
 // lock until a tick fires; New validates the arguments.
-func OncePerFleet(lock leader.Lock, owner string, ttl time.Duration) *FleetLock {
+func OncePerFleet(lock lock.Lock, owner string, ttl time.Duration) *FleetLock {
 	return &FleetLock{Lock: lock, Owner: owner, TTL: ttl}
 }
 
@@ -106,7 +106,7 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 	}
 	actx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	var lease leader.Lease
+	var lease lock.Lease
 	err := safe.Call(fmt.Sprintf("cron job %q lock", j.Name), func() error {
 		var err error
 		lease, err = f.Lock.Acquire(actx, f.key(j.Name, t.Scheduled), f.Owner, f.TTL)
@@ -115,7 +115,7 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 	switch {
 	case err == nil:
 		return succeeded, lease.Token, sent.Add(j.maxRun)
-	case errors.Is(err, leader.ErrHeld):
+	case errors.Is(err, lock.ErrHeld):
 		s.log.Debug("cron tick taken by another replica", tickFields(t)...)
 		return skippedOtherReplica, 0, time.Time{}
 	case ctx.Err() != nil:

@@ -11,9 +11,11 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
@@ -23,6 +25,8 @@ import (
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hosttest"
 	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 // The custom entrypoint of the README is host.Example_customEntrypoint.
@@ -104,7 +108,7 @@ func kafkaSnippet(store orderStore) {
 
 func sendReport(context.Context, time.Time) error { return nil }
 
-func cronSnippet(lock leader.Lock, instanceID string) {
+func cronSnippet(lock lock.Lock, instanceID string) {
 	sched, err := cronentry.New("cron", []cronentry.Job{{
 		Name:         "daily-report",
 		Schedule:     "CRON_TZ=Europe/Paris 0 30 9 * * *", // 09:30 Paris time, with seconds
@@ -127,9 +131,10 @@ func (fencedStore) Claim(context.Context, uint64) (bool, error)         { return
 func (fencedStore) Fence(context.Context) (uint64, error)               { return 0, nil }
 func (fencedStore) Write(context.Context, uint64, string) (bool, error) { return true, nil }
 
-func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore) {
-	l, err := leader.NewLeadership(leader.Spec{
-		Lock: leader.NewRedisLock(client), Key: "digest-publisher", Owner: instanceID,
+func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore, log *zap.Logger, reg prometheus.Registerer) {
+	lk, err := rediskit.NewLock(client, rediskit.LockConfig{}) // or pgkit.NewLock, lock.NewMemory()
+	l, err := leader.New(leader.Config{
+		Lock: lk, Key: "digest-publisher", Owner: instanceID,
 		Claim: func(ctx context.Context, t *leader.Term) (bool, error) {
 			return store.Claim(ctx, t.Token) // UPDATE … SET fence = $t WHERE fence < $t
 		},
@@ -146,8 +151,8 @@ func leaderSnippet(client redis.UniversalClient, instanceID string, store fenced
 			}
 		}
 		return nil
-	})
-	// host.Registration{Entrypoint: l, Marks: fleet.LeadershipMarks}
+	}, leader.WithLogger(log), leader.WithRegisterer(reg))
+	// host.Registration{Entrypoint: l} — it declares its own marks (RequiresLongRunning)
 	_, _ = l, err
 }
 
