@@ -79,10 +79,23 @@ func (c *cutLock) Release(ctx context.Context, l lock.Lease) error {
 	return c.Lock.Release(ctx, l)
 }
 
+// WatchReleases passes the watch on when the wrapped lock announces releases.
+func (c *cutLock) WatchReleases(ctx context.Context, key, self string) (<-chan struct{}, func(), error) {
+	if n, ok := c.Lock.(lock.Notifier); ok {
+		return n.WatchReleases(ctx, key, self)
+	}
+	return nil, nil, errors.ErrUnsupported
+}
+
 // measureFailover starts three replicas, ends the leader's part (gracefully, by
 // draining it, or as a crash, by cutting it off from Redis) and returns how long the
 // others were without a leader.
 func measureFailover(t *testing.T, lk lock.Lock, crash bool) time.Duration {
+	return measureFailoverWith(t, lk, crash, func(c *Config) {})
+}
+
+// measureFailoverWith is measureFailover with the replicas' Config changed by set.
+func measureFailoverWith(t *testing.T, lk lock.Lock, crash bool, set func(*Config)) time.Duration {
 	key := keyFor(t, "")
 	var rs []*replica
 	var cut []*cutLock
@@ -90,7 +103,9 @@ func measureFailover(t *testing.T, lk lock.Lock, crash bool) time.Duration {
 		cl := &cutLock{Lock: lk}
 		cut = append(cut, cl)
 		var g termLog
-		rs = append(rs, startReplica(t, rSpec(cl, key, owner), g.untilEnded))
+		c := rSpec(cl, key, owner)
+		set(&c)
+		rs = append(rs, startReplica(t, c, g.untilEnded))
 	}
 	waitFor(t, 5*time.Second, "a first leader", func() bool { return len(holders(rs)) == 1 })
 	// Not a synchronisation: the replicas campaigned together at start; let their
@@ -146,6 +161,15 @@ func TestRedisLeadership(t *testing.T) {
 		t.Logf("graceful failover: %v (target CampaignEvery %v + 50ms)", took, rCE)
 		if took > rCE+500*time.Millisecond {
 			t.Fatalf("graceful failover took %v", took)
+		}
+	})
+
+	t.Run("graceful failover at the default CampaignEvery takes a release notice, not a campaign", func(t *testing.T) {
+		took := measureFailoverWith(t, lk, false, func(c *Config) { c.CampaignEvery = DefaultCampaignEvery })
+		t.Logf("graceful failover with wake on release: %v (CampaignEvery %v)", took, DefaultCampaignEvery)
+		// The first campaign after the release would come at 0.8 × CampaignEvery.
+		if took >= DefaultCampaignEvery*8/10 {
+			t.Fatalf("graceful failover took %v: the release notice did not wake the waiting replicas", took)
 		}
 	})
 
