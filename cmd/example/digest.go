@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/servicewright/servicewright/pgkit"
+
 	"context"
 	"errors"
 	"fmt"
@@ -114,6 +116,8 @@ func leaderModule(k knobs) fx.Option {
 	switch {
 	case k.redisURL != "":
 		lk = rediskit.Module(rediskit.ModuleConfig{URL: k.redisURL})
+	case k.databaseURL != "":
+		lk = pgkit.Module(pgkit.ModuleConfig{URL: k.databaseURL})
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
 	}
