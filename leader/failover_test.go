@@ -128,9 +128,30 @@ func measureFailoverWith(t *testing.T, lk lock.Lock, crash bool, set func(*Confi
 	return took
 }
 
-func TestRedisLeadership(t *testing.T) {
-	r := env.Redis(t)
-	lk := newRedisLock(t, r)
+// backend is a real lock backend the leadership suite runs against.
+type backend struct {
+	name          string
+	lock          func(t *testing.T) lock.Lock // a lock on it, as another process would open
+	kill, restart func() error
+}
+
+func backends(t *testing.T) []backend {
+	r, pg := env.Redis(t), env.Postgres(t)
+	return []backend{
+		{name: "redis", lock: func(t *testing.T) lock.Lock { return newRedisLock(t, r) }, kill: r.Kill, restart: r.Restart},
+		{name: "postgres", lock: func(t *testing.T) lock.Lock { return newPGLock(t, pg) }, kill: pg.Kill, restart: pg.Restart},
+	}
+}
+
+// TestBackendLeadership runs the leadership suite on each real backend.
+func TestBackendLeadership(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) { leadershipSuite(t, b) })
+	}
+}
+
+func leadershipSuite(t *testing.T, b backend) {
+	lk := b.lock(t)
 
 	t.Run("exactly one of three replicas leads at every sample", func(t *testing.T) {
 		key := keyFor(t, "")
@@ -181,28 +202,30 @@ func TestRedisLeadership(t *testing.T) {
 		}
 	})
 
-	t.Run("Redis killed under the leader: it stops before TTL − Margin and resumes", func(t *testing.T) {
+	t.Run("the backend killed under the leader: it stops before TTL − Margin and resumes", func(t *testing.T) {
 		key := keyFor(t, "")
 		var g termLog
 		a := startReplica(t, rSpec(lk, key, "a"), g.untilEnded)
 		waitFor(t, 5*time.Second, "a leads", func() bool { return len(g.all()) > 0 })
 		killed := time.Now()
-		if err := r.Kill(); err != nil {
+		if err := b.kill(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = r.Restart() }) // whatever happens here, later tests need Redis
+		t.Cleanup(func() { _ = b.restart() }) // whatever happens here, later tests need the backend
 		waitFor(t, 5*time.Second, "the term to end", func() bool { ts := g.all(); return !ts[0].end.IsZero() })
 		s := a.l.Config()
 		if d := g.all()[0].end.Sub(killed); d >= s.TTL-s.Margin {
-			t.Fatalf("led %v after Redis died, want less than TTL − Margin = %v", d, s.TTL-s.Margin)
+			t.Fatalf("led %v after the backend died, want less than TTL − Margin = %v", d, s.TTL-s.Margin)
 		} else {
-			t.Logf("stopped leading %v after Redis died (soft deadline: at most %v)", d, s.TTL-s.Margin-s.YieldGrace-s.ReleaseTimeout)
+			t.Logf("stopped leading %v after the backend died (soft deadline: at most %v)", d, s.TTL-s.Margin-s.YieldGrace-s.ReleaseTimeout)
 		}
-		waitFor(t, time.Second, "the term counted as expired", func() bool { return a.ended(ReasonExpired) == 1 })
-		if err := r.Restart(); err != nil {
+		// Redis: no renewal answers, the term expires. PostgreSQL: the renewal finds
+		// the session gone, the lease is lost.
+		waitFor(t, time.Second, "the term counted as expired or lost", func() bool { return a.ended(ReasonExpired)+a.ended(ReasonLost) == 1 })
+		if err := b.restart(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "leading again after Redis returned", func() bool { return len(g.all()) == 2 && a.held() })
+		waitFor(t, 5*time.Second, "leading again after the backend returned", func() bool { return len(g.all()) == 2 && a.held() })
 	})
 }
 
@@ -299,5 +322,35 @@ func TestFailoverFigures(t *testing.T) {
 			all = append(all, fmt.Sprintf("%.1f", millis(took)))
 		}
 		t.Logf("failover_%s_ms=%.1f (worst of 5: %s; TTL=%v CampaignEvery=%v)", c.name, millis(worst), strings.Join(all, " "), rTTL, rCE)
+	}
+}
+
+func TestPostgresCrashFailover(t *testing.T) {
+	pg := env.Postgres(t)
+	key := keyFor(t, "")
+	const ttl = 5 * time.Second
+	var (
+		rs    []*replica
+		locks []interface{ Close(context.Context) error }
+	)
+	for _, owner := range []string{"a", "b", "c"} {
+		lk := newPGLock(t, pg) // one per replica, as one per process
+		locks = append(locks, lk)
+		c := rSpec(lk, key, owner)
+		c.TTL = ttl
+		rs = append(rs, startReplica(t, c, (&termLog{}).untilEnded))
+	}
+	waitFor(t, 5*time.Second, "a first leader", func() bool { return len(holders(rs)) == 1 })
+	old := holders(rs)[0]
+	// The process dies: its connections close, and the server frees the lease.
+	if err := locks[old].Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gone := time.Now()
+	others := slices.Delete(slices.Clone(rs), old, old+1)
+	took := waitFor(t, ttl, "a new leader", func() bool { return len(holders(others)) == 1 }).Sub(gone)
+	t.Logf("crash failover on PostgreSQL: %v (CampaignEvery %v, TTL %v)", took, rCE, ttl)
+	if took >= ttl/2 {
+		t.Fatalf("a new leader after %v: the lease was not freed with the connection", took)
 	}
 }

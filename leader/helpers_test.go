@@ -24,7 +24,7 @@ var env testenv.Env
 // TestMain starts the package's services once; testenv.Run stops them and then
 // checks for leaked goroutines with goleak.Find, as goleak.VerifyTestMain would.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, testenv.WithRedis()))
+	os.Exit(testenv.Run(m, &env, testenv.WithRedis(), testenv.WithPostgres()))
 }
 
 // Timings of the virtual-time tests: life = TTL − Margin − YieldGrace − ReleaseTimeout = 8s.

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/servicewright/servicewright/internal/testenv"
 	"github.com/servicewright/servicewright/lock/locktest"
+	"github.com/servicewright/servicewright/pgkit"
 	"github.com/servicewright/servicewright/rediskit"
 )
 
@@ -49,3 +51,14 @@ func keyFor(t testing.TB, suffix string) string {
 
 // assertProblems checks err is a *fault.ConfigError naming exactly fields, in order.
 var assertProblems = locktest.AssertProblems
+
+// newPGLock returns a pgkit.Lock on the package's PostgreSQL, closed when t ends.
+func newPGLock(t testing.TB, pg *testenv.Postgres) *pgkit.Lock {
+	t.Helper()
+	lk, err := pgkit.NewLock(pgkit.LockConfig{URL: pg.DSN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = lk.Close(context.Background()) })
+	return lk
+}
