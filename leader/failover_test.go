@@ -5,10 +5,7 @@ import (
 
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -303,27 +300,6 @@ func TestRedisFencingAfterDataLoss(t *testing.T) {
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
-
-func TestFailoverFigures(t *testing.T) {
-	if os.Getenv("SW_BENCH") != "1" {
-		t.Skip("set SW_BENCH=1 to measure failover figures (run with -v to see them)")
-	}
-	lk := newRedisLock(t, env.Redis(t))
-	for _, c := range []struct {
-		name  string
-		crash bool
-	}{{"graceful", false}, {"crash", true}} {
-		var worst time.Duration
-		var all []string
-		for range 5 {
-			var took time.Duration
-			t.Run(c.name, func(t *testing.T) { took = measureFailover(t, lk, c.crash) })
-			worst = max(worst, took)
-			all = append(all, fmt.Sprintf("%.1f", millis(took)))
-		}
-		t.Logf("failover_%s_ms=%.1f (worst of 5: %s; TTL=%v CampaignEvery=%v)", c.name, millis(worst), strings.Join(all, " "), rTTL, rCE)
-	}
-}
 
 func TestPostgresCrashFailover(t *testing.T) {
 	pg := env.Postgres(t)
