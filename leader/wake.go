@@ -34,7 +34,9 @@ func (l *Leadership) watch(ctx context.Context, w *watcher) {
 	if !ok {
 		return
 	}
-	notices, stop, err := n.WatchReleases(ctx, l.conf.Key, l.conf.Owner)
+	wctx, cancel := context.WithTimeout(ctx, l.conf.CampaignEvery) // as every campaign call
+	defer cancel()
+	notices, stop, err := n.WatchReleases(wctx, l.conf.Key, l.conf.Owner)
 	if err != nil {
 		if !w.tried {
 			l.log.Warn("leadership: cannot watch release notices; campaigning every CampaignEvery", zap.Error(err))

@@ -1,6 +1,8 @@
 package rediskit
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"context"
@@ -8,6 +10,11 @@ import (
 
 	"github.com/servicewright/servicewright/lock"
 )
+
+// unsubscribeTimeout bounds the UNSUBSCRIBE of a key whose last watch stopped while
+// other keys are still watched; a Redis that does not answer in time keeps sending
+// the key's notices, which the dispatcher drops.
+const unsubscribeTimeout = time.Second
 
 // WatchReleases implements lock.Notifier. Every watch of a Lock shares one Redis
 // subscription (one connection), made at the first watch and closed with the last;
@@ -41,7 +48,9 @@ func (r *Lock) WatchReleases(ctx context.Context, key, self string) (<-chan stru
 		}
 		delete(r.chans, ch)
 		if r.hub.Len() > 0 {
-			_ = r.ps.Unsubscribe(context.WithoutCancel(ctx), ch)
+			uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unsubscribeTimeout)
+			defer cancel()
+			_ = r.ps.Unsubscribe(uctx, ch)
 			return
 		}
 		_ = r.ps.Close() // closes the channel, which ends the dispatcher
