@@ -118,3 +118,32 @@ func TestWakeOnRelease(t *testing.T) {
 		})
 	})
 }
+
+func TestHandoffWakesTheAsker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lk := lock.NewMemory() // announces releases
+		start := time.Now()
+		var ga, gb termLog
+		s := handoffSpec(lk, "a", false)
+		s.CampaignEvery = wCE
+		startReplica(t, s, ga.untilEnded)
+		synctest.Wait()
+		s = handoffSpec(lk, "b", true)
+		s.CampaignEvery = wCE
+		b := startReplica(t, s, gb.untilEnded)
+		time.Sleep(2 * vRenew)
+		at, bt := ga.all(), gb.all()
+		if len(at) != 1 || at[0].end.IsZero() {
+			t.Fatalf("a's terms %v; want one, yielded", at)
+		}
+		yielded := at[0].end
+		if len(bt) != 1 || !b.held() {
+			t.Fatalf("b's terms %v; want b leading", bt)
+		}
+		// The yield's release wakes the asker: it leads within the wake jitter, not
+		// at its next campaign.
+		if d := bt[0].begin.Sub(yielded); d > wakeJitter {
+			t.Fatalf("b led %v after a yielded (at %v from start); want within %v", d, yielded.Sub(start), wakeJitter)
+		}
+	})
+}
