@@ -54,6 +54,10 @@ const maxIdle = 2
 // keepalives on the lock's connections (idle 5s, interval 1s, 3 probes), so a holder
 // whose host vanished is cut off after about 8s, within the default TTL.
 //
+// A lease taken once and left to lapse (a cron tick's) holds its connection until
+// the server ends the session at the TTL; the lock closes what is left of it at a
+// later acquire. Each key keeps its fence row.
+//
 // Connection poolers in transaction mode (PgBouncer's default) do not keep sessions
 // and must not sit between a Lock and the server.
 type Lock struct {
@@ -75,10 +79,11 @@ type Lock struct {
 
 // session is one connection and the lease it holds, if any.
 type session struct {
-	mu    sync.Mutex
-	conn  *pgx.Conn
-	owner string
-	token uint64
+	mu      sync.Mutex
+	conn    *pgx.Conn
+	owner   string
+	token   uint64
+	expires time.Time // the server ends the session after this unless renewed
 }
 
 // NewLock returns a Lock for cfg. It validates cfg into a *fault.ConfigError naming
@@ -141,15 +146,36 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		}
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrFenceExhausted)
 	}
-	s.owner, s.token = owner, uint64(*token)
+	s.owner, s.token, s.expires = owner, uint64(*token), time.Now().Add(ttl)
 	l.mu.Lock()
 	old := l.held[key]
 	l.held[key] = s
+	lapsed := l.lapsedLocked(time.Now())
 	l.mu.Unlock()
 	if old != nil { // its session is gone on the server, or we could not have taken the lock
 		old.close()
 	}
+	for _, s := range lapsed {
+		s.close()
+	}
 	return lock.Lease{Key: key, Owner: owner, Token: uint64(*token), TTL: ttl}, nil
+}
+
+// lapsedLocked removes and returns the sessions whose lease the server has ended
+// already (idle past the TTL): leases taken once and left to lapse, such as a cron
+// tick's, would otherwise pile up. l.mu is held.
+func (l *Lock) lapsedLocked(now time.Time) []*session {
+	var out []*session
+	for k, s := range l.held {
+		if s.mu.TryLock() {
+			if now.After(s.expires.Add(time.Second)) {
+				delete(l.held, k)
+				out = append(out, s)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return out
 }
 
 // holding returns the session that holds lease, locked, or an error wrapping
@@ -196,9 +222,11 @@ func (l *Lock) Renew(ctx context.Context, lease lock.Lease) error {
 		return err
 	}
 	defer s.mu.Unlock()
+	sent := time.Now()
 	if _, err := s.conn.Exec(ctx, renewSQL); err != nil {
 		return l.lost("renew", lease, s, err)
 	}
+	s.expires = sent.Add(lease.TTL)
 	return nil
 }
 

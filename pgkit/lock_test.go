@@ -170,3 +170,25 @@ func TestModule(t *testing.T) {
 		waitFree(t, newLock(t, pg.DSN()), k, 5*time.Second)
 	})
 }
+
+func TestLapsedSessionsAreClosed(t *testing.T) {
+	lk := newLock(t, env.Postgres(t).DSN())
+	ctx := context.Background()
+	k := unique(t)
+	for i := range 3 {
+		if _, err := lk.Acquire(ctx, k+strconv.Itoa(i), "a", 50*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFree(t, lk, k+"2", 5*time.Second)
+	time.Sleep(time.Second + 100*time.Millisecond) // past the sweep's allowance; not a synchronisation
+	if _, err := lk.Acquire(ctx, k+"-next", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	lk.mu.Lock()
+	n := len(lk.held)
+	lk.mu.Unlock()
+	if n != 1 {
+		t.Fatalf("%d sessions kept, want only the live lease's", n)
+	}
+}
