@@ -112,7 +112,7 @@ type Config struct {
 	// ReleaseTimeout is how long lead has to return once cancelled, and how long
 	// the release may take. Default 1s.
 	ReleaseTimeout time.Duration
-	// Margin is the allowance for Redis's clock running ahead of ours: the leader
+	// Margin is the allowance for the lock backend's clock running ahead of ours: the leader
 	// treats its lease as gone Margin before its TTL. Default 1s.
 	Margin time.Duration
 

@@ -40,7 +40,7 @@
 //
 // Nothing in the lease can stop the rest: the unit a pause interrupted, a body that
 // ignores its term or its cancellation (it keeps the lease, unrenewed, until the TTL
-// lapses, and may then run beside its successor), a Redis whose clock jumps by more
+// lapses, and may then run beside its successor), a backend whose clock jumps by more
 // than Margin, or a Redis that lost its data (a restart without persistence, a
 // failover to a replica that missed the latest writes) while the leader cannot yet
 // know. Fencing covers those: pass term.Token with every write, and have the store
@@ -52,12 +52,12 @@
 // after such a loss draw a token above the store's fence at once, instead of
 // climbing one token per campaign.
 //
-// Misconfiguration is refused at construction as a *fault.ConfigError (fault.ConfigError).
+// Misconfiguration is refused at construction as a *fault.ConfigError.
 // At run time, a callback returning an error that wraps ErrConfig, a fencing counter
 // at its ceiling, or a fence floor the lock cannot pass stops campaigning for good,
 // with an error log marked severity=critical, while the process stays up (see
-// Leadership.Halted). Everything else — Redis gone, a slow callback — is logged and
-// retried.
+// Leadership.Halted). Everything else — the backend gone, a slow callback — is logged
+// and retried.
 //
 // Metrics (WithRegisterer): servicewright_leadership_held{key} and
 // servicewright_leadership_terms_ended_total{key,reason}; spans (WithTracerProvider):
