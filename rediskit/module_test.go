@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -38,6 +39,21 @@ func TestModule(t *testing.T) {
 		app.RequireStop()
 		if err := client.Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
 			t.Fatalf("Ping after stop = %v, want ErrClosed", err)
+		}
+	})
+
+	t.Run("registers a readiness check named redis that pings through the client", func(t *testing.T) {
+		r := env.Redis(t)
+		var checks []host.NamedCheck
+		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL()}),
+			fx.Invoke(fx.Annotate(func(cs []host.NamedCheck) { checks = cs }, fx.ParamTags(`group:"checks"`))))
+		app.RequireStart()
+		defer app.RequireStop()
+		if len(checks) != 1 || checks[0].Name != "redis" {
+			t.Fatalf("checks %+v, want one named redis", checks)
+		}
+		if err := checks[0].Check.Health(context.Background()); err != nil {
+			t.Fatalf("Health = %v", err)
 		}
 	})
 
