@@ -1,6 +1,8 @@
 package pgkit
 
 import (
+	"github.com/servicewright/servicewright/fault"
+
 	"context"
 	"errors"
 	"fmt"
@@ -123,7 +125,12 @@ func (l *Lock) adminConn(ctx context.Context) (*pgx.Conn, error) {
 	return c, nil
 }
 
-// ensure creates the fence table once per Lock.
+// minServerVersion is the first PostgreSQL with idle_session_timeout, which is
+// what bounds a lease whose holder stopped renewing.
+const minServerVersion = 140000
+
+// ensure checks the server's version and creates the fence table, once per Lock. A
+// server older than 14 is a *fault.ConfigError.
 func (l *Lock) ensure(ctx context.Context) error {
 	l.admin.Lock()
 	defer l.admin.Unlock()
@@ -133,6 +140,17 @@ func (l *Lock) ensure(ctx context.Context) error {
 	c, err := l.adminConn(ctx)
 	if err != nil {
 		return err
+	}
+	var version int
+	if err := c.QueryRow(ctx, `SELECT current_setting('server_version_num')::int`).Scan(&version); err != nil {
+		if c.IsClosed() {
+			l.adminC = nil
+		}
+		return fmt.Errorf("read the server version: %w", err)
+	}
+	if version < minServerVersion {
+		return fault.Invalid("URL", "the server runs PostgreSQL %d.%d; the lock needs 14 or later (idle_session_timeout bounds its leases)",
+			version/10000, version%10000)
 	}
 	err = pgx.BeginFunc(ctx, c, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+strconv.FormatInt(ddlLockKey, 10)+`)`); err != nil {
