@@ -58,7 +58,8 @@ const maxIdle = 2
 // the server ends the session at the TTL; the lock closes what is left of it at a
 // later acquire. Each key keeps its fence row.
 //
-// Connection poolers in transaction mode (PgBouncer's default) do not keep sessions
+// It needs PostgreSQL 14 or later (idle_session_timeout); an older server is a
+// *fault.ConfigError at first use. Connection poolers in transaction mode (PgBouncer's default) do not keep sessions
 // and must not sit between a Lock and the server.
 type Lock struct {
 	connect func(ctx context.Context) (*pgx.Conn, error)
