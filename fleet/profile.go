@@ -47,7 +47,7 @@ type Marks struct {
 func (p Profile) Check(m Marks) string {
 	switch {
 	case p == Fleet && m.MutatesSharedState && !m.SingletonGuarded:
-		return "mutates shared state but is not singleton-guarded (wrap it with fleet.Singleton)"
+		return "mutates shared state but is not singleton-guarded (wrap it with fleet.NewSingleton)"
 	case p == Serverless && m.RequiresLongRunning:
 		return "requires a long-running process, which the serverless profile does not give"
 	}

@@ -11,75 +11,80 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
-
-// SingletonMarks are the marks of a warmup step or hook wrapped with Singleton: it
-// mutates shared state, and it is guarded. Treat it as a constant.
-var SingletonMarks = Marks{MutatesSharedState: true, SingletonGuarded: true}
-
-// LeadershipMarks are the marks to register a leader.Leadership with: every replica
-// runs its campaign (so it needs no guard), and the campaign needs a process that
-// keeps running. Fleet accepts it; Serverless refuses it. Treat it as a constant.
-var LeadershipMarks = Marks{RequiresLongRunning: true}
 
 // maxSingletonRelease bounds the release after the step, whatever the TTL.
 const maxSingletonRelease = 5 * time.Second
 
+// SingletonConfig configures a SingletonStep.
+type SingletonConfig struct {
+	// Lock is the lock every replica shares (rediskit.Lock or pgkit.Lock across
+	// processes, lock.Memory within one).
+	Lock lock.Lock
+	// Key names the lock. It must not end in lock.WantSuffix.
+	Key string
+	// Owner identifies this replica (the instance id).
+	Owner string
+	// TTL is how long the lock is held at most, without renewal: size it well above
+	// start's longest run, or a second replica may start while the first still
+	// runs. Required.
+	TTL time.Duration
+}
+
 // SingletonStep runs a start step on the one replica that takes a lock and skips it
-// on the others. Make one with Singleton and register its Start and Stop methods as a
-// warmup step's, with SingletonMarks.
+// on the others. Make one with NewSingleton and register its Start and Stop methods
+// as a warmup step's, with its Marks.
 type SingletonStep struct {
-	lock        leader.Lock
-	key, owner  string
-	ttl         time.Duration
+	cfg         SingletonConfig
 	start, stop func(context.Context) error
 	log         *zap.Logger
 	ran         atomic.Bool
 }
 
-// A SingletonOption configures a SingletonStep.
-type SingletonOption func(*SingletonStep)
+type singletonOptions struct{ log *zap.Logger }
 
-// WithSingletonLogger sets the logger told when the step runs or is skipped. The
-// default discards it.
-func WithSingletonLogger(l *zap.Logger) SingletonOption {
-	return func(s *SingletonStep) {
+// An Option configures a SingletonStep.
+type Option func(*singletonOptions)
+
+// WithLogger sets the logger told when the step runs or is skipped. The default
+// discards it.
+func WithLogger(l *zap.Logger) Option {
+	return func(o *singletonOptions) {
 		if l != nil {
-			s.log = l
+			o.log = l
 		}
 	}
 }
 
-// Singleton guards a start step (and its optional stop) with lock under key: the
-// replica whose Start acquires the lock runs start and then releases the lock;
-// replicas that find it held skip start, because the holder is doing the work; stop
-// runs only on a replica whose start ran. owner identifies this replica.
+// NewSingleton guards a start step (and its optional stop) with cfg.Lock under
+// cfg.Key: the replica whose Start acquires the lock runs start and then releases
+// the lock; replicas that find it held skip start, because the holder is doing the
+// work; stop runs only on a replica whose start ran.
 //
-// The lock is held only while start runs, without renewal: size ttl well above
-// start's longest run, or a second replica may start while the first still runs.
-// start must be idempotent ("ensure …"): a replica that starts after the holder
-// released finds the lock free and runs it again. For work that must stay on one
-// replica for the life of the process, use a leader.Leadership instead.
+// The lock is held only while start runs, without renewal. start must be idempotent
+// ("ensure …"): a replica that starts after the holder released finds the lock free
+// and runs it again. For work that must stay on one replica for the life of the
+// process, use a leader.Leadership instead.
 //
-// Singleton validates its arguments and returns a *fault.ConfigError (fault.ConfigError)
-// listing every problem; it sends nothing to the lock.
-func Singleton(lock leader.Lock, key, owner string, ttl time.Duration, start, stop func(ctx context.Context) error, opts ...SingletonOption) (*SingletonStep, error) {
+// NewSingleton validates cfg and returns a *fault.ConfigError naming each field; it
+// sends nothing to the lock.
+func NewSingleton(cfg SingletonConfig, start, stop func(ctx context.Context) error, opts ...Option) (*SingletonStep, error) {
 	var l fault.Problems
-	if lock == nil {
-		l.Addf("lock", "must not be nil")
+	if cfg.Lock == nil {
+		l.Addf("Lock", "must not be nil")
 	}
 	switch {
-	case key == "":
-		l.Addf("key", "must not be empty")
-	case strings.HasSuffix(key, leader.WantSuffix):
-		l.Addf("key", "must not end in %q, which is reserved for handoff requests, got %q", leader.WantSuffix, key)
+	case cfg.Key == "":
+		l.Addf("Key", "must not be empty")
+	case strings.HasSuffix(cfg.Key, lock.WantSuffix):
+		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", lock.WantSuffix, cfg.Key)
 	}
-	if owner == "" {
-		l.Addf("owner", "must not be empty")
+	if cfg.Owner == "" {
+		l.Addf("Owner", "must not be empty")
 	}
-	if ttl <= 0 {
-		l.Addf("ttl", "must be positive, got %v", ttl)
+	if cfg.TTL <= 0 {
+		l.Addf("TTL", "must be positive, got %v", cfg.TTL)
 	}
 	if start == nil {
 		l.Addf("start", "must not be nil")
@@ -87,13 +92,17 @@ func Singleton(lock leader.Lock, key, owner string, ttl time.Duration, start, st
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	s := &SingletonStep{lock: lock, key: key, owner: owner, ttl: ttl, start: start, stop: stop, log: zap.NewNop()}
-	for _, o := range opts {
-		o(s)
+	o := singletonOptions{log: zap.NewNop()}
+	for _, f := range opts {
+		f(&o)
 	}
-	s.log = s.log.With(zap.String("singleton", key), zap.String("owner", owner))
-	return s, nil
+	return &SingletonStep{cfg: cfg, start: start, stop: stop,
+		log: o.log.With(zap.String("singleton", cfg.Key), zap.String("owner", cfg.Owner))}, nil
 }
+
+// Marks returns the marks to register the step with: it mutates shared state (why
+// else guard it) and it is singleton-guarded, so the Fleet profile accepts it.
+func (s *SingletonStep) Marks() Marks { return Marks{MutatesSharedState: true, SingletonGuarded: true} }
 
 // Start acquires the lock. When it is held elsewhere, Start logs the skip and returns
 // nil. When acquired, Start runs start with ctx, then releases the lock (within the
@@ -101,25 +110,25 @@ func Singleton(lock leader.Lock, key, owner string, ttl time.Duration, start, st
 // fails for another reason (the backend is down) is returned wrapped: whether the
 // step ran somewhere cannot be told, so startup should not go on as if it had.
 func (s *SingletonStep) Start(ctx context.Context) error {
-	lease, err := s.lock.Acquire(ctx, s.key, s.owner, s.ttl)
-	if errors.Is(err, leader.ErrHeld) {
+	lease, err := s.cfg.Lock.Acquire(ctx, s.cfg.Key, s.cfg.Owner, s.cfg.TTL)
+	if errors.Is(err, lock.ErrHeld) {
 		s.log.Info("singleton step skipped: another replica holds the lock and runs it")
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("singleton %q: acquire: %w", s.key, err)
+		return fmt.Errorf("singleton %q: acquire: %w", s.cfg.Key, err)
 	}
 	s.ran.Store(true)
 	s.log.Info("singleton step running on this replica", zap.Uint64("token", lease.Token))
 	begun := time.Now()
 	runErr := s.start(ctx)
 
-	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.ttl, maxSingletonRelease))
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), min(s.cfg.TTL, maxSingletonRelease))
 	defer cancel()
-	switch err := s.lock.Release(rctx, lease); {
-	case errors.Is(err, leader.ErrNotHeld):
+	switch err := s.cfg.Lock.Release(rctx, lease); {
+	case errors.Is(err, lock.ErrNotHeld):
 		s.log.Warn("singleton lock lapsed before the step finished; another replica may have run it too: raise the TTL",
-			zap.Duration("ttl", s.ttl), zap.Duration("took", time.Since(begun)))
+			zap.Duration("ttl", s.cfg.TTL), zap.Duration("took", time.Since(begun)))
 	case err != nil:
 		s.log.Warn("singleton lock release failed; it lapses at its TTL", zap.Error(err))
 	}

@@ -14,13 +14,14 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 func nop(context.Context) error { return nil }
 
 func TestSingletonValidation(t *testing.T) {
-	_, err := fleet.Singleton(nil, "", "", 0, nil, nil)
+	_, err := fleet.NewSingleton(fleet.SingletonConfig{}, nil, nil)
 	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok {
 		t.Fatalf("err = %v, want *fault.ConfigError", err)
@@ -29,11 +30,11 @@ func TestSingletonValidation(t *testing.T) {
 	for _, p := range ce.Problems {
 		fields = append(fields, p.Field)
 	}
-	if fmt.Sprint(fields) != "[lock key owner ttl start]" {
+	if fmt.Sprint(fields) != "[Lock Key Owner TTL start]" {
 		t.Fatalf("problems %v", ce.Problems)
 	}
-	_, err = fleet.Singleton(leader.NewMemoryLock(), "migrate:want", "a", -time.Second, nop, nil)
-	if ce, ok = errors.AsType[*fault.ConfigError](err); !ok || len(ce.Problems) != 2 || ce.Problems[0].Field != "key" || ce.Problems[1].Field != "ttl" {
+	_, err = fleet.NewSingleton(fleet.SingletonConfig{Lock: lock.NewMemory(), Key: "migrate:want", Owner: "a", TTL: -time.Second}, nop, nil)
+	if ce, ok = errors.AsType[*fault.ConfigError](err); !ok || len(ce.Problems) != 2 || ce.Problems[0].Field != "Key" || ce.Problems[1].Field != "TTL" {
 		t.Fatalf("err = %v, want key and ttl refused", err)
 	}
 }
@@ -42,9 +43,9 @@ func TestSingleton(t *testing.T) {
 	ctx := context.Background()
 
 	t.Run("the replica that takes the lock runs start, releases, and later runs stop", func(t *testing.T) {
-		lock := leader.NewMemoryLock()
+		lk := lock.NewMemory()
 		var started, stopped atomic.Int32
-		s, err := fleet.Singleton(lock, "migrate", "a", time.Minute,
+		s, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute},
 			func(context.Context) error { started.Add(1); return nil },
 			func(context.Context) error { stopped.Add(1); return nil })
 		if err != nil {
@@ -53,7 +54,7 @@ func TestSingleton(t *testing.T) {
 		if err := s.Start(ctx); err != nil || started.Load() != 1 || !s.Ran() {
 			t.Fatalf("Start = %v, started %d", err, started.Load())
 		}
-		if h, _ := lock.Inspect(ctx, "migrate"); h.Held() {
+		if h, _ := lk.Inspect(ctx, "migrate"); h.Held() {
 			t.Fatal("lock held after start")
 		}
 		if err := s.Stop(ctx); err != nil || stopped.Load() != 1 {
@@ -62,11 +63,11 @@ func TestSingleton(t *testing.T) {
 	})
 
 	t.Run("a replica that finds the lock held skips start and stop", func(t *testing.T) {
-		lock := leader.NewMemoryLock()
-		if _, err := lock.Acquire(ctx, "migrate", "other", time.Minute); err != nil {
+		lk := lock.NewMemory()
+		if _, err := lk.Acquire(ctx, "migrate", "other", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		s, _ := fleet.Singleton(lock, "migrate", "a", time.Minute,
+		s, _ := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute},
 			func(context.Context) error { t.Fatal("start ran"); return nil },
 			func(context.Context) error { t.Fatal("stop ran"); return nil })
 		if err := s.Start(ctx); err != nil || s.Ran() {
@@ -78,13 +79,13 @@ func TestSingleton(t *testing.T) {
 	})
 
 	t.Run("start's error is returned and the lock still released", func(t *testing.T) {
-		lock := leader.NewMemoryLock()
+		lk := lock.NewMemory()
 		boom := errors.New("boom")
-		s, _ := fleet.Singleton(lock, "migrate", "a", time.Minute, func(context.Context) error { return boom }, nil)
+		s, _ := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute}, func(context.Context) error { return boom }, nil)
 		if err := s.Start(ctx); !errors.Is(err, boom) {
 			t.Fatalf("Start = %v", err)
 		}
-		if h, _ := lock.Inspect(ctx, "migrate"); h.Held() {
+		if h, _ := lk.Inspect(ctx, "migrate"); h.Held() {
 			t.Fatal("lock held after a failed start")
 		}
 	})
@@ -92,7 +93,7 @@ func TestSingleton(t *testing.T) {
 	t.Run("a lock backend that fails is an error, not a skip", func(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 		defer c.Close()
-		s, _ := fleet.Singleton(leader.NewRedisLock(c), "migrate", "a", time.Minute, nop, nil)
+		s, _ := fleet.NewSingleton(fleet.SingletonConfig{Lock: redisLock(t, c), Key: "migrate", Owner: "a", TTL: time.Minute}, nop, nil)
 		if err := s.Start(ctx); err == nil || s.Ran() {
 			t.Fatalf("Start = %v with Redis unreachable", err)
 		}
@@ -103,7 +104,7 @@ func TestSingletonAcrossReplicas(t *testing.T) {
 	r := env.Redis(t)
 	c := redis.NewClient(&redis.Options{Addr: r.Addr()})
 	defer c.Close()
-	lock := leader.NewRedisLock(c)
+	lk := redisLock(t, c)
 	key := "ensure-indexes-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 
 	const replicas = 5
@@ -114,7 +115,7 @@ func TestSingletonAcrossReplicas(t *testing.T) {
 		steps    []*fleet.SingletonStep
 	)
 	for i := range replicas {
-		s, err := fleet.Singleton(lock, key, fmt.Sprintf("replica-%d", i), 10*time.Second, func(ctx context.Context) error {
+		s, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: key, Owner: fmt.Sprintf("replica-%d", i), TTL: 10 * time.Second}, func(ctx context.Context) error {
 			ran.Add(1)
 			// Hold the lock until every other replica has tried it, so that none
 			// could find it released; give up after a while if two ever ran.
@@ -156,23 +157,21 @@ func TestSingletonAcrossReplicas(t *testing.T) {
 }
 
 func TestMarks(t *testing.T) {
-	if why := fleet.Fleet.Check(fleet.SingletonMarks); why != "" {
-		t.Fatalf("Fleet refuses a singleton-guarded step: %s", why)
+	step, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lock.NewMemory(), Key: "k", Owner: "a", TTL: time.Second}, nop, nil)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if why := fleet.Fleet.Check(fleet.LeadershipMarks); why != "" {
-		t.Fatalf("Fleet refuses a leadership: %s", why)
-	}
-	if why := fleet.Serverless.Check(fleet.LeadershipMarks); why == "" {
-		t.Fatal("Serverless accepts a leadership")
+	if why := fleet.Fleet.Check(step.Marks()); why != "" || !step.Marks().MutatesSharedState {
+		t.Fatalf("Fleet refuses a singleton-guarded step, or it does not mutate: %s", why)
 	}
 	if why := fleet.Fleet.Check(fleet.Marks{MutatesSharedState: true}); why == "" {
 		t.Fatal("Fleet accepts an unguarded mutating step")
 	}
 }
 
-func ExampleSingleton() {
-	lock := leader.NewMemoryLock() // leader.NewRedisLock(client) across replicas
-	step, err := fleet.Singleton(lock, "ensure-indexes", "replica-1", time.Minute,
+func ExampleNewSingleton() {
+	lk := lock.NewMemory() // rediskit.NewLock or pgkit.NewLock across replicas
+	step, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "ensure-indexes", Owner: "replica-1", TTL: time.Minute},
 		func(context.Context) error { fmt.Println("creating indexes"); return nil },
 		nil)
 	if err != nil {
@@ -180,10 +179,19 @@ func ExampleSingleton() {
 		return
 	}
 	// Register as a warmup step: host.Step{Name: "ensure-indexes", Start: step.Start,
-	// Stop: step.Stop, Marks: fleet.SingletonMarks}.
+	// Stop: step.Stop, Marks: step.Marks()}.
 	_ = step.Start(context.Background())
 	fmt.Println("ran here:", step.Ran())
 	// Output:
 	// creating indexes
 	// ran here: true
+}
+
+func redisLock(t *testing.T, c redis.UniversalClient) *rediskit.Lock {
+	t.Helper()
+	lk, err := rediskit.NewLock(c, rediskit.LockConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
 }

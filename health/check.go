@@ -5,8 +5,6 @@ import (
 	"errors"
 	"net"
 	"sync"
-
-	"github.com/redis/go-redis/v9"
 )
 
 // Check answers whether one dependency the process cannot serve without is reachable.
@@ -27,16 +25,6 @@ type CheckFunc func(ctx context.Context) error
 func (f CheckFunc) Health(ctx context.Context) error { return f(ctx) }
 
 var _ Check = CheckFunc(nil)
-
-// Redis checks a go-redis client (single node, cluster, sentinel or ring) with PING.
-// go-redis reconnects on its own, so the same client recovers when the server returns.
-// Redis(nil) returns nil, which NewReadiness and NewListener refuse.
-func Redis(c redis.UniversalClient) Check {
-	if c == nil {
-		return nil
-	}
-	return CheckFunc(func(ctx context.Context) error { return c.Ping(ctx).Err() })
-}
 
 // Pinger is a client with a context-aware Ping, such as *pgxpool.Pool or *pgx.Conn.
 type Pinger interface {

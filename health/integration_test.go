@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servicewright/servicewright/rediskit"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/redis/go-redis/v9"
 
@@ -116,7 +118,7 @@ func TestReadinessAgainstRealRedisAndPostgres(t *testing.T) {
 	h := newReadiness(t, ready(), health.ReadinessOptions{
 		CheckTimeout: integrationTimeout,
 		Checks: map[string]health.Check{
-			"redis":     health.Redis(rdb),
+			"redis":     rediskit.Check(rdb),
 			"postgres":  health.Postgres(pgp),
 			"redis-tcp": health.Dial("tcp", rs.Addr()),
 		},
@@ -199,7 +201,7 @@ func TestReadinessHangingCheckBesideRealOnes(t *testing.T) {
 		CheckTimeout: integrationTimeout,
 		Logger:       logger,
 		Checks: map[string]health.Check{
-			"redis":    health.Redis(rdb),
+			"redis":    rediskit.Check(rdb),
 			"postgres": health.Postgres(pgp),
 			// Ignores its ctx until the test ends.
 			"kafka": health.CheckFunc(func(context.Context) error { <-release; return nil }),

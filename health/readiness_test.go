@@ -11,6 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/servicewright/servicewright/rediskit"
+
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 )
@@ -249,7 +251,7 @@ func TestNewReadinessRefusesBadOptions(t *testing.T) {
 			" pad":  health.CheckFunc(ok),
 			"nil":   nil,
 			"typed": nilFunc,
-			"redis": health.Redis(nil),
+			"redis": rediskit.Check(nil),
 			"good":  health.CheckFunc(ok),
 		},
 	})

@@ -82,7 +82,7 @@ func TestConfigError(t *testing.T) {
 	t.Run("the serverless profile refuses a unit that needs a long-running process", func(t *testing.T) {
 		_, err := host.New(host.AppSpec{
 			ServiceName: "orders", Profile: fleet.Serverless, Telemetry: quiet(),
-			Entrypoints: []host.Registration{{Entrypoint: newFake("leadership:digest", &journal{}), Marks: fleet.LeadershipMarks}},
+			Entrypoints: []host.Registration{{Entrypoint: newFake("leadership:digest", &journal{}), Marks: fleet.Marks{RequiresLongRunning: true}}},
 		}, env())
 		if host.ExitCode(err) != host.ExitConfig || !strings.Contains(err.Error(), `Entrypoints["leadership:digest"]`) {
 			t.Fatalf("New = %v", err)

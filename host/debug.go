@@ -5,25 +5,25 @@ import (
 	"net/http"
 
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // LeadershipReporter is implemented by entrypoints that campaign for leases
 // (leader.Leadership); the Host shows each key's state in /debug/lifecycle.
 type LeadershipReporter interface {
-	Leadership() map[string]leader.Status
+	Leadership() map[string]lock.Status
 }
 
 // Lifecycle is the /debug/lifecycle document.
 type Lifecycle struct {
-	Service     string                   `json:"service"`
-	Instance    string                   `json:"instance"`
-	Stage       string                   `json:"stage"`    // the Host's stage, named as in the shutdown report
-	Shutdown    string                   `json:"shutdown"` // the shutdown handle's Phase
-	Ready       bool                     `json:"ready"`
-	Draining    bool                     `json:"draining"`
-	Entrypoints []EntrypointStatus       `json:"entrypoints"`
-	Leadership  map[string]leader.Status `json:"leadership"`
+	Service     string                 `json:"service"`
+	Instance    string                 `json:"instance"`
+	Stage       string                 `json:"stage"`    // the Host's stage, named as in the shutdown report
+	Shutdown    string                 `json:"shutdown"` // the shutdown handle's Phase
+	Ready       bool                   `json:"ready"`
+	Draining    bool                   `json:"draining"`
+	Entrypoints []EntrypointStatus     `json:"entrypoints"`
+	Leadership  map[string]lock.Status `json:"leadership"`
 }
 
 // EntrypointStatus is one entrypoint in /debug/lifecycle. Detail is what an
@@ -50,7 +50,7 @@ func (h *Host) Lifecycle() Lifecycle {
 		Ready:       st == health.Ready,
 		Draining:    st == health.Draining,
 		Entrypoints: make([]EntrypointStatus, 0, len(entries)),
-		Leadership:  map[string]leader.Status{},
+		Leadership:  map[string]lock.Status{},
 	}
 	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}

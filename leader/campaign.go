@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +13,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/internal/safe"
-
-	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // errNoAnswer: an acquire was not answered within CampaignEvery. The call goes on;
@@ -21,11 +21,11 @@ var errNoAnswer = errors.New("leader: acquire not answered in time")
 
 // campaignState is what the campaign loop remembers between campaigns.
 type campaignState struct {
-	freeSince  time.Time // since when the lease has been seen free; zero while held or unknown
-	want       *Lease    // our handoff request, while we ask
-	wantFails  int       // failed acquires in a row while asking
-	quietUntil time.Time // no asking before this, after giving a request up
-	keep       uint64    // token of a lease whose body never returned: left to lapse, not released
+	freeSince  time.Time   // since when the lease has been seen free; zero while held or unknown
+	want       *lock.Lease // our handoff request, while we ask
+	wantFails  int         // failed acquires in a row while asking
+	quietUntil time.Time   // no asking before this, after giving a request up
+	keep       uint64      // token of a lease whose body never returned: left to lapse, not released
 }
 
 // run is the campaign loop: campaign, lead a term when one is won, wait, again, until
@@ -36,7 +36,7 @@ func (l *Leadership) run(base, camp context.Context, done chan<- struct{}) {
 	defer func() {
 		l.dropWant(base, st)
 		// An acquire in flight releases what it lands; give it ReleaseTimeout.
-		ctx, cancel := context.WithTimeout(base, l.spec.ReleaseTimeout)
+		ctx, cancel := context.WithTimeout(base, l.conf.ReleaseTimeout)
 		defer cancel()
 		_ = l.acq.Wait(ctx)
 	}()
@@ -46,8 +46,10 @@ func (l *Leadership) run(base, camp context.Context, done chan<- struct{}) {
 }
 
 func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
-	wait, step := time.Duration(0), l.cfg.backoffInit
-	for entrypoint.Sleep(wait, l.quit) {
+	wait, step := time.Duration(0), l.conf.Retry.Initial
+	var w watcher
+	defer w.unwatch()
+	for l.pause(camp, wait, &w) {
 		lease, sent, err := l.campaign(camp, st)
 		if err != nil {
 			return err
@@ -73,13 +75,13 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 			return nil
 		case ReasonFailed:
 			wait = step/2 + rand.N(step/2+1)
-			step = min(step*2, l.cfg.backoffMx)
+			step = min(step*2, l.conf.Retry.Max)
 			if step <= 0 {
-				step = l.cfg.backoffMx
+				step = l.conf.Retry.Max
 			}
 			l.log.Info("leadership: campaigning again after backoff", zap.Duration("retry_in", wait))
 		default:
-			wait, step = l.campaignWait(), l.cfg.backoffInit
+			wait, step = l.campaignWait(), l.conf.Retry.Initial
 		}
 	}
 	return nil
@@ -88,15 +90,15 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 // campaignWait draws the wait before the next campaign from [0.8, 1] × CampaignEvery,
 // so that replicas spread out but none waits longer than CampaignEvery.
 func (l *Leadership) campaignWait() time.Duration {
-	ce := l.spec.CampaignEvery
+	ce := l.conf.CampaignEvery
 	return ce - rand.N(ce/5+1)
 }
 
 // campaign makes one attempt at the lease. It returns the lease and when its acquire
 // was sent when won, nothing when not, and an error only when campaigning must stop
 // for good.
-func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*Lease, time.Time, error) {
-	s := &l.spec
+func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lease, time.Time, error) {
+	s := &l.conf
 	if s.MayCampaign != nil {
 		ok, err := call(&l.bg, ctx, s.CampaignEvery, "MayCampaign", s.MayCampaign)
 		if isFatal(err) {
@@ -138,7 +140,7 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*Lease, t
 		return &lease, sent, nil
 	case isFatal(err):
 		return nil, time.Time{}, err
-	case errors.Is(err, ErrHeld):
+	case errors.Is(err, lock.ErrHeld):
 		l.log.Debug("leadership: lease held by another replica")
 	default:
 		l.log.Warn("leadership: acquire failed", zap.Error(err))
@@ -150,8 +152,8 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*Lease, t
 // lease of our own outside a term is an acquire whose answer was lost after it
 // landed; it is released (unless its body is still running) and counts as free.
 func (l *Leadership) look(ctx context.Context, st *campaignState) (held, known bool, err error) {
-	s := &l.spec
-	h, err := call(&l.bg, ctx, s.CampaignEvery, "inspect lease", func(ctx context.Context) (Holder, error) {
+	s := &l.conf
+	h, err := call(&l.bg, ctx, s.CampaignEvery, "inspect lease", func(ctx context.Context) (lock.Holder, error) {
 		return s.Lock.Inspect(ctx, s.Key)
 	})
 	if isFatal(err) {
@@ -163,8 +165,8 @@ func (l *Leadership) look(ctx context.Context, st *campaignState) (held, known b
 		return false, false, nil
 	}
 	if h.Held() && h.Owner == s.Owner && h.Token != st.keep {
-		l.release(ctx, Lease{Key: s.Key, Owner: s.Owner, Token: h.Token, TTL: s.TTL}, "acquire whose answer was lost")
-		h = Holder{}
+		l.release(ctx, lock.Lease{Key: s.Key, Owner: s.Owner, Token: h.Token, TTL: s.TTL}, "acquire whose answer was lost")
+		h = lock.Holder{}
 	}
 	if h.Held() {
 		st.freeSince = time.Time{}
@@ -179,7 +181,7 @@ func (l *Leadership) look(ctx context.Context, st *campaignState) (held, known b
 // advanceFence moves the lock's counter to the store's fence floor. An unreadable
 // floor or a failed advance is skipped: the claim refuses a token that is too low.
 func (l *Leadership) advanceFence(ctx context.Context) error {
-	s := &l.spec
+	s := &l.conf
 	floor, err := call(&l.bg, ctx, s.CampaignEvery, "FenceFloor", s.FenceFloor)
 	if err == nil {
 		err = do(&l.bg, ctx, s.CampaignEvery, "advance fence", func(ctx context.Context) error {
@@ -200,10 +202,10 @@ func (l *Leadership) advanceFence(ctx context.Context) error {
 // TTL, when whatever it could land has lapsed): one that lands after we stopped
 // waiting is released. The time returned is when the call was sent; a term's
 // deadlines count from it.
-func (l *Leadership) acquire(ctx context.Context, key string) (Lease, time.Time, error) {
-	s := &l.spec
+func (l *Leadership) acquire(ctx context.Context, key string) (lock.Lease, time.Time, error) {
+	s := &l.conf
 	type result struct {
-		lease Lease
+		lease lock.Lease
 		err   error
 	}
 	var (
@@ -250,20 +252,20 @@ func (l *Leadership) acquire(ctx context.Context, key string) (Lease, time.Time,
 		l.release(actx, r.lease, "acquire that landed while stopping")
 	default:
 	}
-	return Lease{}, sent, fmt.Errorf("acquire %q: %w after %v", key, errNoAnswer, s.CampaignEvery)
+	return lock.Lease{}, sent, fmt.Errorf("acquire %q: %w after %v", key, errNoAnswer, s.CampaignEvery)
 }
 
 // release frees lease within ReleaseTimeout; failures are logged (the lease then
 // lapses at its TTL).
-func (l *Leadership) release(ctx context.Context, lease Lease, what string) {
-	err := do(&l.bg, context.WithoutCancel(ctx), l.spec.ReleaseTimeout, "release", func(ctx context.Context) error {
-		return l.spec.Lock.Release(ctx, lease)
+func (l *Leadership) release(ctx context.Context, lease lock.Lease, what string) {
+	err := do(&l.bg, context.WithoutCancel(ctx), l.conf.ReleaseTimeout, "release", func(ctx context.Context) error {
+		return l.conf.Lock.Release(ctx, lease)
 	})
 	log := l.log.With(zap.String("lock", lease.Key), zap.Uint64("token", lease.Token), zap.String("what", what))
 	switch {
 	case err == nil:
 		log.Info("leadership: released")
-	case errors.Is(err, ErrNotHeld):
+	case errors.Is(err, lock.ErrNotHeld):
 		log.Debug("leadership: nothing to release; the lease is gone already")
 	default:
 		log.Warn("leadership: release failed; the lease lapses at its TTL", zap.Error(err))

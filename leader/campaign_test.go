@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -14,7 +16,7 @@ import (
 
 func TestClaim(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		spy := &spyLock{Lock: NewMemoryLock()}
+		spy := &spyLock{Lock: lock.NewMemory()}
 		var claims atomic.Int32
 		s := vSpec(spy, "a")
 		s.Claim = func(_ context.Context, term *Term) (bool, error) {
@@ -46,15 +48,16 @@ func TestBodyFailure(t *testing.T) {
 	} {
 		t.Run(c.name+" is released and restarted after a growing backoff", func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				spy := &spyLock{Lock: NewMemoryLock()}
+				spy := &spyLock{Lock: lock.NewMemory()}
 				var g termLog
 				s := vSpec(spy, "a")
 				s.CampaignEvery = 10 * time.Second // far above the backoff, so the backoff shows
 				s.TTL, s.RenewEvery = 40*time.Second, 10*time.Second
+				s.Retry = Retry{Initial: time.Second, Max: 8 * time.Second}
 				r := startReplica(t, s, func(_ context.Context, term *Term) error {
 					g.finish(g.begin(term))
 					return c.fail()
-				}, WithBackoff(time.Second, 8*time.Second))
+				})
 				time.Sleep(4 * time.Second)
 				terms := g.all()
 				if len(terms) < 3 {
@@ -81,40 +84,40 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 	cfgErr := fmt.Errorf("store has no digests table: %w", ErrConfig)
 	for _, c := range []struct {
 		name  string
-		setup func(s *Spec, lead *func(context.Context, *Term) error)
+		setup func(s *Config, lead *func(context.Context, *Term) error)
 		want  error
 	}{
-		{"from lead", func(_ *Spec, lead *func(context.Context, *Term) error) {
+		{"from lead", func(_ *Config, lead *func(context.Context, *Term) error) {
 			*lead = func(context.Context, *Term) error { return cfgErr }
 		}, ErrConfig},
-		{"from Claim, as a ConfigError", func(s *Spec, _ *func(context.Context, *Term) error) {
+		{"from Claim, as a ConfigError", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.Claim = func(context.Context, *Term) (bool, error) {
 				return false, &fault.ConfigError{Problems: []fault.Problem{{Field: "DATABASE_URL", Reason: "wrong database"}}}
 			}
 		}, nil},
-		{"from MayCampaign", func(s *Spec, _ *func(context.Context, *Term) error) {
+		{"from MayCampaign", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.MayCampaign = func(context.Context) (bool, error) { return false, cfgErr }
 		}, ErrConfig},
-		{"from Prefer", func(s *Spec, _ *func(context.Context, *Term) error) {
+		{"from Prefer", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.Handoff, s.Prefer = HandoffOnRequest, func(context.Context) (bool, error) { return false, cfgErr }
 		}, ErrConfig},
-		{"a fence floor the lock cannot pass", func(s *Spec, _ *func(context.Context, *Term) error) {
+		{"a fence floor the lock cannot pass", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.RequiresFenceAdvance = true
-			s.FenceFloor = func(context.Context) (uint64, error) { return MaxToken, nil }
-		}, ErrFenceOutOfRange},
-		{"no floor at all", func(s *Spec, _ *func(context.Context, *Term) error) {
+			s.FenceFloor = func(context.Context) (uint64, error) { return lock.MaxToken, nil }
+		}, lock.ErrFenceOutOfRange},
+		{"no floor at all", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.RequiresFenceAdvance = true
-			s.FenceFloor = func(context.Context) (uint64, error) { return 0, fmt.Errorf("no row: %w", ErrFenceOutOfRange) }
-		}, ErrFenceOutOfRange},
-		{"an exhausted counter", func(s *Spec, _ *func(context.Context, *Term) error) {
-			_ = s.Lock.AdvanceFence(context.Background(), s.Key, MaxToken-1)
+			s.FenceFloor = func(context.Context) (uint64, error) { return 0, fmt.Errorf("no row: %w", lock.ErrFenceOutOfRange) }
+		}, lock.ErrFenceOutOfRange},
+		{"an exhausted counter", func(s *Config, _ *func(context.Context, *Term) error) {
+			_ = s.Lock.AdvanceFence(context.Background(), s.Key, lock.MaxToken-1)
 			l, _ := s.Lock.Acquire(context.Background(), s.Key, "other", time.Second)
 			_ = s.Lock.Release(context.Background(), l)
-		}, ErrFenceExhausted},
+		}, lock.ErrFenceExhausted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				spy := &spyLock{Lock: NewMemoryLock()}
+				spy := &spyLock{Lock: lock.NewMemory()}
 				s := vSpec(spy, "a")
 				var g termLog
 				lead := g.untilEnded
@@ -150,7 +153,7 @@ func TestAcquireIsNeverCancelled(t *testing.T) {
 	t.Run("an acquire that lands after the campaign stopped waiting is released", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var n atomic.Int32
-			spy := &spyLock{Lock: NewMemoryLock(), acquire: func(ctx context.Context, _, _ string) (error, bool) {
+			spy := &spyLock{Lock: lock.NewMemory(), acquire: func(ctx context.Context, _, _ string) (error, bool) {
 				if n.Add(1) == 1 {
 					time.Sleep(vCE * 3 / 2) // past the campaign's wait; ctx is not cancelled
 					return ctx.Err(), false
@@ -173,7 +176,7 @@ func TestAcquireIsNeverCancelled(t *testing.T) {
 	t.Run("an acquire whose answer was lost after it landed is released", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var n atomic.Int32
-			spy := &spyLock{Lock: NewMemoryLock(), acquire: func(context.Context, string, string) (error, bool) {
+			spy := &spyLock{Lock: lock.NewMemory(), acquire: func(context.Context, string, string) (error, bool) {
 				if n.Add(1) == 1 {
 					return errors.New("i/o timeout"), true // lands, then the answer is lost
 				}
@@ -195,7 +198,7 @@ func TestAcquireIsNeverCancelled(t *testing.T) {
 func TestMayCampaign(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var may atomic.Bool
-		spy := &spyLock{Lock: NewMemoryLock()}
+		spy := &spyLock{Lock: lock.NewMemory()}
 		s := vSpec(spy, "a")
 		s.MayCampaign = func(context.Context) (bool, error) {
 			if !may.Load() {
@@ -232,7 +235,7 @@ func TestFenceFloor(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				s := vSpec(NewMemoryLock(), "a")
+				s := vSpec(lock.NewMemory(), "a")
 				s.RequiresFenceAdvance, s.FenceFloor = true, c.floor
 				var g termLog
 				r := startReplica(t, s, g.untilEnded)

@@ -4,30 +4,31 @@
 //
 // # Locks
 //
-// A Lock is a lease with a fencing token. RedisLock keeps it in Redis (single node,
-// Sentinel or Cluster: every key of one lock shares a hash tag); MemoryLock keeps it
-// in the process, for tests and single-process deployments, with the same semantics.
-// Acquire draws a token from a counter that only grows; Renew and Release act only
-// while the lock still stores the same owner and token.
+// A lock.Lock is a lease with a fencing token, shared by every replica:
+// rediskit.Lock keeps it in Redis, pgkit.Lock in PostgreSQL (a session advisory
+// lock, freed by the server when a crashed holder's connection closes), and
+// lock.Memory in the process, for tests and single-process deployments, with the
+// same semantics. This package imports only the interface, and links no driver.
 //
 // # Leadership
 //
-// NewLeadership makes an entrypoint. Every replica campaigns every CampaignEvery;
-// the one that takes the lease renews it every RenewEvery and runs lead(ctx, term)
-// until the term ends: lead returns, a renewal finds the lease gone, no renewal
-// succeeds before the soft deadline, the replica yields to one that asked (Handoff),
-// or the Host drains it. The body is told through term.Ended, gets YieldGrace to
-// return, then its ctx is cancelled and it gets ReleaseTimeout more; the lease is
-// released only once it has returned, and the next replica leads within one
-// CampaignEvery. The soft deadline is placed so that all of this finishes Margin
-// before the lease could lapse, counting from when the latest successful renewal was
-// sent; Spec.Validate refuses timings that do not fit.
+// New makes an entrypoint. Every replica campaigns every CampaignEvery, and at once
+// when the holder releases if the lock announces releases (lock.Notifier; see
+// Config.Wake); the one that takes the lease renews it every RenewEvery and runs
+// lead(ctx, term) until the term ends: lead returns, a renewal finds the lease gone,
+// no renewal succeeds before the soft deadline, the replica yields to one that asked
+// (Handoff), or the Host drains it. The body is told through term.Ended, gets
+// YieldGrace to return, then its ctx is cancelled and it gets ReleaseTimeout more;
+// the lease is released only once it has returned, and the release wakes the waiting
+// replicas. The soft deadline is placed so that all of this finishes Margin before
+// the lease could lapse, counting from when the latest successful renewal was sent;
+// Config.Validate refuses timings that do not fit.
 //
 // In the Host's sequence: Bind checks the backend without failing on it; Serve starts
 // the campaign and returns at stop still leading, so the term lasts through the drain
-// delay; Drain ends the term and releases the lease (within Spec.StopTime, which the
-// Host's DrainGrace must cover); Stop cuts what Drain left. Register a Leadership
-// with fleet.LeadershipMarks.
+// delay; Drain ends the term and releases the lease (within Config.StopTime, which the
+// Host's DrainGrace must cover); Stop cuts what Drain left. A Leadership declares its
+// own fleet marks (RequiresLongRunning), so the Serverless profile refuses it.
 //
 // # What is guaranteed, and what is not
 //
@@ -39,26 +40,27 @@
 //
 // Nothing in the lease can stop the rest: the unit a pause interrupted, a body that
 // ignores its term or its cancellation (it keeps the lease, unrenewed, until the TTL
-// lapses, and may then run beside its successor), a Redis whose clock jumps by more
+// lapses, and may then run beside its successor), a backend whose clock jumps by more
 // than Margin, or a Redis that lost its data (a restart without persistence, a
 // failover to a replica that missed the latest writes) while the leader cannot yet
 // know. Fencing covers those: pass term.Token with every write, and have the store
 // refuse a token lower than the highest it has seen. Because tokens repeat after
 // the lock loses its data, the first write of a term claims its token strictly
-// (Spec.Claim: `SET fence = :token WHERE fence < :token`) and later writes accept an
+// (Config.Claim: `SET fence = :token WHERE fence < :token`) and later writes accept an
 // equal one (`WHERE fence <= :token`); a write that matches no row means a newer
-// leader has written, and lead should return. Spec.FenceFloor lets the first term
+// leader has written, and lead should return. Config.FenceFloor lets the first term
 // after such a loss draw a token above the store's fence at once, instead of
 // climbing one token per campaign.
 //
-// Misconfiguration is refused at construction as a *fault.ConfigError (fault.ConfigError).
+// Misconfiguration is refused at construction as a *fault.ConfigError.
 // At run time, a callback returning an error that wraps ErrConfig, a fencing counter
 // at its ceiling, or a fence floor the lock cannot pass stops campaigning for good,
 // with an error log marked severity=critical, while the process stays up (see
-// Leadership.Halted). Everything else — Redis gone, a slow callback — is logged and
-// retried.
+// Leadership.Halted). Everything else — the backend gone, a slow callback — is logged
+// and retried.
 //
 // Metrics (WithRegisterer): servicewright_leadership_held{key} and
-// servicewright_leadership_terms_ended_total{key,reason}. A sustained rate of "lost"
+// servicewright_leadership_terms_ended_total{key,reason}; spans (WithTracerProvider):
+// one "leadership.term" per term. A sustained rate of "lost"
 // or "expired" means the lock backend is slow or unreachable from the leader.
 package leader

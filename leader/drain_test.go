@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"testing"
@@ -13,7 +15,7 @@ import (
 func TestEntrypointLifecycle(t *testing.T) {
 	t.Run("Serve returns at stop still leading; Drain ends the term and releases", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := NewMemoryLock()
+			mem := lock.NewMemory()
 			var g termLog
 			r := startReplica(t, vSpec(mem, "a"), g.untilEnded)
 			time.Sleep(vCE)
@@ -56,7 +58,7 @@ func TestEntrypointLifecycle(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				mem := NewMemoryLock()
+				mem := lock.NewMemory()
 				release := make(chan struct{})
 				defer close(release)
 				r := startReplica(t, vSpec(mem, "a"), c.lead(release))
@@ -84,7 +86,7 @@ func TestEntrypointLifecycle(t *testing.T) {
 
 	t.Run("Stop cancels at once, still releasing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := NewMemoryLock()
+			mem := lock.NewMemory()
 			r := startReplica(t, vSpec(mem, "a"), func(ctx context.Context, _ *Term) error { <-ctx.Done(); return nil })
 			synctest.Wait()
 			r.stopServing()
@@ -103,8 +105,8 @@ func TestEntrypointLifecycle(t *testing.T) {
 
 	t.Run("Serve whose ctx ends cuts everything and returns its error", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := NewMemoryLock()
-			l, err := NewLeadership(vSpec(mem, "a"), func(ctx context.Context, _ *Term) error { <-ctx.Done(); return nil })
+			mem := lock.NewMemory()
+			l, err := New(vSpec(mem, "a"), func(ctx context.Context, _ *Term) error { <-ctx.Done(); return nil })
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -124,8 +126,8 @@ func TestEntrypointLifecycle(t *testing.T) {
 
 	t.Run("Drain before Serve: nothing starts", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			spy := &spyLock{Lock: NewMemoryLock()}
-			l, _ := NewLeadership(vSpec(spy, "a"), noLead)
+			spy := &spyLock{Lock: lock.NewMemory()}
+			l, _ := New(vSpec(spy, "a"), noLead)
 			if err := l.Drain(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -143,7 +145,7 @@ func TestEntrypointLifecycle(t *testing.T) {
 
 	t.Run("Drain during an acquire abandons it and releases what it lands", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := NewMemoryLock()
+			mem := lock.NewMemory()
 			spy := &spyLock{Lock: mem, acquire: func(context.Context, string, string) (error, bool) {
 				time.Sleep(vCE / 2)
 				return nil, false

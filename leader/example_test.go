@@ -6,15 +6,16 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // A publisher that runs on one replica at a time: lead works in units, checks Live
 // between them and stops when its term ends.
-func ExampleNewLeadership() {
-	lock := leader.NewMemoryLock() // leader.NewRedisLock(client) across processes
+func ExampleNew() {
+	lk := lock.NewMemory() // rediskit.NewLock or pgkit.NewLock across processes
 	led := make(chan uint64, 1)
-	l, err := leader.NewLeadership(leader.Spec{
-		Lock:  lock,
+	l, err := leader.New(leader.Config{
+		Lock:  lk,
 		Key:   "digest-publisher",
 		Owner: "replica-1",
 		TTL:   5 * time.Second, CampaignEvery: 100 * time.Millisecond, Margin: 500 * time.Millisecond,
@@ -55,8 +56,8 @@ func ExampleNewLeadership() {
 	// held after drain: false
 }
 
-func ExampleSpec_Validate() {
-	err := leader.Spec{Lock: leader.NewMemoryLock(), Key: "jobs:want", Owner: "a", TTL: 3 * time.Second}.Validate()
+func ExampleConfig_Validate() {
+	err := leader.Config{Lock: lock.NewMemory(), Key: "jobs:want", Owner: "a", TTL: 3 * time.Second}.Validate()
 	fmt.Println(err)
 	// Output:
 	// invalid configuration (2 problems): Key: must not end in ":want", which names the handoff request lock, got "jobs:want"; TTL: RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (1s + 2s + 1s + 1s = 5s, TTL 3s)

@@ -1,12 +1,11 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
-	"fmt"
-	"os"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,8 +17,8 @@ const (
 	rCE  = 100 * time.Millisecond
 )
 
-func rSpec(lock Lock, key, owner string) Spec {
-	return Spec{Lock: lock, Key: key, Owner: owner, TTL: rTTL, CampaignEvery: rCE, RenewEvery: 300 * time.Millisecond,
+func rSpec(lock lock.Lock, key, owner string) Config {
+	return Config{Lock: lock, Key: key, Owner: owner, TTL: rTTL, CampaignEvery: rCE, RenewEvery: 300 * time.Millisecond,
 		YieldGrace: 200 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond, Margin: 200 * time.Millisecond}
 }
 
@@ -48,39 +47,52 @@ func holders(rs []*replica) []int {
 	return h
 }
 
-// cutLock is a Lock the test can cut off, as a crash or a partition would.
+// cutLock is a lock.Lock the test can cut off, as a crash or a partition would.
 type cutLock struct {
-	Lock
+	lock.Lock
 	down atomic.Bool
 }
 
 var errCut = errors.New("test: cut off from the lock")
 
-func (c *cutLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
+func (c *cutLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
 	if c.down.Load() {
-		return Lease{}, errCut
+		return lock.Lease{}, errCut
 	}
 	return c.Lock.Acquire(ctx, key, owner, ttl)
 }
 
-func (c *cutLock) Renew(ctx context.Context, l Lease) error {
+func (c *cutLock) Renew(ctx context.Context, l lock.Lease) error {
 	if c.down.Load() {
 		return errCut
 	}
 	return c.Lock.Renew(ctx, l)
 }
 
-func (c *cutLock) Release(ctx context.Context, l Lease) error {
+func (c *cutLock) Release(ctx context.Context, l lock.Lease) error {
 	if c.down.Load() {
 		return errCut
 	}
 	return c.Lock.Release(ctx, l)
 }
 
+// WatchReleases passes the watch on when the wrapped lock announces releases.
+func (c *cutLock) WatchReleases(ctx context.Context, key, self string) (<-chan struct{}, func(), error) {
+	if n, ok := c.Lock.(lock.Notifier); ok {
+		return n.WatchReleases(ctx, key, self)
+	}
+	return nil, nil, errors.ErrUnsupported
+}
+
 // measureFailover starts three replicas, ends the leader's part (gracefully, by
 // draining it, or as a crash, by cutting it off from Redis) and returns how long the
 // others were without a leader.
-func measureFailover(t *testing.T, lk Lock, crash bool) time.Duration {
+func measureFailover(t *testing.T, lk lock.Lock, crash bool) time.Duration {
+	return measureFailoverWith(t, lk, crash, func(c *Config) {})
+}
+
+// measureFailoverWith is measureFailover with the replicas' Config changed by set.
+func measureFailoverWith(t *testing.T, lk lock.Lock, crash bool, set func(*Config)) time.Duration {
 	key := keyFor(t, "")
 	var rs []*replica
 	var cut []*cutLock
@@ -88,7 +100,9 @@ func measureFailover(t *testing.T, lk Lock, crash bool) time.Duration {
 		cl := &cutLock{Lock: lk}
 		cut = append(cut, cl)
 		var g termLog
-		rs = append(rs, startReplica(t, rSpec(cl, key, owner), g.untilEnded))
+		c := rSpec(cl, key, owner)
+		set(&c)
+		rs = append(rs, startReplica(t, c, g.untilEnded))
 	}
 	waitFor(t, 5*time.Second, "a first leader", func() bool { return len(holders(rs)) == 1 })
 	// Not a synchronisation: the replicas campaigned together at start; let their
@@ -111,9 +125,30 @@ func measureFailover(t *testing.T, lk Lock, crash bool) time.Duration {
 	return took
 }
 
-func TestRedisLeadership(t *testing.T) {
-	r := env.Redis(t)
-	lk := NewRedisLock(newClient(t, r))
+// backend is a real lock backend the leadership suite runs against.
+type backend struct {
+	name          string
+	lock          func(t *testing.T) lock.Lock // a lock on it, as another process would open
+	kill, restart func() error
+}
+
+func backends(t *testing.T) []backend {
+	r, pg := env.Redis(t), env.Postgres(t)
+	return []backend{
+		{name: "redis", lock: func(t *testing.T) lock.Lock { return newRedisLock(t, r) }, kill: r.Kill, restart: r.Restart},
+		{name: "postgres", lock: func(t *testing.T) lock.Lock { return newPGLock(t, pg) }, kill: pg.Kill, restart: pg.Restart},
+	}
+}
+
+// TestBackendLeadership runs the leadership suite on each real backend.
+func TestBackendLeadership(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(b.name, func(t *testing.T) { leadershipSuite(t, b) })
+	}
+}
+
+func leadershipSuite(t *testing.T, b backend) {
+	lk := b.lock(t)
 
 	t.Run("exactly one of three replicas leads at every sample", func(t *testing.T) {
 		key := keyFor(t, "")
@@ -147,6 +182,15 @@ func TestRedisLeadership(t *testing.T) {
 		}
 	})
 
+	t.Run("graceful failover at the default CampaignEvery takes a release notice, not a campaign", func(t *testing.T) {
+		took := measureFailoverWith(t, lk, false, func(c *Config) { c.CampaignEvery = DefaultCampaignEvery })
+		t.Logf("graceful failover with wake on release: %v (CampaignEvery %v)", took, DefaultCampaignEvery)
+		// The first campaign after the release would come at 0.8 × CampaignEvery.
+		if took >= DefaultCampaignEvery*8/10 {
+			t.Fatalf("graceful failover took %v: the release notice did not wake the waiting replicas", took)
+		}
+	})
+
 	t.Run("crash failover within TTL + CampaignEvery", func(t *testing.T) {
 		took := measureFailover(t, lk, true)
 		t.Logf("crash failover: %v (target TTL %v + CampaignEvery %v)", took, rTTL, rCE)
@@ -155,28 +199,30 @@ func TestRedisLeadership(t *testing.T) {
 		}
 	})
 
-	t.Run("Redis killed under the leader: it stops before TTL − Margin and resumes", func(t *testing.T) {
+	t.Run("the backend killed under the leader: it stops before TTL − Margin and resumes", func(t *testing.T) {
 		key := keyFor(t, "")
 		var g termLog
 		a := startReplica(t, rSpec(lk, key, "a"), g.untilEnded)
 		waitFor(t, 5*time.Second, "a leads", func() bool { return len(g.all()) > 0 })
 		killed := time.Now()
-		if err := r.Kill(); err != nil {
+		if err := b.kill(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = r.Restart() }) // whatever happens here, later tests need Redis
+		t.Cleanup(func() { _ = b.restart() }) // whatever happens here, later tests need the backend
 		waitFor(t, 5*time.Second, "the term to end", func() bool { ts := g.all(); return !ts[0].end.IsZero() })
-		s := a.l.Spec()
+		s := a.l.Config()
 		if d := g.all()[0].end.Sub(killed); d >= s.TTL-s.Margin {
-			t.Fatalf("led %v after Redis died, want less than TTL − Margin = %v", d, s.TTL-s.Margin)
+			t.Fatalf("led %v after the backend died, want less than TTL − Margin = %v", d, s.TTL-s.Margin)
 		} else {
-			t.Logf("stopped leading %v after Redis died (soft deadline: at most %v)", d, s.TTL-s.Margin-s.YieldGrace-s.ReleaseTimeout)
+			t.Logf("stopped leading %v after the backend died (soft deadline: at most %v)", d, s.TTL-s.Margin-s.YieldGrace-s.ReleaseTimeout)
 		}
-		waitFor(t, time.Second, "the term counted as expired", func() bool { return a.ended(ReasonExpired) == 1 })
-		if err := r.Restart(); err != nil {
+		// Redis: no renewal answers, the term expires. PostgreSQL: the renewal finds
+		// the session gone, the lease is lost.
+		waitFor(t, time.Second, "the term counted as expired or lost", func() bool { return a.ended(ReasonExpired)+a.ended(ReasonLost) == 1 })
+		if err := b.restart(); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "leading again after Redis returned", func() bool { return len(g.all()) == 2 && a.held() })
+		waitFor(t, 5*time.Second, "leading again after the backend returned", func() bool { return len(g.all()) == 2 && a.held() })
 	})
 }
 
@@ -204,7 +250,7 @@ func (s *fenceStore) floor(context.Context) (uint64, error) { return s.fence.Loa
 
 func TestRedisFencingAfterDataLoss(t *testing.T) {
 	r := env.Redis(t)
-	lk := NewRedisLock(newClient(t, r))
+	lk := newRedisLock(t, r)
 	key := keyFor(t, "")
 	store := &fenceStore{}
 	spec := rSpec(lk, key, "a")
@@ -255,23 +301,32 @@ func TestRedisFencingAfterDataLoss(t *testing.T) {
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-func TestFailoverFigures(t *testing.T) {
-	if os.Getenv("SW_BENCH") != "1" {
-		t.Skip("set SW_BENCH=1 to measure failover figures (run with -v to see them)")
+func TestPostgresCrashFailover(t *testing.T) {
+	pg := env.Postgres(t)
+	key := keyFor(t, "")
+	const ttl = 5 * time.Second
+	var (
+		rs    []*replica
+		locks []interface{ Close(context.Context) error }
+	)
+	for _, owner := range []string{"a", "b", "c"} {
+		lk := newPGLock(t, pg) // one per replica, as one per process
+		locks = append(locks, lk)
+		c := rSpec(lk, key, owner)
+		c.TTL = ttl
+		rs = append(rs, startReplica(t, c, (&termLog{}).untilEnded))
 	}
-	lk := NewRedisLock(newClient(t, env.Redis(t)))
-	for _, c := range []struct {
-		name  string
-		crash bool
-	}{{"graceful", false}, {"crash", true}} {
-		var worst time.Duration
-		var all []string
-		for range 5 {
-			var took time.Duration
-			t.Run(c.name, func(t *testing.T) { took = measureFailover(t, lk, c.crash) })
-			worst = max(worst, took)
-			all = append(all, fmt.Sprintf("%.1f", millis(took)))
-		}
-		t.Logf("failover_%s_ms=%.1f (worst of 5: %s; TTL=%v CampaignEvery=%v)", c.name, millis(worst), strings.Join(all, " "), rTTL, rCE)
+	waitFor(t, 5*time.Second, "a first leader", func() bool { return len(holders(rs)) == 1 })
+	old := holders(rs)[0]
+	// The process dies: its connections close, and the server frees the lease.
+	if err := locks[old].Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	gone := time.Now()
+	others := slices.Delete(slices.Clone(rs), old, old+1)
+	took := waitFor(t, ttl, "a new leader", func() bool { return len(holders(others)) == 1 }).Sub(gone)
+	t.Logf("crash failover on PostgreSQL: %v (CampaignEvery %v, TTL %v)", took, rCE, ttl)
+	if took >= ttl/2 {
+		t.Fatalf("a new leader after %v: the lease was not freed with the connection", took)
 	}
 }

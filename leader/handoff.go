@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"time"
@@ -32,13 +34,13 @@ const (
 	standAsideFor  = 3 // campaign intervals a free lease is left to an asker
 )
 
-func (l *Leadership) wantKey() string { return l.spec.Key + WantSuffix }
+func (l *Leadership) wantKey() string { return l.conf.Key + lock.WantSuffix }
 
 // planHandoff decides, under HandoffOnRequest, whether this campaign acquires. held
 // and known are what look saw of the lease. A failing Prefer or want-lock read means
 // this campaign runs as if handoff were off.
 func (l *Leadership) planHandoff(ctx context.Context, st *campaignState, held, known bool) (plan, error) {
-	s := &l.spec
+	s := &l.conf
 	plain := planAcquire
 	if held {
 		plain = planWait
@@ -62,7 +64,7 @@ func (l *Leadership) planHandoff(ctx context.Context, st *campaignState, held, k
 			return planAsk, nil
 		case asking:
 			return planAcquire, nil // lease unread: an acquire refused is not the asker's failure
-		case err != nil && !errors.Is(err, ErrHeld):
+		case err != nil && !errors.Is(err, lock.ErrHeld):
 			l.log.Warn("leadership: cannot hold the want-lock; campaigning without handoff", zap.Error(err))
 			return plain, nil
 		}
@@ -73,7 +75,7 @@ func (l *Leadership) planHandoff(ctx context.Context, st *campaignState, held, k
 	if held || !known {
 		return plain, nil
 	}
-	w, err := call(&l.bg, ctx, s.CampaignEvery, "inspect want-lock", func(ctx context.Context) (Holder, error) {
+	w, err := call(&l.bg, ctx, s.CampaignEvery, "inspect want-lock", func(ctx context.Context) (lock.Holder, error) {
 		return s.Lock.Inspect(ctx, l.wantKey())
 	})
 	if isFatal(err) {
@@ -90,15 +92,15 @@ func (l *Leadership) planHandoff(ctx context.Context, st *campaignState, held, k
 	return planAcquire, nil
 }
 
-// holdWant takes or renews our want-lock. It reports whether we hold it; ErrHeld
+// holdWant takes or renews our want-lock. It reports whether we hold it; lock.ErrHeld
 // means another replica asks.
 func (l *Leadership) holdWant(ctx context.Context, st *campaignState) (bool, error) {
-	s := &l.spec
+	s := &l.conf
 	if st.want != nil {
 		err := do(&l.bg, ctx, s.CampaignEvery, "renew want-lock", func(ctx context.Context) error {
 			return s.Lock.Renew(ctx, *st.want)
 		})
-		if !errors.Is(err, ErrNotHeld) {
+		if !errors.Is(err, lock.ErrNotHeld) {
 			return err == nil, err
 		}
 		st.want = nil
@@ -131,7 +133,7 @@ func (l *Leadership) afterAcquire(ctx context.Context, st *campaignState, asking
 	l.log.Info("leadership: giving the handoff request up; not asking again for a TTL",
 		zap.Int("failed_acquires", st.wantFails), zap.Error(err))
 	st.wantFails = 0
-	st.quietUntil = time.Now().Add(l.spec.TTL)
+	st.quietUntil = time.Now().Add(l.conf.TTL)
 	l.dropWant(ctx, st)
 }
 
@@ -149,8 +151,8 @@ func (l *Leadership) dropWant(ctx context.Context, st *campaignState) {
 // it by a TTL, and yielding to it would leave the lease unled), and we do not prefer
 // the lease ourselves. Any failure keeps the lease.
 func (l *Leadership) shouldYield(ctx context.Context) (bool, error) {
-	s := &l.spec
-	w, err := call(&l.bg, ctx, s.CampaignEvery, "inspect want-lock", func(ctx context.Context) (Holder, error) {
+	s := &l.conf
+	w, err := call(&l.bg, ctx, s.CampaignEvery, "inspect want-lock", func(ctx context.Context) (lock.Holder, error) {
 		return s.Lock.Inspect(ctx, l.wantKey())
 	})
 	if err != nil || !w.Held() || w.Owner == s.Owner {

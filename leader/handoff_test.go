@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"sync/atomic"
@@ -9,7 +11,7 @@ import (
 	"time"
 )
 
-func handoffSpec(lock Lock, owner string, prefer bool) Spec {
+func handoffSpec(lock lock.Lock, owner string, prefer bool) Config {
 	s := vSpec(lock, owner)
 	s.Handoff = HandoffOnRequest
 	s.Prefer = func(context.Context) (bool, error) { return prefer, nil }
@@ -19,7 +21,7 @@ func handoffSpec(lock Lock, owner string, prefer bool) Spec {
 func TestHandoff(t *testing.T) {
 	t.Run("the holder yields at its next renewal to a replica that asks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			spy := &spyLock{Lock: NewMemoryLock()}
+			spy := &spyLock{Lock: lock.NewMemory()}
 			start := time.Now()
 			var ga, gb termLog
 			a := startReplica(t, handoffSpec(spy, "a", false), ga.untilEnded)
@@ -41,7 +43,7 @@ func TestHandoff(t *testing.T) {
 
 	t.Run("a holder that prefers itself keeps the lease", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := NewMemoryLock()
+			mem := lock.NewMemory()
 			var ga, gb termLog
 			a := startReplica(t, handoffSpec(mem, "a", true), ga.untilEnded)
 			synctest.Wait()
@@ -66,7 +68,7 @@ func TestHandoff(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				mem := NewMemoryLock()
+				mem := lock.NewMemory()
 				start := time.Now()
 				var g termLog
 				a := startReplica(t, handoffSpec(mem, "a", false), g.untilEnded)
@@ -103,7 +105,7 @@ func TestHandoff(t *testing.T) {
 
 	t.Run("an asker gives up after three failed acquires and does not ask again for a TTL", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			spy := &spyLock{Lock: NewMemoryLock(), acquire: func(_ context.Context, key, _ string) (error, bool) {
+			spy := &spyLock{Lock: lock.NewMemory(), acquire: func(_ context.Context, key, _ string) (error, bool) {
 				if key == "job" {
 					return errors.New("READONLY replica"), false
 				}
@@ -131,7 +133,7 @@ func TestHandoff(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var slow atomic.Bool
 			slow.Store(true)
-			spy := &spyLock{Lock: NewMemoryLock(), acquire: func(_ context.Context, key, _ string) (error, bool) {
+			spy := &spyLock{Lock: lock.NewMemory(), acquire: func(_ context.Context, key, _ string) (error, bool) {
 				if key == "job" && slow.CompareAndSwap(true, false) {
 					time.Sleep(vCE * 3 / 2) // lands before the next campaign, and is released
 				}
@@ -156,12 +158,12 @@ func TestHandoff(t *testing.T) {
 
 	for _, c := range []struct {
 		name  string
-		setup func(s *Spec, spy *spyLock)
+		setup func(s *Config, spy *spyLock)
 	}{
-		{"a failing Prefer campaigns without handoff", func(s *Spec, _ *spyLock) {
+		{"a failing Prefer campaigns without handoff", func(s *Config, _ *spyLock) {
 			s.Prefer = func(context.Context) (bool, error) { return false, errors.New("metrics down") }
 		}},
-		{"a failing want-lock read campaigns without handoff", func(_ *Spec, spy *spyLock) {
+		{"a failing want-lock read campaigns without handoff", func(_ *Config, spy *spyLock) {
 			spy.inspect = func(_ context.Context, key string) error {
 				if key == "job:want" {
 					return errors.New("timeout")
@@ -172,7 +174,7 @@ func TestHandoff(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				mem := NewMemoryLock()
+				mem := lock.NewMemory()
 				if _, err := mem.Acquire(context.Background(), "job:want", "ghost", time.Hour); err != nil {
 					t.Fatal(err)
 				}
@@ -192,7 +194,7 @@ func TestHandoff(t *testing.T) {
 
 	t.Run("a replica MayCampaign refuses never asks", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mem := NewMemoryLock()
+			mem := lock.NewMemory()
 			var ga termLog
 			startReplica(t, handoffSpec(mem, "a", false), ga.untilEnded)
 			synctest.Wait()

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"os"
@@ -22,7 +24,7 @@ var env testenv.Env
 // TestMain starts the package's services once; testenv.Run stops them and then
 // checks for leaked goroutines with goleak.Find, as goleak.VerifyTestMain would.
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, testenv.WithRedis()))
+	os.Exit(testenv.Run(m, &env, testenv.WithRedis(), testenv.WithPostgres()))
 }
 
 // Timings of the virtual-time tests: life = TTL − Margin − YieldGrace − ReleaseTimeout = 8s.
@@ -36,8 +38,8 @@ const (
 	vLife    = vTTL - vMargin - vYield - vRelease
 )
 
-func vSpec(lock Lock, owner string) Spec {
-	return Spec{Lock: lock, Key: "job", Owner: owner, TTL: vTTL, CampaignEvery: vCE,
+func vSpec(lock lock.Lock, owner string) Config {
+	return Config{Lock: lock, Key: "job", Owner: owner, TTL: vTTL, CampaignEvery: vCE,
 		YieldGrace: vYield, ReleaseTimeout: vRelease, Margin: vMargin}
 }
 
@@ -49,17 +51,17 @@ type spyCall struct {
 	err            error
 }
 
-// spyLock records every call to the Lock it wraps, and lets a test make a call fail,
+// spyLock records every call to the lock.Lock it wraps, and lets a test make a call fail,
 // block or land late through hooks run before the call is passed on. A hook that
 // returns an error fails the call without passing it on; failAfter makes the call
 // land and then return the error (an answer lost after it landed).
 type spyLock struct {
-	Lock
+	lock.Lock
 	mu      sync.Mutex
 	calls   []spyCall
 	acquire func(ctx context.Context, key, owner string) (err error, failAfter bool)
-	renew   func(ctx context.Context, l Lease) error
-	release func(ctx context.Context, l Lease) error
+	renew   func(ctx context.Context, l lock.Lease) error
+	release func(ctx context.Context, l lock.Lease) error
 	inspect func(ctx context.Context, key string) error
 }
 
@@ -84,25 +86,25 @@ func (s *spyLock) set(f func(s *spyLock)) {
 	f(s)
 }
 
-func (s *spyLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
+func (s *spyLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
 	var lost error
 	if h := s.hooks().acquire; h != nil {
 		err, after := h(ctx, key, owner)
 		if err != nil && !after {
 			s.record(spyCall{op: "acquire", key: key, owner: owner, err: err})
-			return Lease{}, err
+			return lock.Lease{}, err
 		}
 		lost = err
 	}
 	l, err := s.Lock.Acquire(ctx, key, owner, ttl)
 	s.record(spyCall{op: "acquire", key: key, owner: owner, token: l.Token, err: errors.Join(err, lost)})
 	if lost != nil {
-		return Lease{}, lost
+		return lock.Lease{}, lost
 	}
 	return l, err
 }
 
-func (s *spyLock) Renew(ctx context.Context, l Lease) error {
+func (s *spyLock) Renew(ctx context.Context, l lock.Lease) error {
 	err := func() error {
 		if h := s.hooks().renew; h != nil {
 			if err := h(ctx, l); err != nil {
@@ -115,7 +117,7 @@ func (s *spyLock) Renew(ctx context.Context, l Lease) error {
 	return err
 }
 
-func (s *spyLock) Release(ctx context.Context, l Lease) error {
+func (s *spyLock) Release(ctx context.Context, l lock.Lease) error {
 	err := func() error {
 		if h := s.hooks().release; h != nil {
 			if err := h(ctx, l); err != nil {
@@ -128,10 +130,10 @@ func (s *spyLock) Release(ctx context.Context, l Lease) error {
 	return err
 }
 
-func (s *spyLock) Inspect(ctx context.Context, key string) (Holder, error) {
+func (s *spyLock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
 	if h := s.hooks().inspect; h != nil {
 		if err := h(ctx, key); err != nil {
-			return Holder{}, err
+			return lock.Holder{}, err
 		}
 	}
 	h, err := s.Lock.Inspect(ctx, key)
@@ -166,14 +168,14 @@ type replica struct {
 	once   sync.Once
 }
 
-func startReplica(t *testing.T, spec Spec, lead func(context.Context, *Term) error, opts ...Option) *replica {
+func startReplica(t *testing.T, conf Config, lead func(context.Context, *Term) error, opts ...Option) *replica {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	reg := prometheus.NewRegistry()
 	opts = append([]Option{WithLogger(zap.New(core)), WithRegisterer(reg)}, opts...)
-	l, err := NewLeadership(spec, lead, opts...)
+	l, err := New(conf, lead, opts...)
 	if err != nil {
-		t.Fatalf("NewLeadership: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	if err := l.Bind(context.Background()); err != nil {
 		t.Fatalf("Bind: %v", err)
@@ -211,12 +213,12 @@ func (r *replica) shutdown() (drain time.Duration) {
 	return drain
 }
 
-func (r *replica) held() bool { return r.l.Leadership()[r.l.spec.Key].Held }
+func (r *replica) held() bool { return r.l.Leadership()[r.l.conf.Key].Held }
 
 // ended reads servicewright_leadership_terms_ended_total for reason.
 func (r *replica) ended(reason string) float64 {
 	var m dto.Metric
-	if err := r.l.m.ended.WithLabelValues(r.l.spec.Key, reason).Write(&m); err != nil {
+	if err := r.l.m.ended.WithLabelValues(r.l.conf.Key, reason).Write(&m); err != nil {
 		r.t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
@@ -224,7 +226,7 @@ func (r *replica) ended(reason string) float64 {
 
 func (r *replica) gauge() float64 {
 	var m dto.Metric
-	if err := r.l.m.held.WithLabelValues(r.l.spec.Key).Write(&m); err != nil {
+	if err := r.l.m.held.WithLabelValues(r.l.conf.Key).Write(&m); err != nil {
 		r.t.Fatal(err)
 	}
 	return m.GetGauge().GetValue()

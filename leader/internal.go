@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -106,7 +108,7 @@ func isFatal(err error) bool {
 	}
 	var ce *fault.ConfigError
 	return errors.Is(err, ErrConfig) || errors.As(err, &ce) ||
-		errors.Is(err, ErrFenceExhausted) || errors.Is(err, ErrFenceOutOfRange)
+		errors.Is(err, lock.ErrFenceExhausted) || errors.Is(err, lock.ErrFenceOutOfRange)
 }
 
 func isUnsupported(err error) bool { return errors.Is(err, errors.ErrUnsupported) }

@@ -1,6 +1,10 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/lock"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"fmt"
 	"sync"
@@ -18,26 +22,19 @@ var _ interface {
 	entrypoint.InFlighter
 } = (*Leadership)(nil)
 
-// Status is one lease as /debug/lifecycle shows it.
-type Status struct {
-	Held  bool   `json:"held"`
-	Token uint64 `json:"token"`
-}
-
 // Leadership is an entrypoint that keeps one replica of a fleet running lead at a
 // time. Every replica campaigns for a renewing lease; the one that holds it runs lead
 // until its term ends, then releases the lease and campaigns again. Make one with
-// NewLeadership.
+// New.
 //
-// Register it with fleet.LeadershipMarks (RequiresLongRunning): every replica runs
-// the campaign, so it needs no singleton guard, and a serverless process cannot keep
-// a lease.
+// It declares its own fleet marks (see Marks): a serverless process cannot keep a
+// lease.
 type Leadership struct {
-	spec Spec
-	lead func(context.Context, *Term) error
-	cfg  *config
-	log  *zap.Logger
-	m    *metrics
+	conf   Config
+	lead   func(context.Context, *Term) error
+	log    *zap.Logger
+	m      *metrics
+	tracer trace.Tracer
 
 	term atomic.Pointer[Term] // the current term, nil between terms
 
@@ -56,58 +53,62 @@ type Leadership struct {
 	acq tracker // acquires, which are never cancelled
 }
 
-// NewLeadership returns a Leadership for spec that runs lead in each term it wins.
-// It validates spec (see Spec.Validate) and the options, and returns a *fault.ConfigError
-// (fault.ConfigError) listing every problem; it starts nothing.
+// New returns a Leadership for cfg that runs lead in each term it wins. It
+// validates cfg (see Config.Validate) and the options, and returns a
+// *fault.ConfigError listing every problem; it starts nothing.
 //
 // lead gets the term and a ctx that is cancelled YieldGrace after term.Ended is
 // closed. It should work in units, check term.Live() between them, pass term.Token
 // with every write, and return when Ended is closed. Returning nil ends the term
 // ("released"); returning an error ends it too ("failed"), and the replica campaigns
-// again after a backoff; an error wrapping ErrConfig stops campaigning for good.
-func NewLeadership(spec Spec, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
-	cfg := newConfig(opts)
+// again after Config.Retry; an error wrapping ErrConfig stops campaigning for good.
+func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
+	o := newOptions(opts)
 	var l fault.Problems
-	l.Merge("", spec.Validate())
+	l.Merge("", cfg.Validate())
 	if lead == nil {
 		l.Addf("lead", "must not be nil")
 	}
-	l.Merge("", cfg.problems.Err())
-	m, err := newMetrics(cfg.reg)
+	m, err := newMetrics(o.reg)
 	if err != nil {
 		l.Addf("WithRegisterer", "%v", err)
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	spec = spec.withDefaults()
+	cfg = cfg.withDefaults()
 	return &Leadership{
-		spec: spec,
-		lead: lead,
-		cfg:  cfg,
-		log:  cfg.log.With(zap.String("entrypoint", spec.Name), zap.String("key", spec.Key), zap.String("owner", spec.Owner)),
-		m:    m,
-		quit: make(chan struct{}),
-		cut:  make(chan struct{}),
+		conf:   cfg,
+		lead:   lead,
+		log:    o.log.With(zap.String("entrypoint", cfg.Name), zap.String("key", cfg.Key), zap.String("owner", cfg.Owner)),
+		m:      m,
+		tracer: o.tracer.Tracer("github.com/servicewright/servicewright/leader"),
+		quit:   make(chan struct{}),
+		cut:    make(chan struct{}),
 	}, nil
 }
 
-// Name returns Spec.Name ("leadership:" + Key by default).
-func (l *Leadership) Name() string { return l.spec.Name }
+// Name returns Config.Name ("leadership:" + Key by default).
+func (l *Leadership) Name() string { return l.conf.Name }
 
-// Spec returns the spec with its defaults applied.
-func (l *Leadership) Spec() Spec { return l.spec }
+// Config returns the configuration with its defaults applied.
+func (l *Leadership) Config() Config { return l.conf }
 
-// StopTime is Spec.StopTime: the longest Drain takes. The Host checks it against the
+// Marks declares what the Host's fleet profile checks: the campaign needs a process
+// that keeps running (RequiresLongRunning), so the Serverless profile refuses a
+// Leadership; every replica runs the campaign, so it needs no singleton guard.
+func (l *Leadership) Marks() fleet.Marks { return fleet.Marks{RequiresLongRunning: true} }
+
+// StopTime is Config.StopTime: the longest Drain takes. The Host checks it against the
 // budget that Drain runs under.
-func (l *Leadership) StopTime() time.Duration { return l.spec.StopTime() }
+func (l *Leadership) StopTime() time.Duration { return l.conf.StopTime() }
 
 // Bind checks the lock backend once, without failing on it: a backend that does not
 // answer within CampaignEvery is logged, and the campaign retries it. With
 // RequiresFenceAdvance, a lock that answers that it cannot advance its counter
 // (errors.ErrUnsupported) fails Bind with a *fault.ConfigError. Bind accepts nothing.
 func (l *Leadership) Bind(ctx context.Context) error {
-	s := &l.spec
+	s := &l.conf
 	var err error
 	if s.RequiresFenceAdvance {
 		// Advancing to 0 changes nothing, and shows whether the lock can.
@@ -119,7 +120,7 @@ func (l *Leadership) Bind(ctx context.Context) error {
 				Reason: fmt.Sprintf("the lock cannot advance its fencing counter: %v", err)}}}
 		}
 	} else {
-		_, err = call(&l.bg, ctx, s.CampaignEvery, "inspect lease", func(ctx context.Context) (Holder, error) {
+		_, err = call(&l.bg, ctx, s.CampaignEvery, "inspect lease", func(ctx context.Context) (lock.Holder, error) {
 			return s.Lock.Inspect(ctx, s.Key)
 		})
 	}
@@ -142,7 +143,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 	l.mu.Lock()
 	if l.served {
 		l.mu.Unlock()
-		return fmt.Errorf("leader: %q: Serve called twice", l.spec.Name)
+		return fmt.Errorf("leader: %q: Serve called twice", l.conf.Name)
 	}
 	l.served = true
 	if l.quitDone {
@@ -167,7 +168,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 // cancellation keeps the lease, unrenewed, until its TTL lapses. An acquire in
 // flight is abandoned; if it lands, it is released. Drain returns nil once the
 // campaign has exited; if ctx is done first it returns ctx.Err() and leaves the rest
-// to Stop. The whole takes at most Spec.StopTime. Without a prior Serve it returns nil.
+// to Stop. The whole takes at most Config.StopTime. Without a prior Serve it returns nil.
 func (l *Leadership) Drain(ctx context.Context) error {
 	return entrypoint.Await(ctx, l.halt(false))
 }
@@ -212,15 +213,15 @@ func (l *Leadership) halt(cut bool) <-chan struct{} {
 	return l.done
 }
 
-// Leadership reports the lease this replica campaigns for, keyed by Spec.Key: Held
+// Leadership reports the lease this replica campaigns for, keyed by Config.Key: Held
 // while it leads a live term, with that term's fencing token (0 when not held). The
 // Host shows it in /debug/lifecycle.
-func (l *Leadership) Leadership() map[string]Status {
-	var st Status
+func (l *Leadership) Leadership() map[string]lock.Status {
+	var st lock.Status
 	if t := l.term.Load(); t != nil && t.Live() {
-		st = Status{Held: true, Token: t.Token}
+		st = lock.Status{Held: true, Token: t.Token}
 	}
-	return map[string]Status{l.spec.Key: st}
+	return map[string]lock.Status{l.conf.Key: st}
 }
 
 // InFlight reports 1 while this replica leads and 0 otherwise.
@@ -244,7 +245,7 @@ func (l *Leadership) fail(err error) {
 	l.mu.Lock()
 	l.halted = err
 	l.mu.Unlock()
-	l.m.held.WithLabelValues(l.spec.Key).Set(0)
+	l.m.held.WithLabelValues(l.conf.Key).Set(0)
 	// zap has no critical level; Error with severity=critical is the loudest that
 	// does not end the process (DPanic would, in development).
 	l.log.Error("leadership: campaigning stopped for good; this replica will not lead until restarted with a fixed configuration",

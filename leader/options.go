@@ -2,13 +2,11 @@ package leader
 
 import (
 	"errors"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
-
-	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/fault"
 )
 
 // Reasons a term ends, the `reason` label of servicewright_leadership_terms_ended_total.
@@ -22,53 +20,53 @@ const (
 	ReasonStopped   = "stopped"   // Drain, Stop, or the Host giving up on Serve
 )
 
-type config struct {
-	log                    *zap.Logger
-	reg                    prometheus.Registerer
-	backoffInit, backoffMx time.Duration
-	problems               fault.Problems
+// ErrConfig marks an error as a configuration error: wrap it (fmt.Errorf("...: %w",
+// leader.ErrConfig)) in what a Leadership callback returns, and the Leadership stops
+// campaigning for good instead of retrying. A *fault.ConfigError counts too.
+var ErrConfig = errors.New("leader: configuration error")
+
+type options struct {
+	log    *zap.Logger
+	reg    prometheus.Registerer
+	tracer trace.TracerProvider
 }
 
 // An Option configures a Leadership.
-type Option func(*config)
+type Option func(*options)
 
 // WithLogger sets the logger. The default discards everything.
 func WithLogger(l *zap.Logger) Option {
-	return func(c *config) {
+	return func(o *options) {
 		if l != nil {
-			c.log = l
+			o.log = l
 		}
 	}
 }
 
 // WithRegisterer registers the leadership metrics with reg. Several Leaderships may
 // share one registerer; they share the collectors, told apart by the key label.
+// The default registers nothing.
 func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(c *config) { c.reg = reg }
+	return func(o *options) { o.reg = reg }
 }
 
-// WithBackoff sets the wait after a term whose body failed: it starts at initial,
-// doubles after each consecutive failure up to max, and each wait is drawn from the
-// upper half of its step. Defaults: entrypoint.DefaultBackoffInitial and
-// entrypoint.DefaultBackoffMax.
-func WithBackoff(initial, max time.Duration) Option {
-	return func(c *config) {
-		if initial <= 0 {
-			c.problems.Addf("backoff.initial", "must be positive, got %v", initial)
+// WithTracerProvider records each term as a span "leadership.term" from tp, with
+// the key, the owner, the token and the reason it ended. The default records
+// nothing.
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(o *options) {
+		if tp != nil {
+			o.tracer = tp
 		}
-		if max < initial {
-			c.problems.Addf("backoff.max", "must be at least backoff.initial (%v), got %v", initial, max)
-		}
-		c.backoffInit, c.backoffMx = initial, max
 	}
 }
 
-func newConfig(opts []Option) *config {
-	c := &config{log: zap.NewNop(), backoffInit: entrypoint.DefaultBackoffInitial, backoffMx: entrypoint.DefaultBackoffMax}
-	for _, o := range opts {
-		o(c)
+func newOptions(opts []Option) *options {
+	o := &options{log: zap.NewNop(), tracer: noop.NewTracerProvider()}
+	for _, f := range opts {
+		f(o)
 	}
-	return c
+	return o
 }
 
 type metrics struct {

@@ -1,6 +1,11 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"errors"
 	"fmt"
@@ -32,8 +37,8 @@ type yieldResult struct {
 // handoff check after each, until the term ends. It returns why it ended, whether the
 // lease was kept because the body never returned, and an error when campaigning must
 // stop for good.
-func (l *Leadership) reign(base context.Context, lease Lease, sent time.Time) (reason string, kept bool, fatal error) {
-	s := &l.spec
+func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Time) (reason string, kept bool, fatal error) {
+	s := &l.conf
 	// The soft deadline leaves room for the grace, the unwind and the release
 	// before the lease could lapse, Margin early, counted from when the acquire or
 	// the latest renewal was sent.
@@ -43,8 +48,18 @@ func (l *Leadership) reign(base context.Context, lease Lease, sent time.Time) (r
 	l.term.Store(term)
 	l.m.held.WithLabelValues(s.Key).Set(1)
 	log.Info("leadership: term started")
+	spanCtx, span := l.tracer.Start(base, "leadership.term", trace.WithAttributes(
+		attribute.String("leadership.key", s.Key), attribute.String("leadership.owner", s.Owner),
+		attribute.Int64("leadership.token", int64(lease.Token))))
+	defer func() {
+		span.SetAttributes(attribute.String("leadership.end_reason", reason))
+		if fatal != nil {
+			span.SetStatus(codes.Error, fatal.Error())
+		}
+		span.End()
+	}()
 
-	bodyCtx, cancelBody := context.WithCancel(base)
+	bodyCtx, cancelBody := context.WithCancel(spanCtx)
 	defer cancelBody()
 	body := make(chan bodyResult, 1)
 	l.bg.Go(func() { body <- l.runBody(bodyCtx, term) })
@@ -82,7 +97,7 @@ func (l *Leadership) reign(base context.Context, lease Lease, sent time.Time) (r
 				if s.Handoff == HandoffOnRequest && yielded == nil {
 					yielded = l.startYieldCheck(side)
 				}
-			case errors.Is(r.err, ErrNotHeld):
+			case errors.Is(r.err, lock.ErrNotHeld):
 				reason = ReasonLost
 				log.Warn("leadership: the lease is gone; ending the term", zap.Error(r.err))
 			case isFatal(r.err):
@@ -128,7 +143,7 @@ func (l *Leadership) reign(base context.Context, lease Lease, sent time.Time) (r
 
 // runBody runs Claim, then lead, and says how they ended the term.
 func (l *Leadership) runBody(ctx context.Context, term *Term) bodyResult {
-	s := &l.spec
+	s := &l.conf
 	unclaimed := false
 	err := safe.Call(fmt.Sprintf("leadership %q body", s.Key), func() error {
 		if s.Claim != nil {
@@ -154,13 +169,13 @@ func (l *Leadership) runBody(ctx context.Context, term *Term) bodyResult {
 
 // startRenew sends a renewal in a goroutine; its answer arrives on the channel. It is
 // cut off at the term's soft deadline, past which it could no longer help.
-func (l *Leadership) startRenew(ctx context.Context, lease Lease, deadline time.Time) <-chan renewResult {
+func (l *Leadership) startRenew(ctx context.Context, lease lock.Lease, deadline time.Time) <-chan renewResult {
 	ch := make(chan renewResult, 1)
 	sent := time.Now()
 	l.bg.Go(func() {
 		ctx, cancel := context.WithDeadline(ctx, deadline)
 		defer cancel()
-		err := safe.Call("renew", func() error { return l.spec.Lock.Renew(ctx, lease) })
+		err := safe.Call("renew", func() error { return l.conf.Lock.Renew(ctx, lease) })
 		ch <- renewResult{sent: sent, err: err}
 	})
 	return ch
@@ -180,8 +195,8 @@ func (l *Leadership) startYieldCheck(ctx context.Context) <-chan yieldResult {
 // have stopped: the soft deadline guarantees all this fits before the lease could
 // lapse. A body that has not returned by then keeps the lease until it lapses;
 // endTerm then returns nil.
-func (l *Leadership) endTerm(base context.Context, term *Term, lease Lease, cancelBody context.CancelFunc, body <-chan bodyResult, res *bodyResult) *bodyResult {
-	s := &l.spec
+func (l *Leadership) endTerm(base context.Context, term *Term, lease lock.Lease, cancelBody context.CancelFunc, body <-chan bodyResult, res *bodyResult) *bodyResult {
+	s := &l.conf
 	term.end()
 	if res == nil {
 		res = awaitBody(body, s.YieldGrace, l.cut)

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,7 +23,7 @@ type Term struct {
 	ended    chan struct{}
 }
 
-func newTerm(l Lease, deadline time.Time) *Term {
+func newTerm(l lock.Lease, deadline time.Time) *Term {
 	t := &Term{Key: l.Key, Owner: l.Owner, Token: l.Token, start: time.Now(), ended: make(chan struct{})}
 	t.setDeadline(deadline)
 	return t

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"fmt"
@@ -12,7 +14,7 @@ import (
 
 func TestTermLive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		term := newTerm(Lease{Key: "k", Owner: "a", Token: 7}, time.Now().Add(time.Second))
+		term := newTerm(lock.Lease{Key: "k", Owner: "a", Token: 7}, time.Now().Add(time.Second))
 		if !term.Live() {
 			t.Fatal("not live before its deadline")
 		}
@@ -36,7 +38,7 @@ func TestTermLive(t *testing.T) {
 
 func TestCampaignCadence(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		mem := NewMemoryLock()
+		mem := lock.NewMemory()
 		if _, err := mem.Acquire(context.Background(), "job", "other", time.Hour); err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +68,7 @@ func TestCampaignCadence(t *testing.T) {
 func TestTermRenewal(t *testing.T) {
 	t.Run("renews every RenewEvery and reports itself held", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			spy := &spyLock{Lock: NewMemoryLock()}
+			spy := &spyLock{Lock: lock.NewMemory()}
 			var g termLog
 			start := time.Now()
 			r := startReplica(t, vSpec(spy, "a"), g.untilEnded)
@@ -88,7 +90,7 @@ func TestTermRenewal(t *testing.T) {
 
 	t.Run("a slow answer shortens the term: deadlines count from the send", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			spy := &spyLock{Lock: NewMemoryLock(), renew: func(context.Context, Lease) error {
+			spy := &spyLock{Lock: lock.NewMemory(), renew: func(context.Context, lock.Lease) error {
 				time.Sleep(500 * time.Millisecond)
 				return nil
 			}}
@@ -109,7 +111,7 @@ func TestTermRenewal(t *testing.T) {
 	t.Run("Live is false right after a pause past the soft deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			// Renewals never answer, as in a process that stalled on them.
-			spy := &spyLock{Lock: NewMemoryLock(), renew: func(ctx context.Context, _ Lease) error {
+			spy := &spyLock{Lock: lock.NewMemory(), renew: func(ctx context.Context, _ lock.Lease) error {
 				<-ctx.Done()
 				return ctx.Err()
 			}}
@@ -143,11 +145,11 @@ func TestTermEndsBeforeLeaseLapses(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				mem := NewMemoryLock()
+				mem := lock.NewMemory()
 				// a is cut off from the lock after its first acquire.
 				var acquires atomic.Int32
 				failing := &spyLock{Lock: mem,
-					renew: func(context.Context, Lease) error { return errors.New("connection reset") },
+					renew: func(context.Context, lock.Lease) error { return errors.New("connection reset") },
 					acquire: func(context.Context, string, string) (error, bool) {
 						if acquires.Add(1) > 1 {
 							return errors.New("connection reset"), false
@@ -192,8 +194,8 @@ func TestTermEndsBeforeLeaseLapses(t *testing.T) {
 
 	t.Run("a renewal that finds the lease gone ends the term at once", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			spy := &spyLock{Lock: NewMemoryLock(), renew: func(context.Context, Lease) error {
-				return fmt.Errorf("renew: %w", ErrNotHeld)
+			spy := &spyLock{Lock: lock.NewMemory(), renew: func(context.Context, lock.Lease) error {
+				return fmt.Errorf("renew: %w", lock.ErrNotHeld)
 			}}
 			var g termLog
 			start := time.Now()

@@ -10,12 +10,12 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
 	"github.com/servicewright/servicewright/host"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 type cronParams struct {
 	fx.In
-	Redis redis.UniversalClient `optional:"true"` // from leader.Module when REDIS_URL is set
+	Redis redis.UniversalClient `optional:"true"` // from rediskit.Module when REDIS_URL is set
 }
 
 // cronModule schedules the "report" job every EXAMPLE_CRON_EVERY. With REDIS_URL set
@@ -33,8 +33,11 @@ func cronModule(k knobs) fx.Option {
 		}
 		if p.Redis != nil {
 			// One lock per tick: let each tick's fencing counter expire after a while.
-			lock := leader.NewRedisLock(p.Redis, leader.WithFenceTTL(10*k.cronEvery))
-			job.OncePerFleet = cronentry.OncePerFleet(lock, string(inst), k.cronEvery)
+			lk, err := rediskit.NewLock(p.Redis, rediskit.LockConfig{FenceTTL: 10 * k.cronEvery})
+			if err != nil {
+				return nil, err
+			}
+			job.OncePerFleet = cronentry.OncePerFleet(lk, string(inst), k.cronEvery)
 		}
 		return cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{job}, cronentry.WithLogger(log), cronentry.WithRegisterer(reg))
 	}, 40)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/servicewright/servicewright/pgkit"
+
 	"context"
 	"errors"
 	"fmt"
@@ -10,14 +12,13 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/fleet"
-	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 // The digest publisher runs on one replica of the fleet at a time: it holds the
@@ -97,7 +98,7 @@ func (p pgDigests) Fence(ctx context.Context) (uint64, error) {
 	var f int64
 	err := p.pool.QueryRow(ctx, `SELECT fence FROM digests WHERE name = 'orders'`).Scan(&f)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return 0, fmt.Errorf("no digests row: %w", leader.ErrFenceOutOfRange)
+		return 0, fmt.Errorf("no digests row: %w", lock.ErrFenceOutOfRange)
 	}
 	return uint64(f), err
 }
@@ -107,18 +108,21 @@ type leaderParams struct {
 	Pool *pgxpool.Pool `optional:"true"`
 }
 
-// leaderModule wires the lock (Redis when REDIS_URL is set, in memory otherwise), the
-// fenced digest store and the publisher's Leadership.
+// leaderModule wires the lock, the fenced digest store and the publisher's
+// Leadership. The lock is on Redis when REDIS_URL is set, on PostgreSQL when only
+// DATABASE_URL is, and in memory otherwise.
 func leaderModule(k knobs) fx.Option {
-	lock := fx.Provide(func() leader.Lock { return leader.NewMemoryLock() })
-	if k.redisURL != "" {
-		lock = fx.Options(
-			leader.Module(leader.ModuleConfig{URL: k.redisURL}),
-			host.Check("redis", func(c redis.UniversalClient) health.Check { return health.Redis(c) }),
-		)
+	var lk fx.Option
+	switch {
+	case k.redisURL != "":
+		lk = rediskit.Module(rediskit.ModuleConfig{URL: k.redisURL})
+	case k.databaseURL != "":
+		lk = pgkit.Module(pgkit.ModuleConfig{URL: k.databaseURL})
+	default:
+		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
 	}
 	return fx.Options(
-		lock,
+		lk,
 		fx.Provide(func(p leaderParams) digests {
 			if p.Pool != nil {
 				return pgDigests{p.Pool}
@@ -133,9 +137,9 @@ func leaderModule(k knobs) fx.Option {
 				return nil
 			}}
 		}),
-		host.Provide(func(lock leader.Lock, d digests, inst host.Instance, log *zap.Logger, reg prometheus.Registerer) (*leader.Leadership, error) {
-			return leader.NewLeadership(leader.Spec{
-				Lock:          lock,
+		host.Provide(func(lk lock.Lock, d digests, inst host.Instance, log *zap.Logger, reg prometheus.Registerer) (*leader.Leadership, error) {
+			return leader.New(leader.Config{
+				Lock:          lk,
 				Key:           digestKey,
 				Owner:         string(inst),
 				TTL:           k.leaderTTL,
@@ -149,7 +153,7 @@ func leaderModule(k knobs) fx.Option {
 				FenceFloor:           d.Fence,
 				RequiresFenceAdvance: true,
 			}, publish(d, string(inst), k.publishEvery, log), leader.WithLogger(log), leader.WithRegisterer(reg))
-		}, 30, host.WithMarks(fleet.LeadershipMarks)),
+		}, 30),
 	)
 }
 

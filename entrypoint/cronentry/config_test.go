@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 func TestNewRejectsEveryProblemAtOnce(t *testing.T) {
 	run := func(context.Context, Tick) error { return nil }
 	tokyo, _ := time.LoadLocation("Asia/Tokyo")
-	lock := leader.NewMemoryLock()
+	lk := lock.NewMemory()
 	s := time.Second
 	jobs := []Job{
 		{Every: s, Run: run},
@@ -36,8 +36,8 @@ func TestNewRejectsEveryProblemAtOnce(t *testing.T) {
 		{Name: "no-run", Every: s},
 		{Name: "policies", Every: s, Overlap: 7, Missed: 9, MissedAfter: -s, MaxRunTime: -s, Run: run},
 		{Name: "fleet-empty", Every: s, OncePerFleet: OncePerFleet(nil, "", 0), Run: run},
-		{Name: "fleet-short", Every: time.Minute, MaxRunTime: time.Minute, OncePerFleet: OncePerFleet(lock, "a", 30*s), Run: run},
-		{Name: "fleet-jitter", Every: time.Minute, Jitter: 10 * s, OncePerFleet: OncePerFleet(lock, "a", 10*s), Run: run},
+		{Name: "fleet-short", Every: time.Minute, MaxRunTime: time.Minute, OncePerFleet: OncePerFleet(lk, "a", 30*s), Run: run},
+		{Name: "fleet-jitter", Every: time.Minute, Jitter: 10 * s, OncePerFleet: OncePerFleet(lk, "a", 10*s), Run: run},
 	}
 	_, err := New(Config{}, jobs)
 	var ce *fault.ConfigError

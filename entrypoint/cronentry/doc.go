@@ -51,11 +51,23 @@
 // # Once per fleet
 //
 // A job with OncePerFleet runs each tick on the one replica that takes the tick's
-// lease ("cron:<job>:<tick in UTC>") from a leader.Lock; the others count
+// lease ("cron:<job>:<tick in UTC>") from a lock.Lock; the others count
 // skipped_other_replica. The lease is never released early — it lapses at its TTL —
 // so that a replica reaching the tick late cannot run it again; and a replica that
-// reaches a tick only after the tick's time plus the TTL does not try at all. See
-// FleetLock for the reasoning and the limits.
+// reaches a tick only after the tick's time plus the TTL does not try at all.
+//
+// A lock backend that loses its data (a Redis restart without persistence) forgets
+// the ticks it guarded. Which guarantee holds then:
+//
+//   - without FleetLock.Claim, at most once: a replica that finds the job's epoch
+//     changed (the lock lost its data) skips the tick, counts skipped_lock_lost
+//     and logs a warning, so a tick that may have run before the loss never runs
+//     again silently — and a tick may be skipped on every replica;
+//   - with FleetLock.Claim (a claim in the job's own store, keyed by the tick),
+//     exactly once, as long as the store keeps its claims: a replica whose claim
+//     finds the tick taken counts skipped_claimed.
+//
+// See FleetLock for the reasoning and the limits.
 //
 // Register the Scheduler with Scheduler.Marks(): RequiresLongRunning always, plus
 // MutatesSharedState and SingletonGuarded when every job that mutates shared state is
@@ -67,7 +79,8 @@
 //
 // WithRegisterer keeps servicewright_cron_runs_total{job,outcome} — every tick
 // counts once, as ok, failed, panicked, cancelled, skipped_overlap,
-// skipped_other_replica, skipped_missed, skipped_draining or lock_error — and
+// skipped_other_replica, skipped_missed, skipped_draining, lock_error,
+// skipped_lock_lost or skipped_claimed — and
 // servicewright_cron_run_duration_seconds{job}. WithLogger reports failures, panics,
 // skips and missed ticks.
 package cronentry

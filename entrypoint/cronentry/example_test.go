@@ -7,14 +7,14 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // A "report" job every 10ms, once per fleet: two replicas share a lock, and each
 // tick runs on one of them. Serve returns at stop with the schedule still running;
 // Drain ends it and waits for the run in progress; Stop cancels what is left.
 func Example() {
-	lock := leader.NewMemoryLock() // a leader.RedisLock across processes
+	lk := lock.NewMemory() // a rediskit.Lock or pgkit.Lock across processes
 	var (
 		mu   sync.Mutex
 		runs = map[time.Time]int{}
@@ -36,7 +36,7 @@ func Example() {
 			Name:         "report",
 			Every:        10 * time.Millisecond,
 			Jitter:       2 * time.Millisecond,
-			OncePerFleet: cronentry.OncePerFleet(lock, owner, time.Second),
+			OncePerFleet: cronentry.OncePerFleet(lk, owner, time.Second),
 			Run:          report,
 		}})
 		if err != nil {

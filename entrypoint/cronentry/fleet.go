@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -11,7 +12,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/internal/safe"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // OncePerFleetMarks are the marks a OncePerFleet job counts with in Scheduler.Marks:
@@ -43,22 +44,40 @@ var OncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: 
 // Tick.Token, stays the current one while it runs). Replicas' clocks must agree to
 // well within TTL-Jitter.
 //
+// A lock backend that loses its data (a Redis restart without persistence) forgets
+// the ticks it guarded. Without Claim, each replica checks the job's epoch (a
+// sentinel counter "cron:<job>:epoch" in the same lock) after winning a tick's
+// lease; an epoch that changed since it last looked means the data was lost, and
+// the tick, with every tick scheduled before the moment the loss was seen, is
+// skipped and counted skipped_lock_lost with a warning: at most once. With Claim the
+// store decides: exactly once.
+//
 // What it does not guarantee: Overlap acts on one replica, so a run that outlasts
 // the interval may overlap the next tick's run on another replica — keep MaxRunTime
-// below the interval, or fence writes with Tick.Token. A lock backend that loses
-// its data (a Redis restart without persistence) forgets the ticks it guarded. And
-// a leader.RedisLock keeps a fencing counter per key that it never expires, so each
+// below the interval, or fence writes with Tick.Token. And a rediskit.Lock keeps a fencing counter per key that it never expires, so each
 // tick leaves one small counter key behind in Redis.
 type FleetLock struct {
-	Lock  leader.Lock
+	Lock  lock.Lock
 	Owner string        // this replica's identity, e.g. INSTANCE_ID
 	TTL   time.Duration // the lease's lifetime; see above
+	// Claim, when set, claims the tick in the job's own store once the lease is
+	// won and before Run, with the tick's Scheduled time as the idempotency key
+	// (`INSERT INTO cron_runs (job, tick) … ON CONFLICT DO NOTHING`) and Tick.Token
+	// for fencing. It returns false when the tick is claimed already; the tick then
+	// counts skipped_claimed. An error counts lock_error. With Claim, each tick runs
+	// exactly once as long as the store keeps its claims, even when the lock
+	// backend loses its data. Without it, a loss of the lock's data is detected
+	// through the job's epoch (see below) and the ticks it may have let run twice
+	// are skipped instead: at most once, never twice silently.
+	Claim func(ctx context.Context, tick Tick) (bool, error)
+
+	epochs sync.Map // job name → *epochState
 }
 
 // OncePerFleet returns a FleetLock for Job.OncePerFleet: each tick runs on the one
 // replica that takes its lease from lock under owner for ttl. Nothing is sent to the
 // lock until a tick fires; New validates the arguments.
-func OncePerFleet(lock leader.Lock, owner string, ttl time.Duration) *FleetLock {
+func OncePerFleet(lock lock.Lock, owner string, ttl time.Duration) *FleetLock {
 	return &FleetLock{Lock: lock, Owner: owner, TTL: ttl}
 }
 
@@ -106,7 +125,7 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 	}
 	actx, cancel := context.WithDeadline(ctx, limit)
 	defer cancel()
-	var lease leader.Lease
+	var lease lock.Lease
 	err := safe.Call(fmt.Sprintf("cron job %q lock", j.Name), func() error {
 		var err error
 		lease, err = f.Lock.Acquire(actx, f.key(j.Name, t.Scheduled), f.Owner, f.TTL)
@@ -114,9 +133,16 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 	})
 	switch {
 	case err == nil:
+		t.Token = lease.Token
+		if o := s.admitTick(actx, j, t); o != succeeded {
+			return o, 0, time.Time{}
+		}
 		return succeeded, lease.Token, sent.Add(j.maxRun)
-	case errors.Is(err, leader.ErrHeld):
+	case errors.Is(err, lock.ErrHeld):
 		s.log.Debug("cron tick taken by another replica", tickFields(t)...)
+		if f.Claim == nil {
+			s.checkEpoch(actx, j, t, false) // learn the epoch; the tick is not ours either way
+		}
 		return skippedOtherReplica, 0, time.Time{}
 	case ctx.Err() != nil:
 		return cancelled, 0, time.Time{}
@@ -145,4 +171,27 @@ func (s *Scheduler) Marks() fleet.Marks {
 	}
 	m.SingletonGuarded = m.SingletonGuarded && m.MutatesSharedState
 	return m
+}
+
+// admitTick decides, once tick t's lease is won, whether the tick may run: through the
+// job's Claim when it has one, otherwise through the epoch.
+func (s *Scheduler) admitTick(ctx context.Context, j *job, t Tick) outcome {
+	f := j.OncePerFleet
+	if f.Claim == nil {
+		return s.checkEpoch(ctx, j, t, true)
+	}
+	var ok bool
+	err := safe.Call(fmt.Sprintf("cron job %q claim", j.Name), func() (err error) {
+		ok, err = f.Claim(ctx, t)
+		return err
+	})
+	switch {
+	case err != nil:
+		s.log.Error("cron tick not run: its claim failed", tickFields(t, zap.Error(err))...)
+		return lockError
+	case !ok:
+		s.log.Info("cron tick claimed in the store already; not run here", tickFields(t)...)
+		return skippedClaimed
+	}
+	return succeeded
 }

@@ -9,8 +9,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 // TestOncePerFleetRedis runs three replicas against a real Redis, in real time, and
@@ -34,10 +33,13 @@ func TestOncePerFleetRedis(t *testing.T) {
 	replica := func(owner string) *serving {
 		client := redis.NewClient(&redis.Options{Addr: rds.Addr()})
 		t.Cleanup(func() { client.Close() })
-		lock := leader.NewRedisLock(client, leader.WithKeyPrefix(prefix))
+		lk, err := rediskit.NewLock(client, rediskit.LockConfig{KeyPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
 		return start(t, []Job{{
 			Name: "report", Every: every, Jitter: jitter,
-			OncePerFleet: OncePerFleet(lock, owner, ttl),
+			OncePerFleet: OncePerFleet(lk, owner, ttl),
 			Run: func(_ context.Context, tk Tick) error {
 				mu.Lock()
 				defer mu.Unlock()

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fleet"
-	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // fleetRecorder counts runs per tick across replicas.
@@ -38,19 +38,19 @@ func TestOncePerFleet(t *testing.T) {
 
 	t.Run("each tick runs on exactly one replica and the lease is not released", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			lock := leader.NewMemoryLock()
+			lk := lock.NewMemory()
 			var rec fleetRecorder
 			var xs []*serving
 			for _, owner := range []string{"a", "b", "c"} {
 				xs = append(xs, start(t, []Job{{
 					Name: "report", Every: s, Jitter: 500 * time.Millisecond,
-					OncePerFleet: OncePerFleet(lock, owner, 2*s), Run: rec.run(owner),
+					OncePerFleet: OncePerFleet(lk, owner, 2*s), Run: rec.run(owner),
 				}}, nil))
 			}
 			time.Sleep(20*s + s/2)
 			// The lease of the tick just run is still held: releasing it would let
 			// a late replica run the tick again.
-			h, err := lock.Inspect(context.Background(), "cron:report:2000-01-01T00:00:20Z")
+			h, err := lk.Inspect(context.Background(), "cron:report:2000-01-01T00:00:20Z")
 			if err != nil || !h.Held() {
 				t.Errorf("Inspect = %+v, %v; want the 0:20 lease still held", h, err)
 			}
@@ -83,11 +83,11 @@ func TestOncePerFleet(t *testing.T) {
 
 	t.Run("a tick reached after its time plus the TTL is not attempted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			lock := leader.NewMemoryLock()
+			lk := lock.NewMemory()
 			var rec fleetRecorder
 			x := start(t, []Job{{
 				Name: "report", Every: 10 * s, MissedAfter: 5 * s,
-				OncePerFleet: OncePerFleet(lock, "a", s), Run: rec.run("a"),
+				OncePerFleet: OncePerFleet(lk, "a", s), Run: rec.run("a"),
 			}}, func(sc *Scheduler) { sc.afterWake = pauseOnce(0, 1500*time.Millisecond) })
 			time.Sleep(12 * s)
 			if len(rec.ticks) != 0 {
@@ -96,14 +96,14 @@ func TestOncePerFleet(t *testing.T) {
 			if n := x.s.count("report", skippedMissed); n != 1 {
 				t.Errorf("skipped_missed = %d, want 1", n)
 			}
-			if h, _ := lock.Inspect(context.Background(), "cron:report:2000-01-01T00:00:10Z"); h.Fence != 0 {
-				t.Errorf("the lock was asked (fence %d), want not", h.Fence)
+			if h, _ := lk.Inspect(context.Background(), "cron:report:2000-01-01T00:00:10Z"); h.Fence != 0 {
+				t.Errorf("the lk was asked (fence %d), want not", h.Fence)
 			}
 			x.shutdown()
 		})
 	})
 
-	t.Run("a lock that fails counts lock_error and runs nothing", func(t *testing.T) {
+	t.Run("a lk that fails counts lock_error and runs nothing", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec fleetRecorder
 			x := start(t, []Job{{
@@ -131,7 +131,7 @@ func TestOncePerFleet(t *testing.T) {
 			}
 			x := start(t, []Job{{
 				Name: "report", Every: time.Minute,
-				OncePerFleet: OncePerFleet(leader.NewMemoryLock(), "a", 7*s), Run: run,
+				OncePerFleet: OncePerFleet(lock.NewMemory(), "a", 7*s), Run: run,
 			}}, nil)
 			time.Sleep(time.Minute + 8*s)
 			x.shutdown()
@@ -142,17 +142,17 @@ func TestOncePerFleet(t *testing.T) {
 	})
 }
 
-type brokenLock struct{ leader.Lock }
+type brokenLock struct{ lock.Lock }
 
-func (brokenLock) Acquire(context.Context, string, string, time.Duration) (leader.Lease, error) {
-	return leader.Lease{}, errors.New("redis: connection refused")
+func (brokenLock) Acquire(context.Context, string, string, time.Duration) (lock.Lease, error) {
+	return lock.Lease{}, errors.New("redis: connection refused")
 }
 
 func TestMarks(t *testing.T) {
 	run := func(context.Context, Tick) error { return nil }
-	lock := leader.NewMemoryLock()
+	lk := lock.NewMemory()
 	plain := Job{Name: "plain", Every: time.Second, Run: run}
-	guarded := Job{Name: "guarded", Every: time.Second, Run: run, OncePerFleet: OncePerFleet(lock, "a", time.Second)}
+	guarded := Job{Name: "guarded", Every: time.Second, Run: run, OncePerFleet: OncePerFleet(lk, "a", time.Second)}
 	mutating := Job{Name: "mutating", Every: time.Second, Run: run, Marks: fleet.Marks{MutatesSharedState: true}}
 	tests := []struct {
 		name       string

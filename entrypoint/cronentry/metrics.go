@@ -23,6 +23,8 @@ const (
 	skippedMissed                      // the scheduler reached the tick late (MissedPolicy), or too late to claim it once per fleet
 	skippedDraining                    // the tick came, or waited in the queue, when Drain or Stop had begun
 	lockError                          // the fleet lock could not be asked (backend down); the tick did not run here
+	skippedLockLost                    // the fleet lock lost its data since this replica last looked; the tick may have run before the loss
+	skippedClaimed                     // FleetLock.Claim found the tick claimed in the store already
 	numOutcomes
 )
 
@@ -46,6 +48,10 @@ func (o outcome) String() string {
 		return "skipped_draining"
 	case lockError:
 		return "lock_error"
+	case skippedLockLost:
+		return "skipped_lock_lost"
+	case skippedClaimed:
+		return "skipped_claimed"
 	}
 	return fmt.Sprintf("outcome(%d)", int(o))
 }
@@ -88,7 +94,7 @@ func newStats(r prometheus.Registerer, name string, jobs []*job) error {
 	labels := prometheus.Labels{"entrypoint": name}
 	runs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "servicewright", Subsystem: "cron", Name: "runs_total", ConstLabels: labels,
-		Help: "Ticks of each job by outcome: ok, failed, panicked, cancelled, skipped_overlap, skipped_other_replica, skipped_missed, skipped_draining, lock_error.",
+		Help: "Ticks of each job by outcome: ok, failed, panicked, cancelled, skipped_overlap, skipped_other_replica, skipped_missed, skipped_draining, lock_error, skipped_lock_lost, skipped_claimed.",
 	}, []string{"job", "outcome"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "servicewright", Subsystem: "cron", Name: "run_duration_seconds", ConstLabels: labels,

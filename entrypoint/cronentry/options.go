@@ -39,9 +39,10 @@ func WithLogger(l *zap.Logger) Option {
 // servicewright_cron_runs_total{job,outcome} and
 // servicewright_cron_run_duration_seconds{job}, each with the constant label
 // entrypoint=Name. Outcomes are ok, failed, panicked, cancelled, skipped_overlap,
-// skipped_other_replica, skipped_missed, skipped_draining and lock_error; every
-// tick counts once. Without it the Scheduler registers them with the registry its
-// Host hands it, and keeps no metric when there is none. A nil r is ignored.
+// skipped_other_replica, skipped_missed, skipped_draining, lock_error,
+// skipped_lock_lost and skipped_claimed; every tick counts once. Without it the
+// Scheduler registers them with the registry its Host hands it, and keeps no metric
+// when there is none. A nil r is ignored.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return func(o *options) {
 		if r != nil {

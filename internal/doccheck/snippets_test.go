@@ -29,6 +29,8 @@ import (
 	"github.com/servicewright/servicewright/host/hosttest"
 	"github.com/servicewright/servicewright/kafkakit"
 	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 // The custom entrypoint of the README is host.Example_customEntrypoint.
@@ -129,7 +131,7 @@ func producerSnippet(w http.ResponseWriter, r *http.Request, tp trace.TracerProv
 
 func sendReport(context.Context, time.Time) error { return nil }
 
-func cronSnippet(lock leader.Lock, instanceID string) {
+func cronSnippet(lock lock.Lock, instanceID string) {
 	sched, err := cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{{
 		Name:         "daily-report",
 		Schedule:     "CRON_TZ=Europe/Paris 0 30 9 * * *", // 09:30 Paris time, with seconds
@@ -152,9 +154,10 @@ func (fencedStore) Claim(context.Context, uint64) (bool, error)         { return
 func (fencedStore) Fence(context.Context) (uint64, error)               { return 0, nil }
 func (fencedStore) Write(context.Context, uint64, string) (bool, error) { return true, nil }
 
-func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore) {
-	l, err := leader.NewLeadership(leader.Spec{
-		Lock: leader.NewRedisLock(client), Key: "digest-publisher", Owner: instanceID,
+func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore, log *zap.Logger, reg prometheus.Registerer) {
+	lk, err := rediskit.NewLock(client, rediskit.LockConfig{}) // or pgkit.NewLock, lock.NewMemory()
+	l, err := leader.New(leader.Config{
+		Lock: lk, Key: "digest-publisher", Owner: instanceID,
 		Claim: func(ctx context.Context, t *leader.Term) (bool, error) {
 			return store.Claim(ctx, t.Token) // UPDATE … SET fence = $t WHERE fence < $t
 		},
@@ -171,8 +174,8 @@ func leaderSnippet(client redis.UniversalClient, instanceID string, store fenced
 			}
 		}
 		return nil
-	})
-	// host.Registration{Entrypoint: l, Marks: fleet.LeadershipMarks}
+	}, leader.WithLogger(log), leader.WithRegisterer(reg))
+	// host.Registration{Entrypoint: l} — it declares its own marks (RequiresLongRunning)
 	_, _ = l, err
 }
 

@@ -23,16 +23,21 @@ import (
 func main() {
 	rounds := flag.Int("rounds", 2, "how many times each replica is restarted")
 	rate := flag.Int("rate", 300, "requests per second through HAProxy")
+	lockBackend := flag.String("lock", "redis", "where the replicas lead: redis (REDIS_URL set) or postgres (DATABASE_URL only)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *rounds, *rate); err != nil {
+	if *lockBackend != "redis" && *lockBackend != "postgres" {
+		fmt.Fprintf(os.Stderr, "fleetdemo: -lock must be redis or postgres, got %q\n", *lockBackend)
+		os.Exit(2)
+	}
+	if err := run(ctx, *rounds, *rate, *lockBackend); err != nil {
 		fmt.Fprintln(os.Stderr, "fleet-demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, rounds, rate int) error {
+func run(ctx context.Context, rounds, rate int, lockBackend string) error {
 	dir, err := os.MkdirTemp("", "sw-fleet-demo-")
 	if err != nil {
 		return err
@@ -63,9 +68,12 @@ func run(ctx context.Context, rounds, rate int) error {
 	defer kafka.Close()
 
 	f := &fleet{bin: bin, logDir: dir, env: []string{
-		"REDIS_URL=" + rdb.URL(), "DATABASE_URL=" + pg.DSN(), "KAFKA_BROKERS=" + kafka.Addr(),
+		"DATABASE_URL=" + pg.DSN(), "KAFKA_BROKERS=" + kafka.Addr(),
 		"SW_DRAIN_DELAY=1s", "EXAMPLE_LEADER_TTL=3s", "EXAMPLE_CAMPAIGN_EVERY=300ms",
 	}}
+	if lockBackend == "redis" { // without REDIS_URL the example leads through PostgreSQL
+		f.env = append(f.env, "REDIS_URL="+rdb.URL())
+	}
 	defer f.stopAll()
 	var backends []testenv.Backend
 	for i := range 3 {

@@ -1,4 +1,4 @@
-package leader
+package rediskit
 
 import (
 	"context"
@@ -12,31 +12,48 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/lock"
 )
 
 func TestModule(t *testing.T) {
 	t.Run("provides the client and the lock, and closes the client on stop", func(t *testing.T) {
 		r := env.Redis(t)
 		var (
-			lock   Lock
+			lk     lock.Lock
 			client redis.UniversalClient
 		)
-		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL(), KeyPrefix: "test:"}), fx.Populate(&lock, &client))
+		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL(), Lock: LockConfig{KeyPrefix: "test:"}}), fx.Populate(&lk, &client))
 		app.RequireStart()
 		ctx := context.Background()
-		l, err := lock.Acquire(ctx, "module", "a", time.Second)
+		l, err := lk.Acquire(ctx, "module", "a", time.Second)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if v := client.Get(ctx, "test:{module}").Val(); v != "a:1" {
 			t.Fatalf("lease value %q under the configured prefix", v)
 		}
-		if err := lock.Release(ctx, l); err != nil {
+		if err := lk.Release(ctx, l); err != nil {
 			t.Fatal(err)
 		}
 		app.RequireStop()
 		if err := client.Ping(ctx).Err(); !errors.Is(err, redis.ErrClosed) {
 			t.Fatalf("Ping after stop = %v, want ErrClosed", err)
+		}
+	})
+
+	t.Run("registers a readiness check named redis that pings through the client", func(t *testing.T) {
+		r := env.Redis(t)
+		var checks []host.NamedCheck
+		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL()}),
+			fx.Invoke(fx.Annotate(func(cs []host.NamedCheck) { checks = cs }, fx.ParamTags(`group:"checks"`))))
+		app.RequireStart()
+		defer app.RequireStop()
+		if len(checks) != 1 || checks[0].Name != "redis" {
+			t.Fatalf("checks %+v, want one named redis", checks)
+		}
+		if err := checks[0].Check.Health(context.Background()); err != nil {
+			t.Fatalf("Health = %v", err)
 		}
 	})
 

@@ -1,4 +1,4 @@
-package leader
+package rediskit
 
 import (
 	"context"
@@ -7,6 +7,9 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // ModuleConfig configures Module.
@@ -14,36 +17,41 @@ type ModuleConfig struct {
 	// URL locates Redis, normally the REDIS_URL environment variable:
 	// redis://[user:password@]host:port/db, rediss:// for TLS, or unix:///path.
 	URL string
-	// KeyPrefix replaces DefaultKeyPrefix in every key the lock writes.
-	KeyPrefix string
+	// Lock configures the lock the module provides.
+	Lock LockConfig
+	// CheckName names the readiness check the module registers with the Host.
+	// Default "redis".
+	CheckName string
 }
 
-// Module wires Redis leadership into an fx container. It provides:
+// Module wires Redis into a Host's fx container. It provides:
 //
 //   - *redis.Client, made from cfg.URL (with ContextTimeoutEnabled, so that each
 //     call's ctx deadline bounds its I/O), and the same client as
 //     redis.UniversalClient; it is closed by the container's OnStop, after the
 //     entrypoints have stopped;
-//   - *RedisLock, and the same lock as Lock.
+//   - *Lock, and the same lock as lock.Lock;
+//   - a readiness check named cfg.CheckName ("redis"): PING through the client.
 //
-// A missing or malformed URL is a *fault.ConfigError (fault.ConfigError) naming REDIS_URL,
-// reported when the container is built; the URL itself is never echoed, as it may
-// carry a password. Nothing is sent to Redis until the lock is used.
-//
-// The readiness check lives in the health package, which leader does not import; add
-// it beside the module with
-//
-//	host.Check("redis", health.Redis) // health.Redis takes the redis.UniversalClient
+// A missing or malformed URL, or a bad cfg.Lock, is a *fault.ConfigError naming
+// the field (REDIS_URL for the URL), reported when the container is built; the URL
+// itself is never echoed, as it may carry a password. Nothing is sent to Redis until
+// the client is used.
 func Module(cfg ModuleConfig) fx.Option {
 	opts, err := parseURL(cfg.URL)
 	if err != nil {
 		return fx.Error(err)
 	}
-	var lockOpts []RedisOption
-	if cfg.KeyPrefix != "" {
-		lockOpts = append(lockOpts, WithKeyPrefix(cfg.KeyPrefix))
+	var l fault.Problems
+	cfg.Lock.check(&l)
+	if err := l.Err(); err != nil {
+		return fx.Error(err)
 	}
-	return fx.Module("leader",
+	name := cfg.CheckName
+	if name == "" {
+		name = "redis"
+	}
+	return fx.Module("rediskit",
 		fx.Provide(
 			func(lc fx.Lifecycle) *redis.Client {
 				c := redis.NewClient(opts)
@@ -51,9 +59,10 @@ func Module(cfg ModuleConfig) fx.Option {
 				return c
 			},
 			func(c *redis.Client) redis.UniversalClient { return c },
-			func(c redis.UniversalClient) *RedisLock { return NewRedisLock(c, lockOpts...) },
-			func(l *RedisLock) Lock { return l },
+			func(c redis.UniversalClient) (*Lock, error) { return NewLock(c, cfg.Lock) },
+			func(l *Lock) lock.Lock { return l },
 		),
+		host.Check(name, func(c redis.UniversalClient) health.Check { return Check(c) }),
 	)
 }
 

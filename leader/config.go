@@ -1,6 +1,9 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"fmt"
 	"strings"
@@ -9,7 +12,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Default timings of a Spec, used for fields left zero.
+// Default timings of a Config, used for fields left zero.
 const (
 	DefaultTTL            = 15 * time.Second
 	DefaultCampaignEvery  = 2 * time.Second
@@ -17,10 +20,6 @@ const (
 	DefaultReleaseTimeout = 1 * time.Second
 	DefaultMargin         = 1 * time.Second
 )
-
-// WantSuffix ends the name of the lock a replica holds to ask for a handoff: the
-// request for lease key K is the lock K + WantSuffix. No lease key may end with it.
-const WantSuffix = ":want"
 
 // Handoff says whether a holder hands the lease over when another replica asks.
 type Handoff int
@@ -30,7 +29,7 @@ const (
 	HandoffOff Handoff = iota
 	// HandoffOnRequest: a replica whose Prefer returns true asks for the lease by
 	// holding the lock Key+":want", and the holder yields at its next renewal
-	// unless it prefers the lease itself. See Spec.Prefer.
+	// unless it prefers the lease itself. See Config.Prefer.
 	HandoffOnRequest
 )
 
@@ -44,13 +43,49 @@ func (h Handoff) String() string {
 	return fmt.Sprintf("Handoff(%d)", int(h))
 }
 
-// Spec declares one leadership: which lease, who campaigns, and how long each step of
+// Wake says how a replica that waits for the lease learns that it is free.
+type Wake int
+
+const (
+	// WakeOnRelease: when the Lock is a lock.Notifier, a waiting replica also
+	// campaigns as soon as the holder releases (a few milliseconds of jitter
+	// apart from the other waiters; Acquire still decides), besides every
+	// CampaignEvery. A lost notice costs at most one CampaignEvery. A lock that
+	// sends no notices is polled as with WakePoll. The default.
+	WakeOnRelease Wake = iota
+	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing else.
+	WakePoll
+)
+
+func (w Wake) String() string {
+	switch w {
+	case WakeOnRelease:
+		return "on_release"
+	case WakePoll:
+		return "poll"
+	}
+	return fmt.Sprintf("Wake(%d)", int(w))
+}
+
+// Retry is the wait after a term whose body failed: it starts at Initial, doubles
+// after each consecutive failure up to Max, and each wait is drawn from the upper
+// half of its step, so replicas that fail together do not campaign together.
+type Retry struct {
+	// Initial is the first step. Default entrypoint.DefaultBackoffInitial (100ms).
+	Initial time.Duration
+	// Max caps the step. Default entrypoint.DefaultBackoffMax (30s), or Initial
+	// when that is larger.
+	Max time.Duration
+}
+
+// Config declares one leadership: which lease, who campaigns, and how long each step of
 // a term may take. A zero duration takes its default; a negative one is refused.
-type Spec struct {
+type Config struct {
 	// Name names the entrypoint; default "leadership:" + Key.
 	Name string
-	// Lock is the backend every replica shares (RedisLock across processes).
-	Lock Lock
+	// Lock is the backend every replica shares: rediskit.Lock or pgkit.Lock across
+	// processes, lock.Memory within one.
+	Lock lock.Lock
 	// Key names the lease. It must not end in ":want".
 	Key string
 	// Owner identifies this replica in the lock; every replica needs its own
@@ -66,6 +101,9 @@ type Spec struct {
 	// take it (each wait drawn from [0.8, 1] × CampaignEvery so replicas spread
 	// out). It also cuts off each campaign call. Default 2s.
 	CampaignEvery time.Duration
+	// Wake says whether a waiting replica also campaigns on the lock's release
+	// notices. Default WakeOnRelease.
+	Wake Wake
 	// RenewEvery is how often the holder renews. Default TTL/3.
 	RenewEvery time.Duration
 	// YieldGrace is how long lead has to return after Term.Ended is closed, before
@@ -74,9 +112,12 @@ type Spec struct {
 	// ReleaseTimeout is how long lead has to return once cancelled, and how long
 	// the release may take. Default 1s.
 	ReleaseTimeout time.Duration
-	// Margin is the allowance for Redis's clock running ahead of ours: the leader
+	// Margin is the allowance for the lock backend's clock running ahead of ours: the leader
 	// treats its lease as gone Margin before its TTL. Default 1s.
 	Margin time.Duration
+
+	// Retry is the wait after a term whose body failed, before campaigning again.
+	Retry Retry
 
 	// Claim, when set, runs at the start of each term before lead, with the term's
 	// ctx. Returning false ends the term as "unclaimed" (the lease is released and
@@ -87,7 +128,7 @@ type Spec struct {
 	// replica that finds the lease free advances the lock's counter to it before
 	// acquiring, so the first term after the backend lost its data draws a token
 	// the store accepts. A floor that cannot be read in time is skipped. Return an
-	// error wrapping ErrFenceOutOfRange when there is no floor the lock can pass
+	// error wrapping lock.ErrFenceOutOfRange when there is no floor the lock can pass
 	// (no row yet): campaigning then stops for good. Requires RequiresFenceAdvance.
 	FenceFloor func(ctx context.Context) (uint64, error)
 	// RequiresFenceAdvance makes Bind refuse a lock that cannot advance its counter.
@@ -106,7 +147,7 @@ type Spec struct {
 }
 
 // withDefaults returns s with zero durations replaced by their defaults.
-func (s Spec) withDefaults() Spec {
+func (s Config) withDefaults() Config {
 	def := func(d *time.Duration, v time.Duration) {
 		if *d == 0 {
 			*d = v
@@ -118,6 +159,8 @@ func (s Spec) withDefaults() Spec {
 	def(&s.YieldGrace, DefaultYieldGrace)
 	def(&s.ReleaseTimeout, DefaultReleaseTimeout)
 	def(&s.Margin, DefaultMargin)
+	def(&s.Retry.Initial, entrypoint.DefaultBackoffInitial)
+	def(&s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
 	if s.Name == "" {
 		s.Name = "leadership:" + s.Key
 	}
@@ -130,14 +173,14 @@ func (s Spec) withDefaults() Spec {
 // want-lock's or a late acquire's release, and one second of slack. The Host's
 // DrainGrace must cover it (Drain ends the term), or the term is cut before its
 // release and the next leader waits out the TTL.
-func (s Spec) StopTime() time.Duration {
+func (s Config) StopTime() time.Duration {
 	s = s.withDefaults()
 	return s.YieldGrace + 3*s.ReleaseTimeout + time.Second
 }
 
 // Validate reports every problem of the spec, after defaults, as a *fault.ConfigError
 // (fault.ConfigError) naming each field.
-func (s Spec) Validate() error {
+func (s Config) Validate() error {
 	var l fault.Problems
 	for _, f := range []struct {
 		name string
@@ -145,6 +188,7 @@ func (s Spec) Validate() error {
 	}{
 		{"TTL", s.TTL}, {"CampaignEvery", s.CampaignEvery}, {"RenewEvery", s.RenewEvery},
 		{"YieldGrace", s.YieldGrace}, {"ReleaseTimeout", s.ReleaseTimeout}, {"Margin", s.Margin},
+		{"Retry.Initial", s.Retry.Initial}, {"Retry.Max", s.Retry.Max},
 	} {
 		if f.d < 0 {
 			l.Addf(f.name, "must not be negative, got %v", f.d)
@@ -157,8 +201,8 @@ func (s Spec) Validate() error {
 	switch {
 	case s.Key == "":
 		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(s.Key, WantSuffix):
-		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", WantSuffix, s.Key)
+	case strings.HasSuffix(s.Key, lock.WantSuffix):
+		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", lock.WantSuffix, s.Key)
 	}
 	if s.Owner == "" {
 		l.Addf("Owner", "must not be empty")
@@ -172,6 +216,14 @@ func (s Spec) Validate() error {
 		if d.ReleaseTimeout > d.YieldGrace {
 			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", d.ReleaseTimeout, d.YieldGrace)
 		}
+	}
+	if d.Retry.Max < d.Retry.Initial && s.Retry.Max > 0 {
+		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", d.Retry.Initial, d.Retry.Max)
+	}
+	switch s.Wake {
+	case WakeOnRelease, WakePoll:
+	default:
+		l.Addf("Wake", "unknown value %d", int(s.Wake))
 	}
 	switch s.Handoff {
 	case HandoffOff:
@@ -188,6 +240,6 @@ func (s Spec) Validate() error {
 	return l.Err()
 }
 
-func allPositive(s Spec) bool {
+func allPositive(s Config) bool {
 	return s.TTL > 0 && s.RenewEvery > 0 && s.YieldGrace > 0 && s.ReleaseTimeout > 0 && s.Margin > 0
 }

@@ -1,4 +1,4 @@
-package leader
+package rediskit
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/servicewright/servicewright/internal/testenv"
+	"github.com/servicewright/servicewright/lock/locktest"
 )
 
 // newClient returns a client of the package's Redis with short timeouts and no
@@ -36,25 +37,36 @@ func keyFor(t testing.TB, suffix string) string {
 	return strings.NewReplacer("/", ".", " ", "_").Replace(t.Name()) + suffix + "-" + strconv.FormatInt(time.Now().UnixNano(), 36)
 }
 
-func TestRedisLock(t *testing.T) {
+func newLock(t testing.TB, c redis.UniversalClient, cfg LockConfig) *Lock {
+	t.Helper()
+	lk, err := NewLock(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return lk
+}
+
+func TestLock(t *testing.T) {
 	r := env.Redis(t)
 	c := newClient(t, r)
-	lk := NewRedisLock(c)
-	direct := func(t *testing.T, f func(*testing.T)) { f(t) }
+	lk := newLock(t, c, LockConfig{})
 	run := strconv.FormatInt(time.Now().UnixNano(), 36)
-	name := func(n string) string { return strings.NewReplacer("/", ".", " ", "_").Replace(n) + "-" + run }
-	lockSuite(t, lk, direct, name, func(t *testing.T, k string, d time.Duration) {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			h, err := lk.Inspect(context.Background(), k)
-			if err == nil && !h.Held() {
-				return
+	locktest.Run(t, locktest.Harness{
+		Lock: lk,
+		Key:  func(n string) string { return strings.NewReplacer("/", ".", " ", "_").Replace(n) + "-" + run },
+		WaitPast: func(t *testing.T, k string, d time.Duration) {
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				h, err := lk.Inspect(context.Background(), k)
+				if err == nil && !h.Held() {
+					return
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("lease of %v still held after 5s: %+v, %v", d, h, err)
+				}
+				time.Sleep(10 * time.Millisecond)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("lease of %v still held after 5s: %+v, %v", d, h, err)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		},
 	})
 
 	t.Run("one hash tag per lock; the counter never expires", func(t *testing.T) {
@@ -85,10 +97,9 @@ func TestRedisLock(t *testing.T) {
 		}
 	})
 
-	t.Run("a prefix with braces is a configuration error", func(t *testing.T) {
-		bad := NewRedisLock(c, WithKeyPrefix("x{y}:"))
-		_, err := bad.Acquire(context.Background(), "k", "a", time.Second)
-		assertProblems(t, err, "RedisLock.prefix")
+	t.Run("bad configuration is one error naming each field", func(t *testing.T) {
+		_, err := NewLock(nil, LockConfig{KeyPrefix: "x{y}:", FenceTTL: -1})
+		locktest.AssertProblems(t, err, "client", "KeyPrefix", "FenceTTL")
 	})
 }
 
@@ -106,7 +117,7 @@ func TestRedisFenceTTL(t *testing.T) {
 	c := newClient(t, env.Redis(t))
 	ctx := context.Background()
 	t.Run("counters of a lock made WithFenceTTL expire", func(t *testing.T) {
-		lk := NewRedisLock(c, WithKeyPrefix("fttl:"), WithFenceTTL(time.Minute))
+		lk := newLock(t, c, LockConfig{KeyPrefix: "fttl:", FenceTTL: time.Minute})
 		if _, err := lk.Acquire(ctx, "tick-1", "a", time.Second); err != nil {
 			t.Fatal(err)
 		}
@@ -116,7 +127,7 @@ func TestRedisFenceTTL(t *testing.T) {
 		}
 	})
 	t.Run("by default counters never expire", func(t *testing.T) {
-		lk := NewRedisLock(c, WithKeyPrefix("fttl0:"))
+		lk := newLock(t, c, LockConfig{KeyPrefix: "fttl0:"})
 		if _, err := lk.Acquire(ctx, "lease", "a", time.Second); err != nil {
 			t.Fatal(err)
 		}

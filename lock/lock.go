@@ -1,4 +1,4 @@
-package leader
+package lock
 
 import (
 	"context"
@@ -18,21 +18,16 @@ const MaxToken uint64 = 1<<53 - 1
 var (
 	// ErrHeld: Acquire found the lock held, by another owner or by another lease of
 	// the same owner.
-	ErrHeld = errors.New("leader: lock is held")
+	ErrHeld = errors.New("lock: lock is held")
 	// ErrNotHeld: Renew or Release was given a lease that is no longer the one
 	// stored (it lapsed, was released, or another lease replaced it).
-	ErrNotHeld = errors.New("leader: lease is no longer held")
+	ErrNotHeld = errors.New("lock: lease is no longer held")
 	// ErrFenceOutOfRange: AdvanceFence was asked for a floor the counter can never
 	// pass (at or above MaxToken). No retry clears it.
-	ErrFenceOutOfRange = errors.New("leader: fence floor is beyond what the lock's counter can pass")
+	ErrFenceOutOfRange = errors.New("lock: fence floor is beyond what the lock's counter can pass")
 	// ErrFenceExhausted: the fencing counter is at MaxToken, so no further lease can
 	// be handed out. No retry clears it.
-	ErrFenceExhausted = errors.New("leader: fencing counter is at its ceiling")
-	// ErrConfig marks an error as a configuration error: wrap it (fmt.Errorf("...:
-	// %w", leader.ErrConfig)) in what a Leadership callback returns, and the
-	// Leadership stops campaigning for good instead of retrying. A *fault.ConfigError
-	// (fault.ConfigError) counts too.
-	ErrConfig = errors.New("leader: configuration error")
+	ErrFenceExhausted = errors.New("lock: fencing counter is at its ceiling")
 )
 
 // Lease is one holding of a lock, as Acquire returned it. Renew and Release act only
@@ -93,8 +88,10 @@ type Lock interface {
 	Inspect(ctx context.Context, key string) (Holder, error)
 }
 
-// checkAcquire validates Acquire's arguments.
-func checkAcquire(key, owner string, ttl time.Duration) error {
+// ValidateAcquire reports the problems of Acquire's arguments as a
+// *fault.ConfigError naming "key", "owner" and "ttl", or nil. Lock implementations
+// call it first.
+func ValidateAcquire(key, owner string, ttl time.Duration) error {
 	var l fault.Problems
 	if key == "" {
 		l.Addf("key", "must not be empty")
@@ -108,9 +105,10 @@ func checkAcquire(key, owner string, ttl time.Duration) error {
 	return l.Err()
 }
 
-// checkLease validates a lease given to Renew or Release.
-func checkLease(l Lease) error {
-	if err := checkAcquire(l.Key, l.Owner, l.TTL); err != nil {
+// ValidateLease reports the problems of a lease given to Renew or Release as a
+// *fault.ConfigError, or nil.
+func ValidateLease(l Lease) error {
+	if err := ValidateAcquire(l.Key, l.Owner, l.TTL); err != nil {
 		return err
 	}
 	if l.Token == 0 {
@@ -119,7 +117,8 @@ func checkLease(l Lease) error {
 	return nil
 }
 
-func checkKey(key string) error {
+// ValidateKey reports an empty key as a *fault.ConfigError naming "key", or nil.
+func ValidateKey(key string) error {
 	if key == "" {
 		return &fault.ConfigError{Problems: []fault.Problem{{Field: "key", Reason: "must not be empty"}}}
 	}

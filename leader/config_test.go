@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/lock"
+
 	"context"
 	"errors"
 	"strings"
@@ -15,38 +17,38 @@ import (
 func noLead(context.Context, *Term) error { return nil }
 
 func TestSpecValidate(t *testing.T) {
-	valid := vSpec(NewMemoryLock(), "a")
+	valid := vSpec(lock.NewMemory(), "a")
 	if err := valid.Validate(); err != nil {
 		t.Fatalf("valid spec: %v", err)
 	}
 	cases := []struct {
 		name   string
-		change func(*Spec)
+		change func(*Config)
 		field  string
 		reason string // a part of the reason
 	}{
-		{"timings exceed the TTL", func(s *Spec) { s.YieldGrace = 7 * time.Second },
+		{"timings exceed the TTL", func(s *Config) { s.YieldGrace = 7 * time.Second },
 			"TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (4s + 7s + 1s + 1s = 13s, TTL 12s)"},
-		{"timings equal to the TTL", func(s *Spec) { s.RenewEvery = 8 * time.Second },
+		{"timings equal to the TTL", func(s *Config) { s.RenewEvery = 8 * time.Second },
 			"TTL", "= 12s, TTL 12s"},
-		{"default margin does not fit a short TTL", func(s *Spec) {
-			*s = Spec{Lock: s.Lock, Key: "k", Owner: "a", TTL: 2 * time.Second, YieldGrace: 300 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
+		{"default margin does not fit a short TTL", func(s *Config) {
+			*s = Config{Lock: s.Lock, Key: "k", Owner: "a", TTL: 2 * time.Second, YieldGrace: 300 * time.Millisecond, ReleaseTimeout: 100 * time.Millisecond}
 		}, "TTL", "666.666666ms + 300ms + 100ms + 1s"},
-		{"release timeout longer than the grace", func(s *Spec) { s.ReleaseTimeout = 1500 * time.Millisecond; s.YieldGrace = time.Second },
+		{"release timeout longer than the grace", func(s *Config) { s.ReleaseTimeout = 1500 * time.Millisecond; s.YieldGrace = time.Second },
 			"ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout 1.5s, YieldGrace 1s)"},
-		{"negative TTL", func(s *Spec) { s.TTL = -time.Second }, "TTL", "must not be negative"},
-		{"negative campaign interval", func(s *Spec) { s.CampaignEvery = -1 }, "CampaignEvery", "must not be negative"},
-		{"negative renewal interval", func(s *Spec) { s.RenewEvery = -1 }, "RenewEvery", "must not be negative"},
-		{"negative grace", func(s *Spec) { s.YieldGrace = -1 }, "YieldGrace", "must not be negative"},
-		{"negative release timeout", func(s *Spec) { s.ReleaseTimeout = -1 }, "ReleaseTimeout", "must not be negative"},
-		{"negative margin", func(s *Spec) { s.Margin = -1 }, "Margin", "must not be negative"},
-		{"key ending in :want", func(s *Spec) { s.Key = "publisher:want" }, "Key", `must not end in ":want"`},
-		{"empty key", func(s *Spec) { s.Key = "" }, "Key", "must not be empty"},
-		{"empty owner", func(s *Spec) { s.Owner = "" }, "Owner", "must not be empty"},
-		{"no lock", func(s *Spec) { s.Lock = nil }, "Lock", "must not be nil"},
-		{"handoff without prefer", func(s *Spec) { s.Handoff = HandoffOnRequest }, "Prefer", "must be set when Handoff is on_request"},
-		{"unknown handoff", func(s *Spec) { s.Handoff = 7 }, "Handoff", "unknown value 7"},
-		{"fence floor without fence advance", func(s *Spec) {
+		{"negative TTL", func(s *Config) { s.TTL = -time.Second }, "TTL", "must not be negative"},
+		{"negative campaign interval", func(s *Config) { s.CampaignEvery = -1 }, "CampaignEvery", "must not be negative"},
+		{"negative renewal interval", func(s *Config) { s.RenewEvery = -1 }, "RenewEvery", "must not be negative"},
+		{"negative grace", func(s *Config) { s.YieldGrace = -1 }, "YieldGrace", "must not be negative"},
+		{"negative release timeout", func(s *Config) { s.ReleaseTimeout = -1 }, "ReleaseTimeout", "must not be negative"},
+		{"negative margin", func(s *Config) { s.Margin = -1 }, "Margin", "must not be negative"},
+		{"key ending in :want", func(s *Config) { s.Key = "publisher:want" }, "Key", `must not end in ":want"`},
+		{"empty key", func(s *Config) { s.Key = "" }, "Key", "must not be empty"},
+		{"empty owner", func(s *Config) { s.Owner = "" }, "Owner", "must not be empty"},
+		{"no lock", func(s *Config) { s.Lock = nil }, "Lock", "must not be nil"},
+		{"handoff without prefer", func(s *Config) { s.Handoff = HandoffOnRequest }, "Prefer", "must be set when Handoff is on_request"},
+		{"unknown handoff", func(s *Config) { s.Handoff = 7 }, "Handoff", "unknown value 7"},
+		{"fence floor without fence advance", func(s *Config) {
 			s.FenceFloor = func(context.Context) (uint64, error) { return 0, nil }
 		}, "FenceFloor", "needs RequiresFenceAdvance"},
 	}
@@ -62,24 +64,24 @@ func TestSpecValidate(t *testing.T) {
 			if p := ce.Problems[0]; p.Field != c.field || !strings.Contains(p.Reason, c.reason) {
 				t.Fatalf("problem %q, want field %s with %q", p, c.field, c.reason)
 			}
-			if _, err := NewLeadership(s, noLead); !errors.As(err, &ce) {
-				t.Fatalf("NewLeadership accepted it: %v", err)
+			if _, err := New(s, noLead); !errors.As(err, &ce) {
+				t.Fatalf("New accepted it: %v", err)
 			}
 		})
 	}
 
 	t.Run("every problem at once", func(t *testing.T) {
-		_, err := NewLeadership(Spec{Key: "x:want", TTL: -1}, nil, WithBackoff(0, -1))
-		assertProblems(t, err, "TTL", "Lock", "Key", "Owner", "lead", "backoff.initial", "backoff.max")
+		_, err := New(Config{Key: "x:want", TTL: -1, Retry: Retry{Initial: -1, Max: -2}, Wake: 7}, nil)
+		assertProblems(t, err, "TTL", "Retry.Initial", "Retry.Max", "Lock", "Key", "Owner", "Wake", "lead")
 	})
 
 	t.Run("defaults", func(t *testing.T) {
-		l, err := NewLeadership(Spec{Lock: NewMemoryLock(), Key: "k", Owner: "a"}, noLead)
+		l, err := New(Config{Lock: lock.NewMemory(), Key: "k", Owner: "a"}, noLead)
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := l.Spec()
-		want := Spec{Name: "leadership:k", TTL: 15 * time.Second, CampaignEvery: 2 * time.Second, RenewEvery: 5 * time.Second,
+		s := l.Config()
+		want := Config{Name: "leadership:k", TTL: 15 * time.Second, CampaignEvery: 2 * time.Second, RenewEvery: 5 * time.Second,
 			YieldGrace: 2 * time.Second, ReleaseTimeout: time.Second, Margin: time.Second}
 		if s.Name != want.Name || s.TTL != want.TTL || s.CampaignEvery != want.CampaignEvery || s.RenewEvery != want.RenewEvery ||
 			s.YieldGrace != want.YieldGrace || s.ReleaseTimeout != want.ReleaseTimeout || s.Margin != want.Margin {
@@ -96,7 +98,7 @@ func TestSpecValidate(t *testing.T) {
 	t.Run("two leaderships share one registry", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		for _, key := range []string{"a", "b"} {
-			if _, err := NewLeadership(Spec{Lock: NewMemoryLock(), Key: key, Owner: "o"}, noLead, WithRegisterer(reg)); err != nil {
+			if _, err := New(Config{Lock: lock.NewMemory(), Key: key, Owner: "o"}, noLead, WithRegisterer(reg)); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -104,7 +106,7 @@ func TestSpecValidate(t *testing.T) {
 }
 
 // noAdvanceLock is a lock whose backend cannot advance its counter.
-type noAdvanceLock struct{ Lock }
+type noAdvanceLock struct{ lock.Lock }
 
 func (noAdvanceLock) AdvanceFence(context.Context, string, uint64) error {
 	return errors.ErrUnsupported
@@ -112,19 +114,19 @@ func (noAdvanceLock) AdvanceFence(context.Context, string, uint64) error {
 
 func TestBind(t *testing.T) {
 	t.Run("refuses a lock that cannot advance when fence advance is required", func(t *testing.T) {
-		s := vSpec(noAdvanceLock{NewMemoryLock()}, "a")
+		s := vSpec(noAdvanceLock{lock.NewMemory()}, "a")
 		s.RequiresFenceAdvance = true
-		l, err := NewLeadership(s, noLead)
+		l, err := New(s, noLead)
 		if err != nil {
 			t.Fatal(err)
 		}
 		assertProblems(t, l.Bind(context.Background()), "RequiresFenceAdvance")
 	})
 	t.Run("does not fail on an unreachable backend", func(t *testing.T) {
-		s := vSpec(&spyLock{Lock: NewMemoryLock(), inspect: func(context.Context, string) error {
+		s := vSpec(&spyLock{Lock: lock.NewMemory(), inspect: func(context.Context, string) error {
 			return errors.New("connection refused")
 		}}, "a")
-		l, err := NewLeadership(s, noLead)
+		l, err := New(s, noLead)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,24 +1,31 @@
-package leader
+package lock
 
 import (
 	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/servicewright/servicewright/internal/wake"
 )
 
-var _ Lock = (*MemoryLock)(nil)
+var (
+	_ Lock     = (*Memory)(nil)
+	_ Notifier = (*Memory)(nil)
+)
 
-// MemoryLock is a Lock for the replicas of one process (tests, a single-process
-// deployment, the example on embedded defaults). It has the same semantics as
-// RedisLock, including fencing tokens and expiry, and reads the clock through
-// time.Now, so under testing/synctest its leases expire in virtual time.
+// Memory is a Lock for the replicas of one process (tests, a single-process
+// deployment, the example on embedded defaults). It has the same semantics as the
+// Redis and PostgreSQL locks, including fencing tokens, expiry and release notices
+// (Notifier), and reads the clock through time.Now, so under testing/synctest its
+// leases expire in virtual time.
 //
-// The zero value is ready to use. A MemoryLock must not be copied after first use.
-type MemoryLock struct {
+// The zero value is ready to use. A Memory must not be copied after first use.
+type Memory struct {
 	mu     sync.Mutex
 	leases map[string]memLease
 	fences map[string]uint64
+	hub    wake.Hub
 }
 
 type memLease struct {
@@ -27,11 +34,11 @@ type memLease struct {
 	expires time.Time
 }
 
-// NewMemoryLock returns an empty MemoryLock.
-func NewMemoryLock() *MemoryLock { return &MemoryLock{} }
+// NewMemory returns an empty Memory.
+func NewMemory() *Memory { return &Memory{} }
 
 // current returns key's live lease, dropping a lapsed one. Called with mu held.
-func (m *MemoryLock) current(key string, now time.Time) (memLease, bool) {
+func (m *Memory) current(key string, now time.Time) (memLease, bool) {
 	l, ok := m.leases[key]
 	if ok && !now.Before(l.expires) {
 		delete(m.leases, key)
@@ -40,7 +47,7 @@ func (m *MemoryLock) current(key string, now time.Time) (memLease, bool) {
 	return l, ok
 }
 
-func (m *MemoryLock) init() {
+func (m *Memory) init() {
 	if m.leases == nil {
 		m.leases = map[string]memLease{}
 		m.fences = map[string]uint64{}
@@ -48,8 +55,8 @@ func (m *MemoryLock) init() {
 }
 
 // Acquire implements Lock.
-func (m *MemoryLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
-	if err := checkAcquire(key, owner, ttl); err != nil {
+func (m *Memory) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
+	if err := ValidateAcquire(key, owner, ttl); err != nil {
 		return Lease{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -72,8 +79,8 @@ func (m *MemoryLock) Acquire(ctx context.Context, key, owner string, ttl time.Du
 }
 
 // Renew implements Lock.
-func (m *MemoryLock) Renew(ctx context.Context, lease Lease) error {
-	if err := checkLease(lease); err != nil {
+func (m *Memory) Renew(ctx context.Context, lease Lease) error {
+	if err := ValidateLease(lease); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -92,8 +99,8 @@ func (m *MemoryLock) Renew(ctx context.Context, lease Lease) error {
 }
 
 // Release implements Lock.
-func (m *MemoryLock) Release(ctx context.Context, lease Lease) error {
-	if err := checkLease(lease); err != nil {
+func (m *Memory) Release(ctx context.Context, lease Lease) error {
+	if err := ValidateLease(lease); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -105,12 +112,22 @@ func (m *MemoryLock) Release(ctx context.Context, lease Lease) error {
 		return err
 	}
 	delete(m.leases, lease.Key)
+	m.hub.Notify(lease.Key, lease.Owner)
 	return nil
 }
 
+// WatchReleases implements Notifier. It starts no goroutine.
+func (m *Memory) WatchReleases(_ context.Context, key, self string) (<-chan struct{}, func(), error) {
+	if err := ValidateKey(key); err != nil {
+		return nil, nil, err
+	}
+	ch, remove, _ := m.hub.Add(key, self)
+	return ch, func() { remove() }, nil
+}
+
 // AdvanceFence implements Lock.
-func (m *MemoryLock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
-	if err := checkKey(key); err != nil {
+func (m *Memory) AdvanceFence(ctx context.Context, key string, floor uint64) error {
+	if err := ValidateKey(key); err != nil {
 		return err
 	}
 	if floor >= MaxToken {
@@ -130,8 +147,8 @@ func (m *MemoryLock) AdvanceFence(ctx context.Context, key string, floor uint64)
 }
 
 // Inspect implements Lock.
-func (m *MemoryLock) Inspect(ctx context.Context, key string) (Holder, error) {
-	if err := checkKey(key); err != nil {
+func (m *Memory) Inspect(ctx context.Context, key string) (Holder, error) {
+	if err := ValidateKey(key); err != nil {
 		return Holder{}, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -150,7 +167,7 @@ func (m *MemoryLock) Inspect(ctx context.Context, key string) (Holder, error) {
 
 // held returns the live lease of lease.Key if lease still owns it (same owner and
 // token), or an error wrapping ErrNotHeld that names op. m.mu must be held.
-func (m *MemoryLock) held(op string, lease Lease, now time.Time) (memLease, error) {
+func (m *Memory) held(op string, lease Lease, now time.Time) (memLease, error) {
 	m.init()
 	cur, ok := m.current(lease.Key, now)
 	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {

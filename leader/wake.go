@@ -1,0 +1,91 @@
+package leader
+
+import (
+	"context"
+	"math/rand/v2"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/lock"
+)
+
+// wakeJitter bounds the random wait between a release notice and the campaign it
+// starts, so that the replicas woken together do not all reach the lock in the same
+// instant. Acquire decides between them either way.
+const wakeJitter = 5 * time.Millisecond
+
+// watcher is the campaign's watch on release notices of the lease. Its zero value
+// watches nothing: the campaign polls.
+type watcher struct {
+	notices <-chan struct{}
+	stop    func()
+	tried   bool // a watch was attempted (a failure is logged once)
+}
+
+// watch starts the watch when Config.Wake asks for it, the lock is a
+// lock.Notifier and no watch is in place yet. A failure is logged and the campaign
+// polls; the next pause tries again.
+func (l *Leadership) watch(ctx context.Context, w *watcher) {
+	if w.notices != nil || l.conf.Wake != WakeOnRelease {
+		return
+	}
+	n, ok := l.conf.Lock.(lock.Notifier)
+	if !ok {
+		return
+	}
+	wctx, cancel := context.WithTimeout(ctx, l.conf.CampaignEvery) // as every campaign call
+	defer cancel()
+	notices, stop, err := n.WatchReleases(wctx, l.conf.Key, l.conf.Owner)
+	if err != nil {
+		if !w.tried {
+			l.log.Warn("leadership: cannot watch release notices; campaigning every CampaignEvery", zap.Error(err))
+		}
+		w.tried = true
+		return
+	}
+	w.notices, w.stop, w.tried = notices, stop, true
+}
+
+// unwatch ends the watch, if one is in place.
+func (w *watcher) unwatch() {
+	if w.stop != nil {
+		w.stop()
+	}
+	*w = watcher{}
+}
+
+// pause waits d before the next campaign and reports true, or reports false as soon
+// as quit is closed. A release notice cuts the wait short: the campaign then starts
+// after a jitter of up to wakeJitter. A notice that came while this replica was
+// campaigning or leading still counts (the lease may have been freed since it
+// looked); each notice starts at most one campaign, and a campaign it starts that
+// loses is followed by a full wait, so notices never make a replica spin.
+func (l *Leadership) pause(ctx context.Context, d time.Duration, w *watcher) bool {
+	l.watch(ctx, w)
+	select {
+	case <-l.quit:
+		return false
+	default:
+	}
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-l.quit:
+		return false
+	case <-t.C:
+		return true
+	case <-w.notices: // nil while not watching: never ready
+	}
+	j := time.NewTimer(rand.N(wakeJitter + 1))
+	defer j.Stop()
+	select {
+	case <-l.quit:
+		return false
+	case <-j.C:
+		return true
+	}
+}

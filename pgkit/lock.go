@@ -1,0 +1,343 @@
+package pgkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/wake"
+	"github.com/servicewright/servicewright/lock"
+)
+
+var (
+	_ lock.Lock     = (*Lock)(nil)
+	_ lock.Notifier = (*Lock)(nil)
+)
+
+// DefaultTable names the fence table a Lock creates and writes.
+const DefaultTable = "servicewright_lock"
+
+// maxIdle is how many sessions that hold no lease a Lock keeps open for the next
+// acquires.
+const maxIdle = 2
+
+// Lock is a lock.Lock on PostgreSQL. A lease is a session-level advisory lock
+// (pg_try_advisory_lock on a 64-bit hash of the key) held by a connection dedicated
+// to it, so:
+//
+//   - the server frees the lease the moment the holder's connection closes — a
+//     crashed or killed process, a killed backend, a server restart — and the next
+//     replica takes it at its next campaign, without waiting out a TTL;
+//   - the lease's TTL is the session's idle_session_timeout, set on the connection
+//     in the acquiring statement: a holder that sends nothing for a TTL (a paused
+//     process, a partition) has its session ended, and its lease freed, by the
+//     server. Renew is a query on that connection, which restarts the timer; a
+//     renewal that finds the session gone returns lock.ErrNotHeld;
+//   - the fencing token comes from a fence row of Table, incremented in the same
+//     statement that takes the advisory lock; the row also records the holder, which
+//     Inspect reads with pg_locks. Holder.TTL is the lease's TTL, not the time left.
+//   - Release unlocks and NOTIFYs the key's channel with the releasing owner, in one
+//     statement; WatchReleases LISTENs on one connection shared by every watch.
+//
+// Each held lease costs a connection; so do Inspect and AdvanceFence (one shared
+// connection) and the watches (another), and up to two idle connections are kept
+// for the next acquire. A ctx that ends a call on a lease's connection mid-query
+// closes the connection, which ends that lease. The server also sends TCP
+// keepalives on the lock's connections (idle 5s, interval 1s, 3 probes), so a holder
+// whose host vanished is cut off after about 8s, within the default TTL.
+//
+// A lease taken once and left to lapse (a cron tick's) holds its connection until
+// the server ends the session at the TTL; the lock closes what is left of it at a
+// later acquire. Each key keeps its fence row.
+//
+// It needs PostgreSQL 14 or later (idle_session_timeout); an older server is a
+// *fault.ConfigError at first use. Connection poolers in transaction mode (PgBouncer's default) do not keep sessions
+// and must not sit between a Lock and the server.
+type Lock struct {
+	connect func(ctx context.Context) (*pgx.Conn, error)
+	table   string // quoted identifier
+
+	mu     sync.Mutex
+	held   map[string]*session // sessions that hold a lease, by key
+	idle   []*session          // sessions that hold none
+	closed bool
+
+	admin    sync.Mutex // guards adminC and ensured
+	adminC   *pgx.Conn
+	ensured  bool
+	hub      wake.Hub
+	watch    sync.Mutex // guards listener
+	listener *listener
+}
+
+// session is one connection and the lease it holds, if any.
+type session struct {
+	mu      sync.Mutex
+	conn    *pgx.Conn
+	owner   string
+	token   uint64
+	expires time.Time // the server ends the session after this unless renewed
+}
+
+// NewLock returns a Lock for cfg. It validates cfg into a *fault.ConfigError naming
+// each field, and opens no connection: each is opened when first needed.
+func NewLock(cfg LockConfig) (*Lock, error) {
+	connect, table, err := cfg.build()
+	if err != nil {
+		return nil, err
+	}
+	return &Lock{connect: connect, table: table, held: map[string]*session{}}, nil
+}
+
+// keyHash is the advisory lock's key for a lock name.
+func keyHash(key string) int64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return int64(h.Sum64())
+}
+
+// channel is the NOTIFY channel of a lock name: an identifier of fixed length.
+func channel(h int64) string { return "swlock_" + strconv.FormatUint(uint64(h), 16) }
+
+func ms(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
+
+// Acquire implements lock.Lock. A ttl above the server's limit for
+// idle_session_timeout (about 24.8 days) is a *fault.ConfigError.
+func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
+	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+		return lock.Lease{}, err
+	}
+	if ms(ttl) > math.MaxInt32 {
+		return lock.Lease{}, fault.Invalid("ttl", "must be at most %v, the longest idle_session_timeout PostgreSQL takes, got %v",
+			time.Duration(math.MaxInt32)*time.Millisecond, ttl)
+	}
+	if err := l.ensure(ctx); err != nil {
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
+	}
+	s, err := l.takeIdle(ctx)
+	if err != nil {
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
+	}
+	h := keyHash(key)
+	var (
+		got   bool
+		token *int64
+	)
+	err = s.conn.QueryRow(ctx, fmt.Sprintf(acquireSQL, l.table), key, h, owner, ms(ttl), int64(lock.MaxToken), strconv.FormatInt(ms(ttl), 10)).Scan(&got, &token, new(string))
+	switch {
+	case err != nil:
+		s.close() // whatever it took, closing frees it
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
+	case !got:
+		l.putIdle(s)
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrHeld)
+	case token == nil:
+		if _, err := s.conn.Exec(ctx, unlockSQL, h); err != nil {
+			s.close()
+		} else {
+			l.putIdle(s)
+		}
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrFenceExhausted)
+	}
+	s.owner, s.token, s.expires = owner, uint64(*token), time.Now().Add(ttl)
+	l.mu.Lock()
+	old := l.held[key]
+	l.held[key] = s
+	lapsed := l.lapsedLocked(time.Now())
+	l.mu.Unlock()
+	if old != nil { // its session is gone on the server, or we could not have taken the lock
+		old.close()
+	}
+	for _, s := range lapsed {
+		s.close()
+	}
+	return lock.Lease{Key: key, Owner: owner, Token: uint64(*token), TTL: ttl}, nil
+}
+
+// lapsedLocked removes and returns the sessions whose lease the server has ended
+// already (idle past the TTL): leases taken once and left to lapse, such as a cron
+// tick's, would otherwise pile up. l.mu is held.
+func (l *Lock) lapsedLocked(now time.Time) []*session {
+	var out []*session
+	for k, s := range l.held {
+		if s.mu.TryLock() {
+			if now.After(s.expires.Add(time.Second)) {
+				delete(l.held, k)
+				out = append(out, s)
+			}
+			s.mu.Unlock()
+		}
+	}
+	return out
+}
+
+// holding returns the session that holds lease, locked, or an error wrapping
+// lock.ErrNotHeld.
+func (l *Lock) holding(op string, lease lock.Lease) (*session, error) {
+	l.mu.Lock()
+	s := l.held[lease.Key]
+	l.mu.Unlock()
+	if s != nil {
+		s.mu.Lock()
+		if s.conn != nil && s.owner == lease.Owner && s.token == lease.Token {
+			return s, nil
+		}
+		s.mu.Unlock()
+	}
+	return nil, fmt.Errorf("%s %q token %d: %w", op, lease.Key, lease.Token, lock.ErrNotHeld)
+}
+
+// lost drops s, whose query failed: a session whose connection closed has lost its
+// lease (the server freed it), which is ErrNotHeld; any other error is returned
+// as it is. Called with s.mu held.
+func (l *Lock) lost(op string, lease lock.Lease, s *session, err error) error {
+	if s.conn.IsClosed() {
+		l.mu.Lock()
+		if l.held[lease.Key] == s {
+			delete(l.held, lease.Key)
+		}
+		l.mu.Unlock()
+		s.conn = nil
+		return fmt.Errorf("%s %q token %d: session ended (%w): %w", op, lease.Key, lease.Token, err, lock.ErrNotHeld)
+	}
+	return fmt.Errorf("%s %q: %w", op, lease.Key, err)
+}
+
+// Renew implements lock.Lock: one query on the lease's connection, which restarts
+// the session's idle timer. A session the server ended (idle past the TTL, killed,
+// restarted) is lock.ErrNotHeld.
+func (l *Lock) Renew(ctx context.Context, lease lock.Lease) error {
+	if err := lock.ValidateLease(lease); err != nil {
+		return err
+	}
+	s, err := l.holding("renew", lease)
+	if err != nil {
+		return err
+	}
+	defer s.mu.Unlock()
+	sent := time.Now()
+	if _, err := s.conn.Exec(ctx, renewSQL); err != nil {
+		return l.lost("renew", lease, s, err)
+	}
+	s.expires = sent.Add(lease.TTL)
+	return nil
+}
+
+// Release implements lock.Lock: it unlocks and NOTIFYs the key's channel in one
+// statement, and keeps the connection for a later acquire.
+func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
+	if err := lock.ValidateLease(lease); err != nil {
+		return err
+	}
+	s, err := l.holding("release", lease)
+	if err != nil {
+		return err
+	}
+	h := keyHash(lease.Key)
+	var unlocked bool
+	err = s.conn.QueryRow(ctx, releaseSQL, h, channel(h), lease.Owner).Scan(&unlocked, new(string), new(string))
+	if err != nil {
+		err = l.lost("release", lease, s, err)
+		s.mu.Unlock()
+		return err
+	}
+	s.owner, s.token = "", 0
+	s.mu.Unlock()
+	l.mu.Lock()
+	if l.held[lease.Key] == s {
+		delete(l.held, lease.Key)
+	}
+	l.mu.Unlock()
+	l.putIdle(s)
+	if !unlocked {
+		return fmt.Errorf("release %q token %d: the session did not hold it: %w", lease.Key, lease.Token, lock.ErrNotHeld)
+	}
+	return nil
+}
+
+// AdvanceFence implements lock.Lock.
+func (l *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
+	if err := lock.ValidateKey(key); err != nil {
+		return err
+	}
+	if floor >= lock.MaxToken {
+		return fmt.Errorf("advance %q to %d: %w", key, floor, lock.ErrFenceOutOfRange)
+	}
+	return l.withAdmin(ctx, "advance", key, func(c *pgx.Conn) error {
+		tag, err := c.Exec(ctx, fmt.Sprintf(advanceSQL, l.table), key, int64(floor), int64(lock.MaxToken))
+		if err == nil && tag.RowsAffected() == 0 {
+			return lock.ErrFenceExhausted
+		}
+		return err
+	})
+}
+
+// Inspect implements lock.Lock. Held is read from pg_locks; Owner and Token from
+// the fence row, written by the statement that took the lock.
+func (l *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
+	if err := lock.ValidateKey(key); err != nil {
+		return lock.Holder{}, err
+	}
+	var h lock.Holder
+	err := l.withAdmin(ctx, "inspect", key, func(c *pgx.Conn) error {
+		var (
+			owner        string
+			token, fence int64
+			ttl          int64
+			held         bool
+		)
+		k := keyHash(key)
+		err := c.QueryRow(ctx, fmt.Sprintf(inspectSQL, l.table), key, int64(uint64(k)>>32), int64(uint64(k)&math.MaxUint32)).
+			Scan(&owner, &token, &fence, &ttl, &held)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		h.Fence = uint64(fence)
+		if held {
+			h.Owner, h.Token, h.TTL = owner, uint64(token), time.Duration(ttl)*time.Millisecond
+		}
+		return nil
+	})
+	return h, err
+}
+
+// Close ends every session of the lock, which frees the leases it holds (without
+// a release notice), and stops its watches. It returns once they are closed or ctx
+// is done. The Lock is not usable afterwards.
+func (l *Lock) Close(ctx context.Context) error {
+	l.mu.Lock()
+	l.closed = true
+	all := append([]*session(nil), l.idle...)
+	for _, s := range l.held {
+		all = append(all, s)
+	}
+	l.held, l.idle = map[string]*session{}, nil
+	l.mu.Unlock()
+	for _, s := range all {
+		s.mu.Lock()
+		if s.conn != nil {
+			_ = s.conn.Close(ctx)
+			s.conn = nil
+		}
+		s.mu.Unlock()
+	}
+	l.admin.Lock()
+	if l.adminC != nil {
+		_ = l.adminC.Close(ctx)
+		l.adminC = nil
+	}
+	l.admin.Unlock()
+	l.stopListener()
+	return ctx.Err()
+}

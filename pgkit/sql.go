@@ -1,0 +1,54 @@
+package pgkit
+
+// The statements. %[1]s is the quoted fence table. Each acquire, renewal and release
+// is one statement on the lease's own connection.
+const (
+	tableDDL = `CREATE TABLE IF NOT EXISTS %[1]s (
+	key text PRIMARY KEY,
+	owner text NOT NULL DEFAULT '',
+	token bigint NOT NULL DEFAULT 0,
+	fence bigint NOT NULL DEFAULT 0,
+	ttl_ms bigint NOT NULL DEFAULT 0)`
+
+	// $1 key, $2 advisory key, $3 owner, $4 ttl in ms, $5 MaxToken, $6 ttl in ms as
+	// text. The advisory lock is taken first; the fence row is written only when it
+	// was, and only below MaxToken; the session's idle timeout becomes the TTL.
+	acquireSQL = `WITH got AS (SELECT pg_try_advisory_lock($2) AS ok),
+up AS (
+	INSERT INTO %[1]s AS t (key, owner, token, fence, ttl_ms)
+	SELECT $1, $3, 1, 1, $4 FROM got WHERE ok
+	ON CONFLICT (key) DO UPDATE SET fence = t.fence + 1, token = t.fence + 1, owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms
+	WHERE t.fence < $5
+	RETURNING t.token)
+SELECT (SELECT ok FROM got), (SELECT token FROM up),
+	set_config('idle_session_timeout', CASE WHEN (SELECT ok FROM got) THEN $6 ELSE '0' END, false)`
+
+	renewSQL = `SELECT 1`
+
+	// $1 advisory key, $2 channel, $3 owner. The unlock is immediate; the notice
+	// goes out when the statement commits, an instant later.
+	releaseSQL = `SELECT pg_advisory_unlock($1), set_config('idle_session_timeout', '0', false), '' FROM pg_notify($2, $3)`
+
+	unlockSQL = `SELECT pg_advisory_unlock($1), set_config('idle_session_timeout', '0', false)`
+
+	// $1 key, $2 floor, $3 MaxToken: no row changed means the counter is exhausted.
+	advanceSQL = `INSERT INTO %[1]s AS t (key, fence) VALUES ($1, $2)
+ON CONFLICT (key) DO UPDATE SET fence = GREATEST(t.fence, EXCLUDED.fence) WHERE t.fence < $3`
+
+	// $1 key, $2 and $3 the advisory key's high and low halves, as pg_locks shows
+	// a bigint key.
+	inspectSQL = `SELECT t.owner, t.token, t.fence, t.ttl_ms, EXISTS (
+	SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND granted AND objsubid = 1
+		AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+		AND classid::int8 = $2 AND objid::int8 = $3)
+FROM %[1]s t WHERE t.key = $1`
+
+	// Server-side TCP keepalives on each lock connection: a holder whose host
+	// vanished is cut off after idle + interval × count = 8s.
+	keepaliveSQL = `SELECT set_config('tcp_keepalives_idle', '5', false), set_config('tcp_keepalives_interval', '1', false),
+	set_config('tcp_keepalives_count', '3', false)`
+)
+
+// ddlLockKey serialises CREATE TABLE IF NOT EXISTS across processes, which would
+// otherwise race on the catalog.
+const ddlLockKey int64 = 0x73776c6f636b // "swlock"
