@@ -23,7 +23,9 @@ type Config struct {
 	// Release labels the events with the version of the code. SENTRY_RELEASE, then
 	// the main module's version from the build information when it is known.
 	Release string
-	// ServerName labels the events with the machine; the host name by default.
+	// ServerName labels the events with the machine. By default, each event's
+	// "instance" tag (the Host's service.instance.id: INSTANCE_ID, or the host name
+	// and pid), or the host name.
 	ServerName string
 }
 
@@ -42,7 +44,8 @@ func WithEnv(lookup func(string) (string, bool)) Option {
 // Reporter sends errors to Sentry. It implements fault.Reporter; it is safe for
 // concurrent use.
 type Reporter struct {
-	client *sentry.Client
+	client     *sentry.Client
+	serverName bool // Config.ServerName was given
 }
 
 var _ fault.Reporter = (*Reporter)(nil)
@@ -87,7 +90,7 @@ func New(cfg Config, opts ...Option) (*Reporter, error) {
 	if err != nil {
 		return nil, fault.Invalid(dsnField, "rejected by the Sentry SDK: %s", redact(err, cfg.DSN))
 	}
-	return &Reporter{client: client}, nil
+	return &Reporter{client: client, serverName: cfg.ServerName != ""}, nil
 }
 
 // Report queues an event for err and returns without waiting for the network. The
@@ -111,6 +114,9 @@ func (r *Reporter) Report(_ context.Context, err error, tags map[string]string) 
 	ev.Message = err.Error()
 	ev.Exception = []sentry.Exception{exc}
 	ev.Tags = maps.Clone(tags)
+	if !r.serverName {
+		ev.ServerName = tags[fault.TagInstance]
+	}
 	if id := tags[fault.TagTraceID]; id != "" {
 		ev.Contexts["trace"] = sentry.Context{"trace_id": id, "span_id": tags[fault.TagSpanID]}
 	}

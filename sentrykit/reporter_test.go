@@ -25,6 +25,7 @@ type event struct {
 	Message   string            `json:"message"`
 	Tags      map[string]string `json:"tags"`
 	Release   string            `json:"release"`
+	Server    string            `json:"server_name"`
 	Env       string            `json:"environment"`
 	Contexts  map[string]map[string]any
 	Exception []struct {
@@ -107,7 +108,7 @@ func TestReporter(t *testing.T) {
 		}
 		defer rep.Close()
 		rep.Report(context.Background(), errors.New("entrypoint \"chaos\" failed"), map[string]string{
-			fault.TagEntrypoint: "chaos", fault.TagTraceID: "0af7651916cd43dd8448eb211c80319c", fault.TagSpanID: "b7ad6b7169203331"})
+			fault.TagEntrypoint: "chaos", fault.TagInstance: "orders-7d9f", fault.TagTraceID: "0af7651916cd43dd8448eb211c80319c", fault.TagSpanID: "b7ad6b7169203331"})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		if err := rep.Flush(ctx); err != nil {
@@ -118,7 +119,7 @@ func TestReporter(t *testing.T) {
 			t.Fatalf("got %d events, want 1", len(evs))
 		}
 		ev := evs[0]
-		if ev.Tags[fault.TagEntrypoint] != "chaos" || ev.Release != "v1.2.3" || ev.Env != "test" {
+		if ev.Tags[fault.TagEntrypoint] != "chaos" || ev.Release != "v1.2.3" || ev.Env != "test" || ev.Server != "orders-7d9f" {
 			t.Errorf("event = %+v", ev)
 		}
 		if ev.Contexts["trace"]["trace_id"] != "0af7651916cd43dd8448eb211c80319c" {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -84,9 +85,10 @@ func attr(s *tracepb.Span, key string) string {
 	return ""
 }
 
-// TestOTLP: with only the standard endpoint and service name set, a request's
-// server span and the lifecycle's spans reach a real OTLP/HTTP receiver, all of them
-// flushed by the time the process exits after SIGTERM.
+// TestOTLP: with only the standard endpoint and service name set, one POST /orders
+// is one trace from the HTTP server span through the Kafka producer to the consumer
+// span, the lifecycle's spans arrive too, and all of it reached a real OTLP/HTTP
+// receiver by the time the process exits after SIGTERM.
 func TestOTLP(t *testing.T) {
 	recv := newOTLPReceiver(t)
 	probe, httpAddr := freeAddr(t), freeAddr(t)
@@ -102,6 +104,7 @@ func TestOTLP(t *testing.T) {
 	if resp.StatusCode/100 != 2 {
 		t.Fatalf("POST /orders: %s", resp.Status)
 	}
+	waitStored(t, httpAddr, "otlp-1")
 	_ = p.Signal(syscall.SIGTERM)
 	if code := exitCode(t, p); code != 0 {
 		t.Fatalf("exit code %d, want 0", code)
@@ -118,14 +121,28 @@ func TestOTLP(t *testing.T) {
 	var server *tracepb.Span
 	for _, s := range spans {
 		names = append(names, s.GetName())
-		if s.GetKind() == tracepb.Span_SPAN_KIND_SERVER && strings.Contains(s.GetName()+attr(s, "url.path")+attr(s, "http.route"), "/orders") {
+		if s.GetKind() == tracepb.Span_SPAN_KIND_SERVER && attr(s, "http.request.method") == "POST" &&
+			strings.Contains(s.GetName()+attr(s, "url.path")+attr(s, "http.route"), "/orders") {
 			server = s
 		}
 	}
 	if server == nil {
 		t.Errorf("no HTTP server span for POST /orders among %v", names)
-	} else if code := attr(server, "http.response.status_code"); !strings.HasPrefix(code, "2") {
-		t.Errorf("server span status code %q", code)
+	} else {
+		if code := attr(server, "http.response.status_code"); !strings.HasPrefix(code, "2") {
+			t.Errorf("server span status code %q", code)
+		}
+		// The order travels through Kafka in the same trace: produced under the
+		// request, handled in a consumer span that continues it.
+		kinds := map[tracepb.Span_SpanKind]bool{}
+		for _, s := range spans {
+			if bytes.Equal(s.GetTraceId(), server.GetTraceId()) {
+				kinds[s.GetKind()] = true
+			}
+		}
+		if !kinds[tracepb.Span_SPAN_KIND_PRODUCER] || !kinds[tracepb.Span_SPAN_KIND_CONSUMER] {
+			t.Errorf("the trace of POST /orders holds span kinds %v; want the producer and the consumer span too", kinds)
+		}
 	}
 	// The startup is one trace and the exit another, each unit under its stage.
 	traceOf := map[string]string{}
@@ -147,5 +164,28 @@ func TestOTLP(t *testing.T) {
 	}
 	if !slices.Contains(names, "servicewright.serve") {
 		t.Errorf("no span servicewright.serve among %v", names)
+	}
+}
+
+// waitStored polls GET /orders/{id} until the consumer has stored the order, at most
+// 10 s: the order's trace is complete once it is stored.
+func waitStored(t *testing.T, httpAddr, id string) {
+	t.Helper()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + httpAddr + "/orders/" + id)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("order %s not stored within 10s", id)
+		}
 	}
 }
