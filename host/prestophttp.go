@@ -13,8 +13,10 @@ const PreStopPath = "/prestop"
 
 // preStopHandler serves PreStopPath. The drain runs detached from the request: a
 // client that goes away, or a kubelet whose hook gives up, does not cut the drain
-// phases half-way; PreStop is bounded by DrainDelay and DrainPhasesBudget itself.
-// Other methods are answered 405.
+// phases half-way; PreStop is bounded by DrainDelay and DrainPhasesBudget itself. A
+// drain longer than the probe listener's write timeout (30s + CheckTimeout) still
+// completes, though its client sees the connection closed without an answer. Other
+// methods are answered 405.
 func (h *Host) preStopHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodPost {
