@@ -8,6 +8,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // DefaultPermanentExitCode is the exit code of a service whose task failed with an
@@ -215,7 +216,7 @@ func (t *Task) Drain(ctx context.Context) error {
 		return nil
 	}
 	t.interrupt()
-	return Await(ctx, t.done)
+	return wait.Await(ctx, t.done)
 }
 
 // Stop waits for the work to return until ctx's deadline. It cannot cut off work that
@@ -225,7 +226,7 @@ func (t *Task) Stop(ctx context.Context) error {
 		return nil
 	}
 	t.interrupt()
-	return Await(ctx, t.done)
+	return wait.Await(ctx, t.done)
 }
 
 func (t *Task) wasStarted() bool {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // DrainStreams is a drain phase: it closes the streams open now, spread evenly over
@@ -101,7 +102,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	if waitErr == nil {
 		// Serve has returned once the listener is closed, so every connection it
 		// accepted is tracked by now.
-		waitErr = entrypoint.Await(ctx, done)
+		waitErr = wait.Await(ctx, done)
 	}
 	if waitErr == nil {
 		waitErr = s.conns.wait(ctx) // requests being read or answered, not yet admitted
