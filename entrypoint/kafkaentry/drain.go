@@ -33,11 +33,10 @@ import (
 func (c *Consumer) Drain(ctx context.Context) error {
 	start := time.Now()
 	c.mu.Lock()
-	if c.state == entrypoint.PhaseNew || c.state == entrypoint.PhaseDraining || c.state == entrypoint.PhaseStopped {
+	if prev := c.guard.Drain(); prev == entrypoint.PhaseNew || prev == entrypoint.PhaseDraining || prev == entrypoint.PhaseStopped {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = entrypoint.PhaseDraining
 	c.beginDrainLocked()
 	c.mu.Unlock()
 	c.gate.Close()

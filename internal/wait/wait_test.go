@@ -84,6 +84,11 @@ func TestForAndAwait(t *testing.T) {
 		if err := Await(ctx, make(chan struct{})); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Await past its ctx = %v", err)
 		}
+		for range 100 { // a select between two ready cases would pick ctx half the time
+			if err := Await(ctx, done); err != nil {
+				t.Fatalf("Await(closed) with its ctx done = %v", err)
+			}
+		}
 	})
 }
 
@@ -160,6 +165,20 @@ func TestGroup(t *testing.T) {
 		}
 		if n := g.Running(); n != 0 {
 			t.Fatalf("Running after Wait = %d", n)
+		}
+
+		exit := g.Track() // a goroutine started by someone else
+		go func() {
+			defer exit()
+			time.Sleep(time.Second)
+		}()
+		start = time.Now()
+		if err := g.Wait(context.Background()); err != nil || time.Since(start) != time.Second {
+			t.Fatalf("Wait for a tracked goroutine = %v after %v", err, time.Since(start))
+		}
+		exit() // a second call changes nothing
+		if n := g.Running(); n != 0 {
+			t.Fatalf("Running after a second exit = %d", n)
 		}
 	})
 }
