@@ -5,12 +5,6 @@ import (
 	"time"
 )
 
-// AbandonGrace is how long a caller waits for a call whose ctx is done (its window
-// ran out, or its parent was cancelled) to return before abandoning it, still
-// running, and reporting fault.ErrAbandoned. A call that honours its ctx returns well
-// within it; one that does not is not waited for longer.
-const AbandonGrace = time.Second
-
 // Sleep waits d and reports true, or reports false as soon as quit is closed,
 // including when it is closed already. A nil quit is never closed. Background loops
 // use it between units, so a stop never waits out an interval.
@@ -50,10 +44,16 @@ func For(done <-chan struct{}, d time.Duration) bool {
 }
 
 // Await waits until done is closed and returns nil, or returns ctx.Err() if ctx is
-// done first. A nil done means there is nothing to wait for: it returns nil at once.
+// done first. A done closed already wins over a ctx done already. A nil done means
+// there is nothing to wait for: it returns nil at once.
 func Await(ctx context.Context, done <-chan struct{}) error {
 	if done == nil {
 		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
 	}
 	select {
 	case <-done:
