@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -80,12 +81,5 @@ func (l *Leadership) pause(ctx context.Context, d time.Duration, w *watcher) boo
 		return true
 	case <-w.notices: // nil while not watching: never ready
 	}
-	j := time.NewTimer(rand.N(wakeJitter + 1))
-	defer j.Stop()
-	select {
-	case <-l.quit:
-		return false
-	case <-j.C:
-		return true
-	}
+	return wait.Sleep(rand.N(wakeJitter+1), l.quit)
 }
