@@ -1,11 +1,11 @@
 package grpcentry
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/servicewright/servicewright/internal/transport"
 	"google.golang.org/grpc/codes"
 )
 
@@ -55,15 +55,8 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*m
 		Help: "gRPC calls whose handler runs.",
 	}, func() float64 { return float64(inFlight()) })
 
-	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.refused, m.panics, gauge} {
-		if err := reg.Register(c); err != nil {
-			for _, d := range done {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
-		done = append(done, c)
+	if err := transport.Register(reg, m.requests, m.duration, m.refused, m.panics, gauge); err != nil {
+		return nil, err
 	}
 	return m, nil
 }
@@ -126,11 +119,4 @@ func codeName(c codes.Code) string {
 		return "UNAUTHENTICATED"
 	}
 	return c.String()
-}
-
-// errAlreadyRegistered tells whether err is prometheus's complaint about a name
-// already taken, to word the ConfigError.
-func errAlreadyRegistered(err error) bool {
-	_, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-	return ok
 }

@@ -1,13 +1,13 @@
 package httpentry
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // metrics are the RED metrics of WithRegisterer.
@@ -66,15 +66,8 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*m
 		Help: "HTTP requests whose handler runs, plus hijacked connections still open.",
 	}, func() float64 { return float64(inFlight()) })
 
-	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.refused, m.panics, gauge} {
-		if err := reg.Register(c); err != nil {
-			for _, d := range done {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
-		done = append(done, c)
+	if err := transport.Register(reg, m.requests, m.duration, m.refused, m.panics, gauge); err != nil {
+		return nil, err
 	}
 	for code := 100; code < len(m.codes); code++ {
 		m.codes[code] = strconv.Itoa(code)
@@ -148,11 +141,4 @@ func methodIndex(m string) int {
 		return 8
 	}
 	return len(methodLabels) - 1
-}
-
-// errAlreadyRegistered tells whether err is prometheus's complaint about a name
-// already taken, to word the ConfigError.
-func errAlreadyRegistered(err error) bool {
-	_, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-	return ok
 }

@@ -1,0 +1,22 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"net"
+)
+
+// Listen returns ln when the user gave one, and otherwise opens a TCP listener on
+// addr, honouring ctx while it does. A failure is returned prefixed with name, e.g.
+// "http: listen tcp 127.0.0.1:8080: bind: address already in use".
+func Listen(ctx context.Context, ln net.Listener, addr, name string) (net.Listener, error) {
+	if ln != nil {
+		return ln, nil
+	}
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return ln, nil
+}
