@@ -76,12 +76,7 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
-	switch {
-	case hasListener && cfg.Addr != "":
-		l.Addf("Addr", "must be empty when a listener is given with WithListener, got %q", cfg.Addr)
-	case !hasListener && cfg.Addr == "":
-		cfg.Addr = DefaultAddr
-	}
+	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
 	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
 	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, DefaultMaxSendMsgSize)
 	transport.Default(l, "MaxConcurrentStreams", &cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)

@@ -48,7 +48,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.endHealth()
 	s.gate.Close()
 	graceful := s.startGracefulStop()
-	list := s.streams.snapshot(true)
+	list := s.streams.Snapshot(true)
 	spreadErr := entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).drain)
 	waitErr := s.gate.Wait(ctx)
 	var gsErr error
@@ -98,7 +98,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	s.endHealth()
 	s.gate.Close()
-	for _, st := range s.streams.snapshot(true) {
+	for _, st := range s.streams.Snapshot(true) {
 		st.drain()
 	}
 	stopped := s.startStop()

@@ -5,8 +5,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/servicewright/servicewright/internal/transport"
 	"google.golang.org/grpc/codes"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // metrics are the RED metrics of WithRegisterer.

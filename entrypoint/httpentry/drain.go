@@ -40,7 +40,7 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 		return nil
 	}
 	s.srv.SetKeepAlivesEnabled(false)
-	list := s.streams.snapshot(false)
+	list := s.streams.Snapshot(false)
 	if err := entrypoint.Spread(ctx, min(s.cfg.StreamDrainWindow, allowed), list, (*stream).reach); err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	if prev == entrypoint.PhaseServing {
 		close(s.draining)
 	}
-	list := s.streams.snapshot(true)
+	list := s.streams.Snapshot(true)
 
 	// Shutdown closes the listener and the idle connections; its polling for the
 	// rest is cut short once the waits below saw everything finish.
@@ -165,7 +165,7 @@ func (s *Server) Stop(ctx context.Context) error {
 func (s *Server) cutAll() {
 	s.gate.Close()
 	s.srv.Close() // its only error is the listener's, closed by Drain already or now
-	for _, st := range s.streams.snapshot(true) {
+	for _, st := range s.streams.Snapshot(true) {
 		st.cut()
 	}
 }

@@ -10,9 +10,10 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
+	"go.uber.org/zap"
+
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/wait"
-	"go.uber.org/zap"
 )
 
 // group is the part of *kafka.ConsumerGroup the consumer uses, so that tests can

@@ -11,9 +11,10 @@ import (
 	"time"
 
 	"github.com/segmentio/kafka-go"
-	"github.com/servicewright/servicewright/internal/wait"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // Outage defaults.

@@ -49,3 +49,14 @@ func Default[T int | time.Duration](l *fault.Problems, field string, v *T, def T
 		*v = def
 	}
 }
+
+// Addr checks a Config.Addr against WithListener: it must be empty when a listener
+// was given (hasListener), and takes def when neither was.
+func Addr(l *fault.Problems, hasListener bool, addr *string, def string) {
+	switch {
+	case hasListener && *addr != "":
+		l.Addf("Addr", "must be empty when a listener is given with WithListener, got %q", *addr)
+	case !hasListener && *addr == "":
+		*addr = def
+	}
+}

@@ -151,3 +151,38 @@ func TestListen(t *testing.T) {
 		t.Fatalf("Listen on a taken port = %v", err)
 	}
 }
+
+func TestAddr(t *testing.T) {
+	var l fault.Problems
+	empty, set, withListener := "", ":9000", ":9001"
+	Addr(&l, false, &empty, ":8080")
+	Addr(&l, false, &set, ":8080")
+	Addr(&l, true, &withListener, ":8080")
+	if empty != ":8080" || set != ":9000" {
+		t.Fatalf("empty=%q set=%q", empty, set)
+	}
+	if got := fields(&l); len(got) != 1 || got[0] != "Addr" {
+		t.Fatalf("problems name %q, want [Addr]", got)
+	}
+}
+
+func TestStreams(t *testing.T) {
+	var s Streams[*int]
+	a, b, c := new(int), new(int), new(int)
+	if !s.Add(a) || !s.Add(b) {
+		t.Fatal("Add to an unsealed set = false")
+	}
+	if got := s.Snapshot(false); len(got) != 2 || got[0] != a || got[1] != b {
+		t.Fatalf("Snapshot = %v, want [a b]", got)
+	}
+	s.Remove(a)
+	if got := s.Snapshot(true); len(got) != 1 || got[0] != b {
+		t.Fatalf("Snapshot after Remove = %v, want [b]", got)
+	}
+	if s.Add(c) {
+		t.Fatal("Add to a sealed set = true")
+	}
+	if got := s.Snapshot(false); len(got) != 2 || got[0] != b || got[1] != c {
+		t.Fatalf("a late stream is not held: %v", got)
+	}
+}
