@@ -186,3 +186,43 @@ func TestStreams(t *testing.T) {
 		t.Fatalf("a late stream is not held: %v", got)
 	}
 }
+
+func TestNewRED(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	o := REDOpts{Protocol: "x", RequestLabels: []string{"code"}, DurationLabels: []string{"code"},
+		RequestsHelp: "r", DurationHelp: "d", RefusedHelp: "f", PanicsHelp: "p", InFlightHelp: "i"}
+	m, err := NewRED(reg, "a", o, func() int { return 3 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Requests.WithLabelValues("200").Inc()
+	m.Duration.WithLabelValues("200").Observe(1)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, mf := range mfs {
+		names = append(names, mf.GetName())
+		labelled := false
+		for _, l := range mf.GetMetric()[0].GetLabel() {
+			labelled = labelled || l.GetName() == "entrypoint" && l.GetValue() == "a"
+		}
+		if !labelled {
+			t.Errorf("%s is not labelled entrypoint=a", mf.GetName())
+		}
+		if mf.GetName() == "servicewright_x_in_flight" && mf.GetMetric()[0].GetGauge().GetValue() != 3 {
+			t.Errorf("in_flight = %v", mf.GetMetric()[0].GetGauge().GetValue())
+		}
+	}
+	want := "servicewright_x_in_flight servicewright_x_panics_total servicewright_x_refused_draining_total servicewright_x_request_duration_seconds servicewright_x_requests_total"
+	if strings.Join(names, " ") != want {
+		t.Fatalf("metrics = %v, want %s", names, want)
+	}
+	if _, err := NewRED(reg, "a", o, func() int { return 0 }); !AlreadyRegistered(err) {
+		t.Fatalf("a second NewRED under the same name = %v", err)
+	}
+	if _, err := NewRED(reg, "b", o, func() int { return 0 }); err != nil {
+		t.Fatalf("NewRED under another entrypoint name = %v", err)
+	}
+}
