@@ -23,6 +23,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/transport"
 )
@@ -300,7 +301,7 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 		}
 		return nil // Drain or Stop came before stop
 	case <-ctx.Done():
-		cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpStop)
+		cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), hooks.AbandonAfter)
 		defer cancel()
 		_ = s.Stop(cut)
 		return ctx.Err()

@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/transport"
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
@@ -170,9 +170,4 @@ func (s *Server) cutAll() {
 	}
 }
 
-func (s *Server) closeListener() error {
-	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%s: close listener: %w", s.cfg.Name, err)
-	}
-	return nil
-}
+func (s *Server) closeListener() error { return transport.CloseListener(s.ln, s.cfg.Name) }

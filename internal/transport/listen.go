@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 )
@@ -19,4 +20,13 @@ func Listen(ctx context.Context, ln net.Listener, addr, name string) (net.Listen
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	return ln, nil
+}
+
+// CloseListener closes ln; one closed already is not an error. A failure is returned
+// prefixed with name.
+func CloseListener(ln net.Listener, name string) error {
+	if err := ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
+		return fmt.Errorf("%s: close listener: %w", name, err)
+	}
+	return nil
 }

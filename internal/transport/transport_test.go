@@ -141,7 +141,6 @@ func TestListen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
 	if got, err := Listen(context.Background(), ln, "ignored", "http"); got != ln || err != nil {
 		t.Fatalf("Listen with a listener = %v, %v", got, err)
 	}
@@ -149,6 +148,12 @@ func TestListen(t *testing.T) {
 	var op *net.OpError
 	if !errors.As(err, &op) || !strings.HasPrefix(err.Error(), "http: listen tcp") {
 		t.Fatalf("Listen on a taken port = %v", err)
+	}
+	if err := CloseListener(ln, "http"); err != nil {
+		t.Fatal(err)
+	}
+	if err := CloseListener(ln, "http"); err != nil {
+		t.Fatalf("closing a closed listener = %v", err)
 	}
 }
 
