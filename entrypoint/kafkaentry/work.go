@@ -221,6 +221,9 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 // as the partition's intake ends (a drain, a revocation, a failure, Stop) or the
 // handlers' ctx is done: nobody waits out a retry schedule.
 func (c *Consumer) pause(p partitionRun, d time.Duration) bool {
+	if p.intake.Err() != nil {
+		return false
+	}
 	ctx, cancel := context.WithCancel(p.handlers)
 	defer cancel()
 	defer context.AfterFunc(p.intake, cancel)()
