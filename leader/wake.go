@@ -64,22 +64,9 @@ func (w *watcher) unwatch() {
 // loses is followed by a full wait, so notices never make a replica spin.
 func (l *Leadership) pause(ctx context.Context, d time.Duration, w *watcher) bool {
 	l.watch(ctx, w)
-	select {
-	case <-l.quit:
-		return false
-	default:
-	}
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-l.quit:
-		return false
-	case <-t.C:
-		return true
-	case <-w.notices: // nil while not watching: never ready
+	ok, woken := wait.SleepOrWake(d, l.quit, w.notices) // nil notices while not watching
+	if !woken {
+		return ok
 	}
 	return wait.Sleep(rand.N(wakeJitter+1), l.quit)
 }

@@ -37,14 +37,16 @@ func (c *Consumer) Drain(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
-	c.beginDrainLocked()
-	c.mu.Unlock()
+	// No new message from here on; what is in flight is counted before intake stops,
+	// or a retry wait released at once would count neither as in flight nor released.
 	c.gate.Close()
-
 	finishedBefore := c.stats.handled.Load() + c.stats.deadLettered.Load()
 	releasedBefore := c.stats.released.Load()
 	committedBefore := c.stats.committed.Load()
 	ds := DrainStats{Ran: true, InFlight: c.gate.InFlight()}
+	c.beginDrainLocked()
+	c.mu.Unlock()
+
 	c.log.Info("draining", zap.Int("in_flight", ds.InFlight))
 	werr := c.gate.Wait(ctx)
 	ds.Finished = int(c.stats.handled.Load() + c.stats.deadLettered.Load() - finishedBefore)

@@ -9,21 +9,32 @@ import (
 // including when it is closed already. A nil quit is never closed. Background loops
 // use it between units, so a stop never waits out an interval.
 func Sleep(d time.Duration, quit <-chan struct{}) bool {
+	ok, _ := SleepOrWake(d, quit, nil)
+	return ok
+}
+
+// SleepOrWake is Sleep that a wake-up may cut short: it reports ok = true when d has
+// passed or, with woken = true, as soon as wake delivers a value or is closed; and
+// ok = false as soon as quit is closed, including when it is closed already. A d of
+// zero or less returns at once and leaves wake alone. A nil wake never wakes.
+func SleepOrWake(d time.Duration, quit, wake <-chan struct{}) (ok, woken bool) {
 	select {
 	case <-quit:
-		return false
+		return false, false
 	default:
 	}
 	if d <= 0 {
-		return true
+		return true, false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-quit:
-		return false
+		return false, false
 	case <-t.C:
-		return true
+		return true, false
+	case <-wake:
+		return true, true
 	}
 }
 

@@ -58,6 +58,30 @@ func TestSleep(t *testing.T) {
 	})
 }
 
+func TestSleepOrWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wake := make(chan struct{}, 1)
+		start := time.Now()
+		if ok, woken := SleepOrWake(time.Second, nil, wake); !ok || woken || time.Since(start) != time.Second {
+			t.Fatalf("without a notice: ok=%v woken=%v after %v", ok, woken, time.Since(start))
+		}
+		time.AfterFunc(200*time.Millisecond, func() { wake <- struct{}{} })
+		start = time.Now()
+		if ok, woken := SleepOrWake(time.Hour, nil, wake); !ok || !woken || time.Since(start) != 200*time.Millisecond {
+			t.Fatalf("with a notice: ok=%v woken=%v after %v", ok, woken, time.Since(start))
+		}
+		wake <- struct{}{}
+		if ok, woken := SleepOrWake(0, nil, wake); !ok || woken || len(wake) != 1 {
+			t.Fatalf("a zero wait: ok=%v woken=%v, notice taken: %v", ok, woken, len(wake) == 0)
+		}
+		quit := make(chan struct{})
+		close(quit)
+		if ok, _ := SleepOrWake(time.Hour, quit, wake); ok {
+			t.Fatal("a closed quit did not win over a pending notice")
+		}
+	})
+}
+
 func TestForAndAwait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
