@@ -205,7 +205,7 @@ func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
 	r.mu.Unlock()
-	return ServeUntil(ctx, stop, done, done, func() { r.halt(haltStop) })
+	return wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { return r.halt(haltStop) })
 }
 
 // Drain stops the loop between units: a unit that is running is left to finish, and

@@ -2,12 +2,12 @@ package entrypoint
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // DefaultPermanentExitCode is the exit code of a service whose task failed with an
@@ -97,13 +97,13 @@ type Task struct {
 	work func(ctx context.Context) error
 
 	mu          sync.Mutex
-	started     bool
-	returned    bool  // the work returned
-	finished    bool  // the work returned nil before any stop
-	interrupted bool  // a stop arrived before the work returned
-	err         error // the work's error, if it returned one
-	cancel      context.CancelCauseFunc
-	done        chan struct{} // closed when the work has returned
+	guard       Guard
+	returned    bool                    // the work returned
+	finished    bool                    // the work returned nil before any stop
+	interrupted bool                    // a stop arrived before the work returned
+	err         error                   // the work's error, if it returned one
+	cancel      context.CancelCauseFunc // set by Serve when the work starts
+	done        chan struct{}           // closed when the work has returned
 }
 
 // NewTask returns a Task that runs work once. It returns a *fault.ConfigError naming
@@ -129,7 +129,7 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	return &Task{name: cfg.Name, code: code, work: work, done: make(chan struct{})}, nil
+	return &Task{name: cfg.Name, code: code, work: work, guard: NewGuard(cfg.Name), done: make(chan struct{})}, nil
 }
 
 // Name returns the task's name.
@@ -138,21 +138,30 @@ func (t *Task) Name() string { return t.name }
 // PermanentExitCode returns the exit code of a permanent failure.
 func (t *Task) PermanentExitCode() int { return t.code }
 
-// Bind does nothing: a task holds nothing before it runs.
-func (t *Task) Bind(context.Context) error { return nil }
+// Bind holds nothing, since a task holds nothing before it runs; it refuses a second
+// call with an error wrapping ErrOutOfTurn.
+func (t *Task) Bind(context.Context) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.guard.Bind(); err != nil {
+		return err
+	}
+	t.guard.Bound()
+	return nil
+}
 
 // Serve runs the work. It returns nil when the work is done, a *TaskError when it
 // failed, and nil at once when stop closes first (having cancelled the work's ctx
 // with cause fault.ErrInterrupted). ctx is the Host's: when it is cancelled, the Host
 // has given up, and Serve cancels the work the same way and returns ctx.Err(); Drain
-// and Stop wait for the work.
+// and Stop wait for the work. Serve before Bind, or twice, returns an error wrapping
+// ErrOutOfTurn; after Drain or Stop it runs nothing and returns nil.
 func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
 	t.mu.Lock()
-	if t.started {
+	if start, err := t.guard.Serve(); !start {
 		t.mu.Unlock()
-		return errors.New("task: Serve called twice")
+		return err
 	}
-	t.started = true
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	t.cancel = cancel
 	t.mu.Unlock()
@@ -211,27 +220,34 @@ func (t *Task) interrupt() {
 // Drain asks the work to stop, as the stop already did, and waits for it to return
 // until ctx's deadline; on expiry it returns ctx.Err() and leaves the work to Stop.
 func (t *Task) Drain(ctx context.Context) error {
-	if !t.wasStarted() {
+	if !t.halt(false) {
 		return nil
 	}
 	t.interrupt()
-	return Await(ctx, t.done)
+	return wait.Await(ctx, t.done)
 }
 
 // Stop waits for the work to return until ctx's deadline. It cannot cut off work that
 // ignores its ctx: that goroutine is left behind, and Stop returns ctx.Err().
 func (t *Task) Stop(ctx context.Context) error {
-	if !t.wasStarted() {
+	if !t.halt(true) {
 		return nil
 	}
 	t.interrupt()
-	return Await(ctx, t.done)
+	return wait.Await(ctx, t.done)
 }
 
-func (t *Task) wasStarted() bool {
+// halt moves the guard to stopped (stop) or draining and reports whether the work
+// was started.
+func (t *Task) halt(stop bool) (started bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.started
+	if stop {
+		t.guard.Stop()
+	} else {
+		t.guard.Drain()
+	}
+	return t.cancel != nil
 }
 
 // Finished reports whether the work returned nil before any stop reached it.

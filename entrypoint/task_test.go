@@ -44,7 +44,7 @@ func TestNewTaskConfig(t *testing.T) {
 
 func TestTaskLifecycle(t *testing.T) {
 	t.Run("done before the stop: Serve returns nil and Finished is true", func(t *testing.T) {
-		task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { return nil })
+		task := bound(t, entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { return nil })
 		if err := task.Serve(context.Background(), make(chan struct{})); err != nil || !task.Finished() {
 			t.Errorf("Serve = %v, Finished %v", err, task.Finished())
 		}
@@ -55,7 +55,7 @@ func TestTaskLifecycle(t *testing.T) {
 			err  error
 			code int
 		}{{errors.New("x"), 1}, {fault.Permanent(errors.New("x")), 7}} {
-			task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t", PermanentExitCode: 7}, func(context.Context) error { return c.err })
+			task := bound(t, entrypoint.TaskConfig{Name: "t", PermanentExitCode: 7}, func(context.Context) error { return c.err })
 			err := task.Serve(context.Background(), make(chan struct{}))
 			var te *entrypoint.TaskError
 			if !errors.As(err, &te) || te.ExitCode() != c.code || task.Finished() || !strings.Contains(err.Error(), `task "t"`) {
@@ -67,7 +67,7 @@ func TestTaskLifecycle(t *testing.T) {
 	t.Run("a stop cancels the work with ErrInterrupted; Drain waits for it; never Finished", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var cause error
-			task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(ctx context.Context) error {
+			task := bound(t, entrypoint.TaskConfig{Name: "t"}, func(ctx context.Context) error {
 				<-ctx.Done()
 				time.Sleep(time.Second) // the unit in progress ends
 				cause = context.Cause(ctx)
@@ -104,10 +104,47 @@ func TestTaskLifecycle(t *testing.T) {
 		}
 	})
 
-	t.Run("Drain and Stop before Serve do nothing", func(t *testing.T) {
-		task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { return nil })
+	t.Run("Drain and Stop before Serve do nothing, and the work never runs", func(t *testing.T) {
+		ran := false
+		task := bound(t, entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { ran = true; return nil })
 		if task.Drain(context.Background()) != nil || task.Stop(context.Background()) != nil || task.Finished() {
 			t.Error("a task never served must drain and stop at once, unfinished")
 		}
+		if err := task.Serve(context.Background(), make(chan struct{})); err != nil || ran {
+			t.Errorf("Serve after Stop = %v, ran %v; want nil and nothing run", err, ran)
+		}
 	})
+
+	t.Run("calls out of turn are refused with ErrOutOfTurn", func(t *testing.T) {
+		task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, func(context.Context) error { return nil })
+		if err := task.Serve(context.Background(), make(chan struct{})); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+			t.Errorf("Serve before Bind = %v", err)
+		}
+		if err := task.Bind(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if err := task.Bind(context.Background()); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+			t.Errorf("second Bind = %v", err)
+		}
+		if err := task.Serve(context.Background(), make(chan struct{})); err != nil {
+			t.Fatal(err)
+		}
+		err := task.Serve(context.Background(), make(chan struct{}))
+		if !errors.Is(err, entrypoint.ErrOutOfTurn) || !strings.Contains(err.Error(), `entrypoint "t": Serve called while serving`) {
+			t.Errorf("second Serve = %v", err)
+		}
+	})
+}
+
+// bound returns a Task made of cfg and work, bound as the Host binds it.
+func bound(t *testing.T, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
+	t.Helper()
+	task, err := entrypoint.NewTask(cfg, work)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.Bind(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return task
 }

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // errNoAnswer: an acquire was not answered within CampaignEvery. The call goes on;
@@ -46,16 +47,17 @@ func (l *Leadership) run(base, camp context.Context, done chan<- struct{}) {
 }
 
 func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
-	wait, step := time.Duration(0), l.conf.Retry.Initial
+	next := time.Duration(0)
+	backoff := wait.Backoff{Initial: l.conf.Retry.Initial, Max: l.conf.Retry.Max}
 	var w watcher
 	defer w.unwatch()
-	for l.pause(camp, wait, &w) {
+	for l.pause(camp, next, &w) {
 		lease, sent, err := l.campaign(camp, st)
 		if err != nil {
 			return err
 		}
 		if lease == nil {
-			wait = l.campaignWait()
+			next = l.campaignWait()
 			continue
 		}
 		if closed(l.quit) { // won just as Drain came: do not start a term
@@ -74,14 +76,11 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 		case ReasonStopped:
 			return nil
 		case ReasonFailed:
-			wait = step/2 + rand.N(step/2+1)
-			step = min(step*2, l.conf.Retry.Max)
-			if step <= 0 {
-				step = l.conf.Retry.Max
-			}
-			l.log.Info("leadership: campaigning again after backoff", zap.Duration("retry_in", wait))
+			next = backoff.Next()
+			l.log.Info("leadership: campaigning again after backoff", zap.Duration("retry_in", next))
 		default:
-			wait, step = l.campaignWait(), l.conf.Retry.Initial
+			next = l.campaignWait()
+			backoff.Reset()
 		}
 	}
 	return nil

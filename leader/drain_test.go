@@ -1,6 +1,9 @@
 package leader
 
 import (
+	"strings"
+
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/lock"
 
 	"context"
@@ -110,6 +113,9 @@ func TestEntrypointLifecycle(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			if err := l.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			ctx, cancel := context.WithTimeout(context.Background(), 3*vCE)
 			defer cancel()
 			if err := l.Serve(ctx, make(chan struct{})); !errors.Is(err, context.DeadlineExceeded) {
@@ -128,17 +134,50 @@ func TestEntrypointLifecycle(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			spy := &spyLock{Lock: lock.NewMemory()}
 			l, _ := New(vSpec(spy, "a"), noLead)
+			if err := l.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
 			if err := l.Drain(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			if err := l.Serve(context.Background(), make(chan struct{})); err != nil {
 				t.Fatalf("Serve after Drain = %v", err)
 			}
-			if err := l.Serve(context.Background(), make(chan struct{})); err == nil {
-				t.Fatal("second Serve accepted")
+			if err := l.Stop(context.Background()); err != nil {
+				t.Fatal(err)
 			}
 			if n := len(spy.find("acquire", "", "", false)); n != 0 {
 				t.Fatalf("%d acquires", n)
+			}
+		})
+	})
+
+	t.Run("calls out of turn are refused with entrypoint.ErrOutOfTurn", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l, _ := New(vSpec(lock.NewMemory(), "a"), noLead)
+			if err := l.Serve(context.Background(), make(chan struct{})); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+				t.Fatalf("Serve before Bind = %v", err)
+			}
+			if err := l.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Bind(context.Background()); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+				t.Fatalf("second Bind = %v", err)
+			}
+			stop := make(chan struct{})
+			served := make(chan error, 1)
+			go func() { served <- l.Serve(context.Background(), stop) }()
+			synctest.Wait()
+			err := l.Serve(context.Background(), make(chan struct{}))
+			if !errors.Is(err, entrypoint.ErrOutOfTurn) || !strings.Contains(err.Error(), `entrypoint "leadership:job": Serve called while serving`) {
+				t.Fatalf("second Serve = %v", err)
+			}
+			close(stop)
+			if err := <-served; err != nil {
+				t.Fatal(err)
+			}
+			if err := l.Stop(context.Background()); err != nil {
+				t.Fatal(err)
 			}
 		})
 	})

@@ -6,65 +6,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 )
-
-// tracker owns goroutines and lets their owner wait for all of them, with a deadline.
-// Unlike a sync.WaitGroup, its Wait can give up.
-type tracker struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0
-}
-
-// Go runs f in a goroutine the tracker counts.
-func (t *tracker) Go(f func()) {
-	t.mu.Lock()
-	if t.n == 0 {
-		t.idle = make(chan struct{})
-	}
-	t.n++
-	t.mu.Unlock()
-	go func() {
-		defer t.exit()
-		f()
-	}()
-}
-
-func (t *tracker) exit() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.n--; t.n == 0 {
-		close(t.idle)
-	}
-}
-
-// Wait returns nil once no goroutine runs, or ctx.Err() when ctx is done first.
-func (t *tracker) Wait(ctx context.Context) error {
-	for {
-		t.mu.Lock()
-		n, idle := t.n, t.idle
-		t.mu.Unlock()
-		if n == 0 {
-			return nil
-		}
-		select {
-		case <-idle:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
 
 // call runs fn in a goroutine owned by t, with a ctx cut off after d, and returns its
 // result, or an error wrapping the ctx's error as soon as that ctx is done, even
 // when fn ignores it (fn's goroutine then finishes on its own). A panic in fn
 // becomes a *fault.PanicError naming what.
-func call[T any](t *tracker, ctx context.Context, d time.Duration, what string, fn func(context.Context) (T, error)) (T, error) {
+func call[T any](t *wait.Group, ctx context.Context, d time.Duration, what string, fn func(context.Context) (T, error)) (T, error) {
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
 	type result struct {
@@ -95,7 +48,7 @@ func call[T any](t *tracker, ctx context.Context, d time.Duration, what string, 
 }
 
 // do is call for functions without a value.
-func do(t *tracker, ctx context.Context, d time.Duration, what string, fn func(context.Context) error) error {
+func do(t *wait.Group, ctx context.Context, d time.Duration, what string, fn func(context.Context) error) error {
 	_, err := call(t, ctx, d, what, func(ctx context.Context) (struct{}, error) { return struct{}{}, fn(ctx) })
 	return err
 }

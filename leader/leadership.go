@@ -2,6 +2,7 @@ package leader
 
 import (
 	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/lock"
 	"go.opentelemetry.io/otel/trace"
 
@@ -39,18 +40,16 @@ type Leadership struct {
 	term atomic.Pointer[Term] // the current term, nil between terms
 
 	mu         sync.Mutex
-	served     bool
-	quit       chan struct{} // closed by Drain and Stop: no new campaign, end the term
-	cut        chan struct{} // closed by Stop: cancel everything now
-	quitDone   bool
-	cutDone    bool
+	guard      entrypoint.Guard
+	quit       chan struct{}      // closed by Drain and Stop: no new campaign, end the term
+	cut        chan struct{}      // closed by Stop: cancel everything now
 	cancelCamp context.CancelFunc // cancels the campaign calls (Drain)
 	cancelBase context.CancelFunc // cancels everything (Stop)
 	done       chan struct{}      // closed when the campaign loop has exited
 	halted     error
 
-	bg  tracker // bodies, renewals, bounded calls
-	acq tracker // acquires, which are never cancelled
+	bg  wait.Group // bodies, renewals, bounded calls
+	acq wait.Group // acquires, which are never cancelled
 }
 
 // New returns a Leadership for cfg that runs lead in each term it wins. It
@@ -83,6 +82,7 @@ func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...O
 		log:    o.log.With(zap.String("entrypoint", cfg.Name), zap.String("key", cfg.Key), zap.String("owner", cfg.Owner)),
 		m:      m,
 		tracer: o.tracer.Tracer("github.com/servicewright/servicewright/leader"),
+		guard:  entrypoint.NewGuard(cfg.Name),
 		quit:   make(chan struct{}),
 		cut:    make(chan struct{}),
 	}, nil
@@ -107,7 +107,13 @@ func (l *Leadership) StopTime() time.Duration { return l.conf.StopTime() }
 // answer within CampaignEvery is logged, and the campaign retries it. With
 // RequiresFenceAdvance, a lock that answers that it cannot advance its counter
 // (errors.ErrUnsupported) fails Bind with a *fault.ConfigError. Bind accepts nothing.
+// A second Bind returns an error wrapping entrypoint.ErrOutOfTurn.
 func (l *Leadership) Bind(ctx context.Context) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.guard.Bind(); err != nil {
+		return err
+	}
 	s := &l.conf
 	var err error
 	if s.RequiresFenceAdvance {
@@ -127,6 +133,7 @@ func (l *Leadership) Bind(ctx context.Context) error {
 	if err != nil {
 		l.log.Warn("leadership: lock backend did not answer at bind; the campaign keeps trying", zap.Error(err))
 	}
+	l.guard.Bound()
 	return nil
 }
 
@@ -137,18 +144,13 @@ func (l *Leadership) Bind(ctx context.Context) error {
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cuts
 // everything as Stop does and returns ctx.Err(). A campaign stopped for good by a
 // configuration error does not make Serve return (the process stays up; see Halted).
-// Serve returns an error if called twice, and does not start the campaign if Drain
-// or Stop came first.
+// Serve before Bind, or twice, returns an error wrapping entrypoint.ErrOutOfTurn. It
+// does not start the campaign, and returns nil, if Drain or Stop came first.
 func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 	l.mu.Lock()
-	if l.served {
+	if start, err := l.guard.Serve(); !start {
 		l.mu.Unlock()
-		return fmt.Errorf("leader: %q: Serve called twice", l.conf.Name)
-	}
-	l.served = true
-	if l.quitDone {
-		l.mu.Unlock()
-		return nil
+		return err
 	}
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
 	camp, cancelCamp := context.WithCancel(base)
@@ -158,7 +160,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 	go l.run(base, camp, done)
 	l.mu.Unlock()
 
-	return entrypoint.ServeUntil(ctx, stop, l.quit, done, func() { l.halt(true) })
+	return wait.ServeUntil(ctx, stop, l.quit, func() <-chan struct{} { return l.halt(true) })
 }
 
 // Drain stops campaigning and ends the term, if this replica holds one: it closes
@@ -170,7 +172,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 // campaign has exited; if ctx is done first it returns ctx.Err() and leaves the rest
 // to Stop. The whole takes at most Config.StopTime. Without a prior Serve it returns nil.
 func (l *Leadership) Drain(ctx context.Context) error {
-	return entrypoint.Await(ctx, l.halt(false))
+	return wait.Await(ctx, l.halt(false))
 }
 
 // Stop cuts everything: it cancels lead's ctx at once (no grace), still releases the
@@ -179,7 +181,7 @@ func (l *Leadership) Drain(ctx context.Context) error {
 // done first; whatever still runs is then abandoned (a lead that ignores its ctx
 // keeps the lease until its TTL lapses).
 func (l *Leadership) Stop(ctx context.Context) error {
-	if err := entrypoint.Await(ctx, l.halt(true)); err != nil {
+	if err := wait.Await(ctx, l.halt(true)); err != nil {
 		return err
 	}
 	if err := l.acq.Wait(ctx); err != nil {
@@ -188,20 +190,25 @@ func (l *Leadership) Stop(ctx context.Context) error {
 	return l.bg.Wait(ctx)
 }
 
-// halt closes quit, and cut when cut is set, and returns the loop's done channel
-// (nil when the loop never started).
+// halt moves the guard (to stopped when cut is set, to draining otherwise); the
+// first Drain or Stop after Bind closes quit, and the first Stop closes cut. It
+// returns the loop's done channel (nil when the loop never started).
 func (l *Leadership) halt(cut bool) <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.quitDone {
-		l.quitDone = true
+	var prev entrypoint.Phase
+	if cut {
+		prev = l.guard.Stop()
+	} else {
+		prev = l.guard.Drain()
+	}
+	if prev == entrypoint.PhaseBound || prev == entrypoint.PhaseServing {
 		close(l.quit)
 		if l.cancelCamp != nil {
 			l.cancelCamp()
 		}
 	}
-	if cut && !l.cutDone {
-		l.cutDone = true
+	if cut && prev != entrypoint.PhaseNew && prev != entrypoint.PhaseStopped {
 		close(l.cut)
 		if l.cancelBase != nil {
 			l.cancelBase()

@@ -7,6 +7,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -63,29 +64,9 @@ func (w *watcher) unwatch() {
 // loses is followed by a full wait, so notices never make a replica spin.
 func (l *Leadership) pause(ctx context.Context, d time.Duration, w *watcher) bool {
 	l.watch(ctx, w)
-	select {
-	case <-l.quit:
-		return false
-	default:
+	ok, woken := wait.SleepOrWake(d, l.quit, w.notices) // nil notices while not watching
+	if !woken {
+		return ok
 	}
-	if d <= 0 {
-		return true
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-l.quit:
-		return false
-	case <-t.C:
-		return true
-	case <-w.notices: // nil while not watching: never ready
-	}
-	j := time.NewTimer(rand.N(wakeJitter + 1))
-	defer j.Stop()
-	select {
-	case <-l.quit:
-		return false
-	case <-j.C:
-		return true
-	}
+	return wait.Sleep(rand.N(wakeJitter+1), l.quit)
 }

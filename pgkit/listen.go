@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -13,8 +14,12 @@ import (
 // whether the set of watched keys changed. The wait sends nothing to the server.
 const listenPoll = 250 * time.Millisecond
 
-// listenRetryMax caps the wait between attempts to reconnect the listener.
-const listenRetryMax = 5 * time.Second
+// The wait between attempts to reconnect the listener: a jittered backoff from
+// listenRetryInitial, doubling up to listenRetryMax.
+const (
+	listenRetryInitial = 100 * time.Millisecond
+	listenRetryMax     = 5 * time.Second
+)
 
 // listener is the goroutine that LISTENs for every watch of a Lock.
 type listener struct {
@@ -79,7 +84,7 @@ func (l *Lock) listen(ctx context.Context, done chan<- struct{}) {
 	var (
 		conn      *pgx.Conn
 		listening = map[string]bool{}
-		retry     = 100 * time.Millisecond
+		retry     = wait.Backoff{Initial: listenRetryInitial, Max: listenRetryMax}
 	)
 	defer func() {
 		if conn != nil {
@@ -90,16 +95,11 @@ func (l *Lock) listen(ctx context.Context, done chan<- struct{}) {
 		if conn == nil || conn.IsClosed() {
 			c, err := l.open(ctx)
 			if err != nil {
-				t := time.NewTimer(retry)
-				select {
-				case <-ctx.Done():
-				case <-t.C:
-				}
-				t.Stop()
-				retry = min(retry*2, listenRetryMax)
+				wait.SleepCtx(ctx, retry.Next())
 				continue
 			}
-			conn, listening, retry = c, map[string]bool{}, 100*time.Millisecond
+			conn, listening = c, map[string]bool{}
+			retry.Reset()
 		}
 		keys := map[string]string{} // channel → key
 		for _, k := range l.hub.Keys() {

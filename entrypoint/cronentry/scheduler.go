@@ -170,7 +170,7 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Unlock()
 	s.log.Info("cron schedule started", zap.Int("jobs", len(s.jobs)))
 
-	return entrypoint.ServeUntil(ctx, stop, done, done, func() { s.halt(true) })
+	return wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { s.halt(true); return done })
 }
 
 // Drain takes no new tick and waits for the runs in progress: first it ends the

@@ -2,10 +2,10 @@ package grpcentry
 
 import (
 	"crypto/tls"
-	"os"
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // Defaults for the fields of Config left at their zero value.
@@ -76,72 +76,20 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
-	switch {
-	case hasListener && cfg.Addr != "":
-		l.Addf("Addr", "must be empty when a listener is given with WithListener, got %q", cfg.Addr)
-	case !hasListener && cfg.Addr == "":
-		cfg.Addr = DefaultAddr
-	}
-	defaultInt(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
-	defaultInt(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, DefaultMaxSendMsgSize)
-	defaultInt(l, "MaxConcurrentStreams", &cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
+	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
+	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
+	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, DefaultMaxSendMsgSize)
+	transport.Default(l, "MaxConcurrentStreams", &cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
 	if cfg.MaxConcurrentStreams > 1<<31 {
 		l.Addf("MaxConcurrentStreams", "must be at most 2^31, got %d", cfg.MaxConcurrentStreams)
 	}
-	defaultDuration(l, "KeepaliveTime", &cfg.KeepaliveTime, DefaultKeepaliveTime)
-	defaultDuration(l, "KeepaliveTimeout", &cfg.KeepaliveTimeout, DefaultKeepaliveTimeout)
-	defaultDuration(l, "KeepaliveMinTime", &cfg.KeepaliveMinTime, DefaultKeepaliveMinTime)
-	defaultDuration(l, "MaxConnectionIdle", &cfg.MaxConnectionIdle, DefaultMaxConnectionIdle)
-	defaultDuration(l, "MaxConnectionAge", &cfg.MaxConnectionAge, DefaultMaxConnectionAge)
-	defaultDuration(l, "MaxConnectionAgeGrace", &cfg.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
-	defaultDuration(l, "ConnectionTimeout", &cfg.ConnectionTimeout, DefaultConnectionTimeout)
-	defaultDuration(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
-	return cfg, cfg.loadTLS(l)
-}
-
-func defaultDuration(l *fault.Problems, field string, d *time.Duration, def time.Duration) {
-	switch {
-	case *d < 0:
-		l.Addf(field, "must not be negative, got %v", *d)
-	case *d == 0:
-		*d = def
-	}
-}
-
-func defaultInt(l *fault.Problems, field string, n *int, def int) {
-	switch {
-	case *n < 0:
-		l.Addf(field, "must not be negative, got %d", *n)
-	case *n == 0:
-		*n = def
-	}
-}
-
-// loadTLS reads the key pair. Each file is read on its own so that a problem names
-// the file it is about.
-func (cfg Config) loadTLS(l *fault.Problems) *tls.Config {
-	if cfg.CertFile == "" && cfg.KeyFile == "" {
-		return nil
-	}
-	if cfg.CertFile == "" || cfg.KeyFile == "" {
-		l.Addf("CertFile, KeyFile", "must be set together, got CertFile %q and KeyFile %q", cfg.CertFile, cfg.KeyFile)
-		return nil
-	}
-	certPEM, certErr := os.ReadFile(cfg.CertFile)
-	if certErr != nil {
-		l.Addf("CertFile", "cannot read %q: %v", cfg.CertFile, certErr)
-	}
-	keyPEM, keyErr := os.ReadFile(cfg.KeyFile)
-	if keyErr != nil {
-		l.Addf("KeyFile", "cannot read %q: %v", cfg.KeyFile, keyErr)
-	}
-	if certErr != nil || keyErr != nil {
-		return nil
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		l.Addf("CertFile, KeyFile", "%q and %q are not a valid key pair: %v", cfg.CertFile, cfg.KeyFile, err)
-		return nil
-	}
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	transport.Default(l, "KeepaliveTime", &cfg.KeepaliveTime, DefaultKeepaliveTime)
+	transport.Default(l, "KeepaliveTimeout", &cfg.KeepaliveTimeout, DefaultKeepaliveTimeout)
+	transport.Default(l, "KeepaliveMinTime", &cfg.KeepaliveMinTime, DefaultKeepaliveMinTime)
+	transport.Default(l, "MaxConnectionIdle", &cfg.MaxConnectionIdle, DefaultMaxConnectionIdle)
+	transport.Default(l, "MaxConnectionAge", &cfg.MaxConnectionAge, DefaultMaxConnectionAge)
+	transport.Default(l, "MaxConnectionAgeGrace", &cfg.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
+	transport.Default(l, "ConnectionTimeout", &cfg.ConnectionTimeout, DefaultConnectionTimeout)
+	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
+	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }

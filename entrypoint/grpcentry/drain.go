@@ -2,16 +2,12 @@ package grpcentry
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/transport"
 )
-
-// giveUpStop bounds the Stop that Serve runs when the Host gives up on the entrypoint.
-const giveUpStop = time.Second
 
 // Drain stops intake and lets what was admitted finish, closing streams a few at a
 // time so that their clients reconnect elsewhere gradually.
@@ -48,7 +44,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.endHealth()
 	s.gate.Close()
 	graceful := s.startGracefulStop()
-	list := s.streams.snapshot(true)
+	list := s.streams.Snapshot(true)
 	spreadErr := entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).drain)
 	waitErr := s.gate.Wait(ctx)
 	var gsErr error
@@ -98,7 +94,7 @@ func (s *Server) Stop(ctx context.Context) error {
 	}
 	s.endHealth()
 	s.gate.Close()
-	for _, st := range s.streams.snapshot(true) {
+	for _, st := range s.streams.Snapshot(true) {
 		st.drain()
 	}
 	stopped := s.startStop()
@@ -167,9 +163,4 @@ func (s *Server) setReport(r string) {
 	s.mu.Unlock()
 }
 
-func (s *Server) closeListener() error {
-	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%s: close listener: %w", s.cfg.Name, err)
-	}
-	return nil
-}
+func (s *Server) closeListener() error { return transport.CloseListener(s.ln, s.cfg.Name) }

@@ -1,12 +1,13 @@
 package grpcentry
 
 import (
-	"errors"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // metrics are the RED metrics of WithRegisterer.
@@ -30,41 +31,20 @@ type methodSeries struct {
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
 func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*metrics, error) {
-	reg = prometheus.WrapRegistererWith(prometheus.Labels{"entrypoint": name}, reg)
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "servicewright_grpc_requests_total",
-			Help: "gRPC calls admitted and handled, by full method and status code.",
-		}, []string{"method", "code"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "servicewright_grpc_request_duration_seconds",
-			Help:    "Time from admission to the handler's return, by full method.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"method"}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "servicewright_grpc_refused_draining_total",
-			Help: "gRPC calls refused with UNAVAILABLE because the server was draining.",
-		}),
-		panics: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "servicewright_grpc_panics_total",
-			Help: "gRPC handlers that panicked; each call was answered INTERNAL.",
-		}),
+	red, err := transport.NewRED(reg, name, transport.REDOpts{
+		Protocol:       "grpc",
+		RequestLabels:  []string{"method", "code"},
+		DurationLabels: []string{"method"},
+		RequestsHelp:   "gRPC calls admitted and handled, by full method and status code.",
+		DurationHelp:   "Time from admission to the handler's return, by full method.",
+		RefusedHelp:    "gRPC calls refused with UNAVAILABLE because the server was draining.",
+		PanicsHelp:     "gRPC handlers that panicked; each call was answered INTERNAL.",
+		InFlightHelp:   "gRPC calls whose handler runs.",
+	}, inFlight)
+	if err != nil {
+		return nil, err
 	}
-	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "servicewright_grpc_in_flight",
-		Help: "gRPC calls whose handler runs.",
-	}, func() float64 { return float64(inFlight()) })
-
-	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.refused, m.panics, gauge} {
-		if err := reg.Register(c); err != nil {
-			for _, d := range done {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
-		done = append(done, c)
-	}
+	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics}
 	return m, nil
 }
 
@@ -126,11 +106,4 @@ func codeName(c codes.Code) string {
 		return "UNAUTHENTICATED"
 	}
 	return c.String()
-}
-
-// errAlreadyRegistered tells whether err is prometheus's complaint about a name
-// already taken, to word the ConfigError.
-func errAlreadyRegistered(err error) bool {
-	_, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-	return ok
 }

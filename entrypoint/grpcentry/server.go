@@ -23,7 +23,9 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 var _ entrypoint.Entrypoint = (*Server)(nil)
@@ -116,7 +118,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 
 	if o.reg != nil {
 		if err := s.useRegisterer(o.reg); err != nil {
-			if errAlreadyRegistered(err) {
+			if transport.AlreadyRegistered(err) {
 				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 			} else {
 				l.Addf("WithRegisterer", "%v", err)
@@ -250,14 +252,11 @@ func (s *Server) Bind(ctx context.Context) error {
 	if s.regErr != nil {
 		return s.regErr
 	}
-	if s.ln == nil {
-		var lc net.ListenConfig
-		ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.cfg.Name, err)
-		}
-		s.ln = ln
+	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
+	if err != nil {
+		return err
 	}
+	s.ln = ln
 	s.guard.Bound()
 	return nil
 }
@@ -302,7 +301,7 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 		}
 		return nil // Drain or Stop came before stop
 	case <-ctx.Done():
-		cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), giveUpStop)
+		cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), hooks.AbandonAfter)
 		defer cancel()
 		_ = s.Stop(cut)
 		return ctx.Err()

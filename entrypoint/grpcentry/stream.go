@@ -1,15 +1,14 @@
 package grpcentry
 
 import (
-	"cmp"
 	"context"
 	"errors"
-	"slices"
-	"sync"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // ErrStreamDrained is the context.Cause of a streaming RPC's ctx when the Server ends
@@ -25,33 +24,20 @@ var StatusStreamDrained = status.New(codes.Unavailable, "grpc server is draining
 
 // A stream is a streaming RPC in flight, which the drain ends on its own.
 type stream struct {
-	seq    uint64
 	cancel context.CancelCauseFunc
 }
 
 // streamSet holds the streams whose handler runs.
 type streamSet struct {
-	mu     sync.Mutex
-	seq    uint64
-	m      map[*stream]struct{}
-	sealed bool // a drain took its snapshot: a late stream is drained on arrival
+	transport.Streams[*stream]
 }
 
 // add registers a stream whose ctx derives from parent, and returns the stream and
-// its ctx.
+// its ctx. A stream that arrives after the drain took its snapshot is drained at once.
 func (ss *streamSet) add(parent context.Context) (*stream, context.Context) {
 	ctx, cancel := context.WithCancelCause(parent)
 	st := &stream{cancel: cancel}
-	ss.mu.Lock()
-	if ss.m == nil {
-		ss.m = make(map[*stream]struct{})
-	}
-	ss.seq++
-	st.seq = ss.seq
-	ss.m[st] = struct{}{}
-	sealed := ss.sealed
-	ss.mu.Unlock()
-	if sealed {
+	if !ss.Add(st) {
 		cancel(ErrStreamDrained)
 	}
 	return st, ctx
@@ -59,24 +45,8 @@ func (ss *streamSet) add(parent context.Context) (*stream, context.Context) {
 
 // remove unregisters st once its handler returned.
 func (ss *streamSet) remove(st *stream) {
-	ss.mu.Lock()
-	delete(ss.m, st)
-	ss.mu.Unlock()
+	ss.Remove(st)
 	st.cancel(context.Canceled)
-}
-
-// snapshot returns the streams, oldest first; with seal set, a stream registered
-// later is drained as soon as it registers.
-func (ss *streamSet) snapshot(seal bool) []*stream {
-	ss.mu.Lock()
-	ss.sealed = ss.sealed || seal
-	list := make([]*stream, 0, len(ss.m))
-	for st := range ss.m {
-		list = append(list, st)
-	}
-	ss.mu.Unlock()
-	slices.SortFunc(list, func(a, b *stream) int { return cmp.Compare(a.seq, b.seq) })
-	return list
 }
 
 func (st *stream) drain() { st.cancel(ErrStreamDrained) }

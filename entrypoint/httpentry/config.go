@@ -3,11 +3,11 @@ package httpentry
 import (
 	"crypto/tls"
 	"math"
-	"os"
 	"strconv"
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // Defaults for the fields of Config left at their zero value.
@@ -74,64 +74,15 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	if cfg.Name == "" {
 		cfg.Name = DefaultName
 	}
-	switch {
-	case hasListener && cfg.Addr != "":
-		l.Addf("Addr", "must be empty when a listener is given with WithListener, got %q", cfg.Addr)
-	case !hasListener && cfg.Addr == "":
-		cfg.Addr = DefaultAddr
-	}
-	defaultDuration(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
-	defaultDuration(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)
-	defaultDuration(l, "WriteTimeout", &cfg.WriteTimeout, 0)
-	defaultDuration(l, "IdleTimeout", &cfg.IdleTimeout, DefaultIdleTimeout)
-	defaultDuration(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
-	defaultDuration(l, "RetryAfter", &cfg.RetryAfter, DefaultRetryAfter)
-	switch {
-	case cfg.MaxHeaderBytes < 0:
-		l.Addf("MaxHeaderBytes", "must not be negative, got %d", cfg.MaxHeaderBytes)
-	case cfg.MaxHeaderBytes == 0:
-		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
-	}
-	return cfg, cfg.loadTLS(l)
-}
-
-func defaultDuration(l *fault.Problems, field string, d *time.Duration, def time.Duration) {
-	switch {
-	case *d < 0:
-		l.Addf(field, "must not be negative, got %v", *d)
-	case *d == 0:
-		*d = def
-	}
-}
-
-// loadTLS reads the key pair. Each file is read on its own so that a problem names
-// the file it is about.
-func (cfg Config) loadTLS(l *fault.Problems) *tls.Config {
-	if cfg.CertFile == "" && cfg.KeyFile == "" {
-		return nil
-	}
-	if cfg.CertFile == "" || cfg.KeyFile == "" {
-		l.Addf("CertFile, KeyFile", "must be set together, got CertFile %q and KeyFile %q", cfg.CertFile, cfg.KeyFile)
-		return nil
-	}
-	certPEM, certErr := os.ReadFile(cfg.CertFile)
-	if certErr != nil {
-		l.Addf("CertFile", "cannot read %q: %v", cfg.CertFile, certErr)
-	}
-	keyPEM, keyErr := os.ReadFile(cfg.KeyFile)
-	if keyErr != nil {
-		l.Addf("KeyFile", "cannot read %q: %v", cfg.KeyFile, keyErr)
-	}
-	if certErr != nil || keyErr != nil {
-		return nil
-	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		l.Addf("CertFile, KeyFile", "%q and %q are not a valid key pair: %v", cfg.CertFile, cfg.KeyFile, err)
-		return nil
-	}
-	// NextProtos is left empty: ServeTLS then offers h2 and http/1.1.
-	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
+	transport.Default(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	transport.Default(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)
+	transport.Default(l, "WriteTimeout", &cfg.WriteTimeout, 0)
+	transport.Default(l, "IdleTimeout", &cfg.IdleTimeout, DefaultIdleTimeout)
+	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
+	transport.Default(l, "RetryAfter", &cfg.RetryAfter, DefaultRetryAfter)
+	transport.Default(l, "MaxHeaderBytes", &cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }
 
 // retryAfterHeader is d in whole seconds, rounded up, as Retry-After wants it.

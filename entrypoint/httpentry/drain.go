@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/transport"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // DrainStreams is a drain phase: it closes the streams open now, spread evenly over
@@ -39,7 +40,7 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 		return nil
 	}
 	s.srv.SetKeepAlivesEnabled(false)
-	list := s.streams.snapshot(false)
+	list := s.streams.Snapshot(false)
 	if err := entrypoint.Spread(ctx, min(s.cfg.StreamDrainWindow, allowed), list, (*stream).reach); err != nil {
 		return err
 	}
@@ -87,7 +88,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	if prev == entrypoint.PhaseServing {
 		close(s.draining)
 	}
-	list := s.streams.snapshot(true)
+	list := s.streams.Snapshot(true)
 
 	// Shutdown closes the listener and the idle connections; its polling for the
 	// rest is cut short once the waits below saw everything finish.
@@ -101,7 +102,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	if waitErr == nil {
 		// Serve has returned once the listener is closed, so every connection it
 		// accepted is tracked by now.
-		waitErr = entrypoint.Await(ctx, done)
+		waitErr = wait.Await(ctx, done)
 	}
 	if waitErr == nil {
 		waitErr = s.conns.wait(ctx) // requests being read or answered, not yet admitted
@@ -164,14 +165,9 @@ func (s *Server) Stop(ctx context.Context) error {
 func (s *Server) cutAll() {
 	s.gate.Close()
 	s.srv.Close() // its only error is the listener's, closed by Drain already or now
-	for _, st := range s.streams.snapshot(true) {
+	for _, st := range s.streams.Snapshot(true) {
 		st.cut()
 	}
 }
 
-func (s *Server) closeListener() error {
-	if err := s.ln.Close(); err != nil && !errors.Is(err, net.ErrClosed) {
-		return fmt.Errorf("%s: close listener: %w", s.cfg.Name, err)
-	}
-	return nil
-}
+func (s *Server) closeListener() error { return transport.CloseListener(s.ln, s.cfg.Name) }

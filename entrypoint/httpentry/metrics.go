@@ -1,13 +1,14 @@
 package httpentry
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // metrics are the RED metrics of WithRegisterer.
@@ -41,41 +42,20 @@ var methodLabels = [...]string{
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
 func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*metrics, error) {
-	reg = prometheus.WrapRegistererWith(prometheus.Labels{"entrypoint": name}, reg)
-	m := &metrics{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "servicewright_http_requests_total",
-			Help: "HTTP requests admitted and handled, by status code and method.",
-		}, []string{"code", "method"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "servicewright_http_request_duration_seconds",
-			Help:    "Time from admission to the handler's return, by status code and method.",
-			Buckets: prometheus.DefBuckets,
-		}, []string{"code", "method"}),
-		refused: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "servicewright_http_refused_draining_total",
-			Help: "HTTP requests refused with 503 because the server was draining.",
-		}),
-		panics: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "servicewright_http_panics_total",
-			Help: "HTTP handlers that panicked (http.ErrAbortHandler excluded).",
-		}),
+	red, err := transport.NewRED(reg, name, transport.REDOpts{
+		Protocol:       "http",
+		RequestLabels:  []string{"code", "method"},
+		DurationLabels: []string{"code", "method"},
+		RequestsHelp:   "HTTP requests admitted and handled, by status code and method.",
+		DurationHelp:   "Time from admission to the handler's return, by status code and method.",
+		RefusedHelp:    "HTTP requests refused with 503 because the server was draining.",
+		PanicsHelp:     "HTTP handlers that panicked (http.ErrAbortHandler excluded).",
+		InFlightHelp:   "HTTP requests whose handler runs, plus hijacked connections still open.",
+	}, inFlight)
+	if err != nil {
+		return nil, err
 	}
-	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "servicewright_http_in_flight",
-		Help: "HTTP requests whose handler runs, plus hijacked connections still open.",
-	}, func() float64 { return float64(inFlight()) })
-
-	var done []prometheus.Collector
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.refused, m.panics, gauge} {
-		if err := reg.Register(c); err != nil {
-			for _, d := range done {
-				reg.Unregister(d)
-			}
-			return nil, err
-		}
-		done = append(done, c)
-	}
+	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics}
 	for code := 100; code < len(m.codes); code++ {
 		m.codes[code] = strconv.Itoa(code)
 	}
@@ -148,11 +128,4 @@ func methodIndex(m string) int {
 		return 8
 	}
 	return len(methodLabels) - 1
-}
-
-// errAlreadyRegistered tells whether err is prometheus's complaint about a name
-// already taken, to word the ConfigError.
-func errAlreadyRegistered(err error) bool {
-	_, ok := errors.AsType[prometheus.AlreadyRegisteredError](err)
-	return ok
 }

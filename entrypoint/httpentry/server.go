@@ -19,6 +19,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 var _ interface {
@@ -166,7 +167,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
 	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
 	if err != nil {
-		if errAlreadyRegistered(err) {
+		if transport.AlreadyRegistered(err) {
 			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)
 		}
 		return err
@@ -218,14 +219,11 @@ func (s *Server) Bind(ctx context.Context) error {
 	if s.regErr != nil {
 		return s.regErr
 	}
-	if s.ln == nil {
-		var lc net.ListenConfig
-		ln, err := lc.Listen(ctx, "tcp", s.cfg.Addr)
-		if err != nil {
-			return fmt.Errorf("%s: %w", s.cfg.Name, err)
-		}
-		s.ln = ln
+	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
+	if err != nil {
+		return err
 	}
+	s.ln = ln
 	s.guard.Bound()
 	return nil
 }

@@ -1,14 +1,14 @@
 package httpentry
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"net"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // ErrStreamDrained is the context.Cause of a stream's ctx when the Server ends the
@@ -49,7 +49,6 @@ func StreamContext(r *http.Request) context.Context {
 // its own, and, once hijacked, the connection left behind.
 type stream struct {
 	set     *streamSet
-	seq     uint64 // registration order; the drain reaches older streams first
 	ctx     context.Context
 	cancel  context.CancelCauseFunc
 	unhook  func() bool   // detaches ctx from the request's ctx; nil when not attached
@@ -72,7 +71,7 @@ func (ss *streamSet) newStream(parent context.Context, attach bool) *stream {
 	if attach {
 		st.unhook = context.AfterFunc(parent, func() { cancel(context.Cause(parent)) })
 	}
-	if !ss.add(st) {
+	if !ss.Add(st) {
 		// A drain has taken its snapshot already; this one would be missed.
 		st.cancel(ErrStreamDrained)
 	}
@@ -146,7 +145,7 @@ func (st *stream) end(cause error) {
 	st.mu.Unlock()
 
 	st.cancel(cause)
-	st.set.remove(st)
+	st.set.Remove(st)
 	close(st.done)
 	if leave != nil {
 		leave()
@@ -170,46 +169,10 @@ func (c *hijackedConn) Close() error {
 	return c.err
 }
 
-// streamSet holds the streams that have not ended.
+// streamSet holds the streams that have not ended; the drain reaches older streams
+// first.
 type streamSet struct {
-	mu     sync.Mutex
-	seq    uint64
-	m      map[*stream]struct{}
-	sealed bool // a Drain took its snapshot; late streams are drained on arrival
-}
-
-// add registers st and reports true, or reports false when the set is sealed (st is
-// registered all the same, so Stop still finds it).
-func (ss *streamSet) add(st *stream) bool {
-	ss.mu.Lock()
-	defer ss.mu.Unlock()
-	if ss.m == nil {
-		ss.m = make(map[*stream]struct{})
-	}
-	ss.seq++
-	st.seq = ss.seq
-	ss.m[st] = struct{}{}
-	return !ss.sealed
-}
-
-func (ss *streamSet) remove(st *stream) {
-	ss.mu.Lock()
-	delete(ss.m, st)
-	ss.mu.Unlock()
-}
-
-// snapshot returns the streams, oldest first; with seal set, a stream registered
-// later has its ctx cancelled as soon as it registers.
-func (ss *streamSet) snapshot(seal bool) []*stream {
-	ss.mu.Lock()
-	ss.sealed = ss.sealed || seal
-	list := make([]*stream, 0, len(ss.m))
-	for st := range ss.m {
-		list = append(list, st)
-	}
-	ss.mu.Unlock()
-	slices.SortFunc(list, func(a, b *stream) int { return cmp.Compare(a.seq, b.seq) })
-	return list
+	transport.Streams[*stream]
 }
 
 // waitEnded waits for every stream in list to end, or returns ctx.Err().

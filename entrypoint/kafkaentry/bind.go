@@ -14,9 +14,8 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/kafkakit"
-
-	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
@@ -36,12 +35,12 @@ var ErrUnknownTopic = errors.New("unknown topic")
 // dead-letter writer.
 //
 // An error leaves nothing open: the Host calls neither Drain nor Stop after a failed
-// Bind. Calling Bind twice is an error.
+// Bind. A second Bind returns an error wrapping entrypoint.ErrOutOfTurn.
 func (c *Consumer) Bind(ctx context.Context) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state != entrypoint.PhaseNew {
-		return fmt.Errorf("kafkaentry %q: Bind called twice", c.cfg.Name)
+	if err := c.guard.Bind(); err != nil {
+		return err
 	}
 	addr, err := c.reachable(ctx)
 	if err == nil {
@@ -256,7 +255,7 @@ func (c *Consumer) closeGroup(ctx context.Context) (abandoned bool, err error) {
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
 	defer cancel()
-	if awaitDone(ctx, done) == nil {
+	if wait.Await(ctx, done) == nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		err, c.closeErr = c.closeErr, nil // reported once

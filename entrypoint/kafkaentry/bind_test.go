@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
 )
@@ -164,12 +165,12 @@ func TestLifecycle(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Serve(context.Background(), make(chan struct{})); err == nil {
-			t.Error("Serve before Bind succeeded")
+		if err := c.Serve(context.Background(), make(chan struct{})); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+			t.Errorf("Serve before Bind = %v, want entrypoint.ErrOutOfTurn", err)
 		}
 		r := start(t, c)
-		if err := c.Bind(context.Background()); err == nil {
-			t.Error("a second Bind succeeded")
+		if err := c.Bind(context.Background()); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+			t.Errorf("a second Bind = %v, want entrypoint.ErrOutOfTurn", err)
 		}
 		r.mustShutdown(t)
 		if err := errors.Join(c.Drain(context.Background()), c.Stop(context.Background())); err != nil {

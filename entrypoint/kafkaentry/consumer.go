@@ -16,6 +16,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/kafkakit"
 )
 
@@ -87,22 +88,19 @@ type Consumer struct {
 	runCtx, intakeCtx     context.Context
 	runCancel, stopIntake context.CancelFunc
 
-	serving   chan struct{} // closed by Serve: from then on partitions are read
-	serveOnce sync.Once
+	serving chan struct{} // closed by Serve: from then on partitions are read
 	// Closed once, by the first of Drain and Stop.
 	draining  chan struct{}
 	drainOnce sync.Once
 	// Closed once a message failed under StopEntrypoint; failErr says which.
 	failed chan struct{}
 
-	// wg counts every goroutine the consumer started and the functions it runs in
-	// kafka-go's generations; Stop waits for them.
-	wg       sync.WaitGroup
-	doneOnce sync.Once
-	done     chan struct{} // closed when wg is done; made by the first allDone
+	// tasks counts every goroutine the consumer started and the functions it runs
+	// in kafka-go's generations; Stop waits for them.
+	tasks wait.Group
 
 	mu           sync.Mutex
-	state        state
+	guard        entrypoint.Guard
 	group        group
 	gen          *genState // the generation in progress; nil between generations
 	dlq          MessageWriter
@@ -159,6 +157,7 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 		draining:  make(chan struct{}),
 		failed:    make(chan struct{}),
 		tracer:    newTracer(o.tracer),
+		guard:     entrypoint.NewGuard(cfg.Name),
 	}
 	c.openReader = c.openPartition
 	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
@@ -175,9 +174,9 @@ func (c *Consumer) joinLocked(ctx context.Context, g group) {
 	c.group = g
 	c.runCtx, c.runCancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.intakeCtx, c.stopIntake = context.WithCancel(c.runCtx)
-	c.state = entrypoint.PhaseBound
-	c.wg.Add(1)
-	go c.groupLoop(c.runCtx)
+	c.guard.Bound()
+	runCtx := c.runCtx
+	c.tasks.Go(func() { c.groupLoop(runCtx) })
 }
 
 // Name returns Config.Name.
@@ -200,28 +199,16 @@ func (c *Consumer) Config() Config {
 // OnFailure: StopEntrypoint, before stop; fetching has stopped by then, and the
 // Host's Drain commits what was handled. If ctx is done before stop, the Host has
 // given up on the entrypoint: Serve cancels the handlers and returns ctx.Err()
-// without waiting for them. Serve returns an error before Bind or when called twice,
-// and nil at once when Drain or Stop came first.
+// without waiting for them. Serve before Bind, or twice, returns an error wrapping
+// entrypoint.ErrOutOfTurn, and Serve returns nil at once when Drain or Stop came
+// first.
 func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 	c.mu.Lock()
-	switch c.state {
-	case entrypoint.PhaseNew:
+	if start, err := c.guard.Serve(); !start {
 		c.mu.Unlock()
-		return fmt.Errorf("kafkaentry %q: Serve called before Bind", c.cfg.Name)
-	case entrypoint.PhaseServing:
-		c.mu.Unlock()
-		return fmt.Errorf("kafkaentry %q: Serve called twice", c.cfg.Name)
-	case entrypoint.PhaseDraining, entrypoint.PhaseStopped:
-		c.mu.Unlock()
-		return nil
-	case entrypoint.PhaseBound:
-	default:
-		st := c.state
-		c.mu.Unlock()
-		return fmt.Errorf("kafkaentry %q: Serve called in state %v", c.cfg.Name, st)
+		return err
 	}
-	c.state = entrypoint.PhaseServing
-	c.serveOnce.Do(func() { close(c.serving) })
+	close(c.serving)
 	c.mu.Unlock()
 	c.log.Info("consuming", zap.Strings("topics", c.cfg.Topics), zap.String("group", c.cfg.GroupID),
 		zap.Int("workers", c.cfg.Workers))
@@ -252,18 +239,15 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 // Without Bind it does nothing; a second Stop returns nil.
 func (c *Consumer) Stop(ctx context.Context) error {
 	c.mu.Lock()
-	prev := c.state
-	if prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped {
+	if prev := c.guard.Stop(); prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = entrypoint.PhaseStopped
 	c.beginDrainLocked()
 	c.runCancel()
 	groupClosing := c.closeDone != nil
 	c.mu.Unlock()
 	c.gate.Close()
-	done := c.allDone()
 
 	var errs []error
 	if !groupClosing {
@@ -274,7 +258,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	if _, err := c.closeGroup(ctx); err != nil {
 		errs = append(errs, err)
 	}
-	if err := awaitDone(ctx, done); err != nil {
+	if err := c.tasks.Wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("%d handler(s) still running, abandoned: %w", c.gate.InFlight(), err))
 	}
 	c.closeWriter(ctx)
@@ -288,44 +272,11 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	return nil
 }
 
-// allDone returns a channel closed once every goroutine the consumer started has
-// exited. Goroutines are only ever added by goroutines that are counted themselves
-// (or by Bind, before), so the wait cannot miss one.
-func (c *Consumer) allDone() <-chan struct{} {
-	c.doneOnce.Do(func() {
-		c.done = make(chan struct{})
-		go func() {
-			c.wg.Wait()
-			close(c.done)
-		}()
-	})
-	return c.done
-}
-
 // beginDrainLocked stops intake: no new fetch, no new retry wait. c.mu is held.
 func (c *Consumer) beginDrainLocked() {
 	c.drainOnce.Do(func() { close(c.draining) })
 	if c.stopIntake != nil {
 		c.stopIntake()
-	}
-}
-
-// awaitDone waits for done (nil: nothing to wait for) or ctx, and prefers done
-// when both are ready.
-func awaitDone(ctx context.Context, done <-chan struct{}) error {
-	if done == nil {
-		return nil
-	}
-	select {
-	case <-done:
-		return nil
-	default:
-	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
@@ -356,9 +307,6 @@ func (c *Consumer) takeFailure() error {
 // InFlight reports how many messages are being handled, retry waits and dead-letter
 // writes included.
 func (c *Consumer) InFlight() int { return c.gate.InFlight() }
-
-// state is where a Consumer is in its lifecycle; it only moves forward.
-type state = entrypoint.Phase
 
 // counters are the Consumer's running totals, read by Stats.
 type counters struct {

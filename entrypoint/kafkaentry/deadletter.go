@@ -128,11 +128,11 @@ func (c *Consumer) deadLetter(h handling, p partitionRun, msg *kafka.Message, ca
 		if ctx.Err() != nil {
 			return false
 		}
-		wait := b.next()
+		next := b.Next()
 		h.event("dead_letter_failed", attribute.String("error.type", errorType(err)))
 		h.log().Error("dead-letter write failed; retrying", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
-			zap.Error(err), zap.Duration("retry_in", wait))...)
-		if !c.pause(p, wait) {
+			zap.Error(err), zap.Duration("retry_in", next))...)
+		if !c.pause(p, next) {
 			return false
 		}
 	}

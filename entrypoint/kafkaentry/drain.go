@@ -33,19 +33,20 @@ import (
 func (c *Consumer) Drain(ctx context.Context) error {
 	start := time.Now()
 	c.mu.Lock()
-	if c.state == entrypoint.PhaseNew || c.state == entrypoint.PhaseDraining || c.state == entrypoint.PhaseStopped {
+	if prev := c.guard.Drain(); prev == entrypoint.PhaseNew || prev == entrypoint.PhaseDraining || prev == entrypoint.PhaseStopped {
 		c.mu.Unlock()
 		return nil
 	}
-	c.state = entrypoint.PhaseDraining
-	c.beginDrainLocked()
-	c.mu.Unlock()
+	// No new message from here on; what is in flight is counted before intake stops,
+	// or a retry wait released at once would count neither as in flight nor released.
 	c.gate.Close()
-
 	finishedBefore := c.stats.handled.Load() + c.stats.deadLettered.Load()
 	releasedBefore := c.stats.released.Load()
 	committedBefore := c.stats.committed.Load()
 	ds := DrainStats{Ran: true, InFlight: c.gate.InFlight()}
+	c.beginDrainLocked()
+	c.mu.Unlock()
+
 	c.log.Info("draining", zap.Int("in_flight", ds.InFlight))
 	werr := c.gate.Wait(ctx)
 	ds.Finished = int(c.stats.handled.Load() + c.stats.deadLettered.Load() - finishedBefore)

@@ -11,11 +11,10 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
-)
 
-// abandonAfter is how long a handler whose ctx was cancelled at the end of a
-// generation may take to return before it is abandoned.
-const abandonAfter = time.Second
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/wait"
+)
 
 // group is the part of *kafka.ConsumerGroup the consumer uses, so that tests can
 // stand in a group of their own.
@@ -102,7 +101,6 @@ func (g *genState) doneHandling() {
 // groupLoop takes each generation the group makes and starts runGeneration in it,
 // until the group is closed or ctx is done.
 func (c *Consumer) groupLoop(ctx context.Context) {
-	defer c.wg.Done()
 	for {
 		gen, err := c.group.Next(ctx)
 		switch {
@@ -119,10 +117,10 @@ func (c *Consumer) groupLoop(ctx context.Context) {
 			continue
 		}
 		// Counted before Start, while this goroutine is, so that Stop's wait on
-		// c.wg cannot miss it.
-		c.wg.Add(1)
+		// c.tasks cannot miss it.
+		exit := c.tasks.Track()
 		gen.start(func(ctx context.Context) {
-			defer c.wg.Done()
+			defer exit()
 			c.runGeneration(ctx, gen)
 		})
 	}
@@ -153,8 +151,7 @@ func (c *Consumer) runGeneration(ctx context.Context, gen *generation) {
 	c.gen = gs
 	c.mu.Unlock()
 	for _, a := range parts {
-		c.wg.Add(1)
-		go c.consumePartition(partitionRun{assignment: a, gs: gs, intake: intake, handlers: handlers})
+		c.tasks.Go(func() { c.consumePartition(partitionRun{assignment: a, gs: gs, intake: intake, handlers: handlers}) })
 	}
 
 	c.commitLoop(ctx, gs)
@@ -189,41 +186,21 @@ func (c *Consumer) runGeneration(ctx context.Context, gen *generation) {
 
 // awaitHandlers waits for the generation's partition goroutines to stop handling:
 // half the RebalanceTimeout (none once Stop cancelled the handlers), then it
-// cancels their ctx and waits abandonAfter more. It returns how many were still
+// cancels their ctx and waits hooks.AbandonAfter more. It returns how many were still
 // handling, abandoned.
 func (c *Consumer) awaitHandlers(gs *genState, cancelHandlers context.CancelFunc) int {
 	grace := c.cfg.RebalanceTimeout / 2
 	if c.runCtx.Err() != nil {
 		grace = 0
 	}
-	if waitTimeout(gs.idle, grace) {
+	if wait.For(gs.idle, grace) {
 		return 0
 	}
 	c.log.Warn("partitions revoked while handlers are running; cancelling them",
 		zap.Int32("generation", gs.gen.id), zap.Duration("waited", grace))
 	cancelHandlers()
-	if waitTimeout(gs.idle, abandonAfter) {
+	if wait.For(gs.idle, hooks.AbandonAfter) {
 		return 0
 	}
 	return int(gs.handling.Load())
-}
-
-// waitTimeout waits for ch to close, at most d, and reports whether it did.
-func waitTimeout(ch <-chan struct{}, d time.Duration) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-	}
-	if d <= 0 {
-		return false
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ch:
-		return true
-	case <-t.C:
-		return false
-	}
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // Outage defaults.
@@ -264,13 +266,13 @@ func (c *Consumer) StatusDetail() string {
 // may run, and takes it back before returning true. It returns false as soon as the
 // partition's intake ends (a drain, a revocation, Stop): the message is released,
 // uncommitted.
-func (c *Consumer) outageWait(p partitionRun, b *backoff, slot *bool) bool {
+func (c *Consumer) outageWait(p partitionRun, b *wait.Backoff, slot *bool) bool {
 	if *slot {
 		<-c.slots
 		*slot = false
 	}
 	for {
-		if !c.pause(p, b.next()) {
+		if !c.pause(p, b.Next()) {
 			return false
 		}
 		if c.cfg.Outage.Check == nil || c.checkDown(p.intake) == nil {

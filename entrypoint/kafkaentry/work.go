@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math/rand/v2"
 	"time"
 
 	"github.com/segmentio/kafka-go"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // Backoff of a partition's fetch loop when kafka-go reports an error (a broker
@@ -39,7 +39,6 @@ type partitionRun struct {
 // longer handling anything and closes its reader. A message fetched and not handled
 // is not committed: the partition's next reader starts from the committed offset.
 func (c *Consumer) consumePartition(p partitionRun) {
-	defer c.wg.Done()
 	handling := true
 	finish := func() {
 		if handling {
@@ -72,8 +71,7 @@ func (c *Consumer) consumePartition(p partitionRun) {
 // readPartition fetches and handles messages until the intake ends, or a message is
 // given up on: handling the ones after it would commit past it.
 func (c *Consumer) readPartition(p partitionRun, r partitionReader) {
-	b := backoff{initial: fetchBackoffInitial, max: fetchBackoffMax}
-	b.reset()
+	b := wait.Backoff{Initial: fetchBackoffInitial, Max: fetchBackoffMax}
 	for {
 		msg, err := r.FetchMessage(p.intake)
 		if p.intake.Err() != nil { // even with a message: it was not taken
@@ -83,15 +81,15 @@ func (c *Consumer) readPartition(p partitionRun, r partitionReader) {
 			if errors.Is(err, io.EOF) {
 				return
 			}
-			wait := b.next()
+			next := b.Next()
 			c.log.Warn("kafka fetch failed; retrying", zap.Stringer("partition", p.assignment),
-				zap.Error(err), zap.Duration("retry_in", wait))
-			if !sleepCtx(p.intake, wait) {
+				zap.Error(err), zap.Duration("retry_in", next))
+			if !wait.SleepCtx(p.intake, next) {
 				return
 			}
 			continue
 		}
-		b.reset()
+		b.Reset()
 		c.stats.consumed.Add(1)
 		if tm := c.metrics.topic(msg.Topic); tm != nil {
 			tm.consumed.Inc()
@@ -138,7 +136,7 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 	ctx := p.handlers
 	tm := c.metrics.topic(msg.Topic)
 	b := c.newBackoff()
-	var ob backoff // the outage schedule, made at the first outage failure
+	var ob wait.Backoff // the outage schedule, made at the first outage failure
 	var err error
 	attempts := 0 // calls that count against Retry.Attempts: not those of an outage
 	for {
@@ -150,7 +148,7 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 				tm.handled.Inc()
 			}
 			c.outage.succeeded()
-			if ob.initial > 0 {
+			if ob.Initial > 0 {
 				c.resumed(h, msg, "handled")
 			}
 			c.marked(p.gs, msg)
@@ -169,9 +167,8 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 		}
 		if cause := c.outageCause(ctx, msg, err); cause != "" {
 			attempts--
-			if ob.initial == 0 {
-				ob = backoff{initial: c.cfg.Outage.Initial, max: c.cfg.Outage.Max}
-				ob.reset()
+			if ob.Initial == 0 {
+				ob = wait.Backoff{Initial: c.cfg.Outage.Initial, Max: c.cfg.Outage.Max}
 			}
 			c.paused(h, msg, cause, err)
 			if !c.outageWait(p, &ob, slot) {
@@ -183,18 +180,18 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			}
 			continue
 		}
-		if ob.initial > 0 {
+		if ob.Initial > 0 {
 			c.resumed(h, msg, "failing on its own")
-			ob = backoff{}
+			ob = wait.Backoff{}
 		}
 		if errors.Is(err, ErrUndecodable) || attempts >= c.cfg.Retry.Attempts {
 			break
 		}
-		wait := b.next()
-		h.log().Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", wait))...)...)
+		next := b.Next()
+		h.log().Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", next))...)...)
 		h.event("retry", attribute.Int("attempt", attempts), attribute.String("error.type", errorType(err)),
-			attribute.String("retry_in", wait.String()))
-		if !c.pause(p, wait) {
+			attribute.String("retry_in", next.String()))
+		if !c.pause(p, next) {
 			h.log().Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
 			c.stats.released.Add(1)
 			h.end("released", err)
@@ -224,51 +221,18 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 // as the partition's intake ends (a drain, a revocation, a failure, Stop) or the
 // handlers' ctx is done: nobody waits out a retry schedule.
 func (c *Consumer) pause(p partitionRun, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-p.intake.Done():
-		return false
-	case <-p.handlers.Done():
+	if p.intake.Err() != nil {
 		return false
 	}
+	ctx, cancel := context.WithCancel(p.handlers)
+	defer cancel()
+	defer context.AfterFunc(p.intake, cancel)()
+	return wait.SleepCtx(ctx, d)
 }
 
-// sleepCtx waits d and reports true, or reports false as soon as ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// backoff is a jittered exponential schedule: each wait is drawn uniformly from
-// [step/2, step], and the step doubles up to max.
-type backoff struct {
-	initial, max, step time.Duration
-}
-
-func (c *Consumer) newBackoff() backoff {
-	b := backoff{initial: c.cfg.Retry.Initial, max: c.cfg.Retry.Max}
-	b.reset()
-	return b
-}
-
-func (b *backoff) reset() { b.step = b.initial }
-
-func (b *backoff) next() time.Duration {
-	wait := b.step/2 + rand.N(b.step/2+1)
-	b.step = min(b.step*2, b.max)
-	if b.step <= 0 { // overflowed
-		b.step = b.max
-	}
-	return wait
+// newBackoff returns the retry schedule of Config.Retry.
+func (c *Consumer) newBackoff() wait.Backoff {
+	return wait.Backoff{Initial: c.cfg.Retry.Initial, Max: c.cfg.Retry.Max}
 }
 
 func msgFields(msg *kafka.Message, more ...zap.Field) []zap.Field {

@@ -1,7 +1,9 @@
 // Package wait holds the waiting primitives every package of the module shares, so
 // that each is written once: an interruptible sleep, a bounded wait for a channel, a
 // jittered exponential backoff, a uniform jitter, a goroutine group whose Wait can
-// give up, and the grace after which a call whose ctx is done is abandoned.
+// give up, and the tail of an entrypoint's Serve. The grace after which a call whose
+// ctx is done is abandoned is public, hooks.AbandonAfter, because users count it in
+// their worst case.
 //
 // None of them reads a clock other than the time package's, so all of them run
 // under testing/synctest.

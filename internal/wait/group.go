@@ -16,16 +16,29 @@ type Group struct {
 
 // Go runs f in a goroutine the Group counts.
 func (g *Group) Go(f func()) {
-	g.mu.Lock()
-	if g.n == 0 {
-		g.idle = make(chan struct{})
-	}
-	g.n++
-	g.mu.Unlock()
+	g.enter()
 	go func() {
 		defer g.exit()
 		f()
 	}()
+}
+
+// Track counts a goroutine the caller starts itself (one that a library starts for
+// it, say) and returns the function that goroutine must call, once, when it returns.
+// Call Track before starting the goroutine, so that a Wait cannot miss it.
+func (g *Group) Track() (exit func()) {
+	g.enter()
+	var once sync.Once
+	return func() { once.Do(g.exit) }
+}
+
+func (g *Group) enter() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.n == 0 {
+		g.idle = make(chan struct{})
+	}
+	g.n++
 }
 
 func (g *Group) exit() {

@@ -5,31 +5,36 @@ import (
 	"time"
 )
 
-// AbandonGrace is how long a caller waits for a call whose ctx is done (its window
-// ran out, or its parent was cancelled) to return before abandoning it, still
-// running, and reporting fault.ErrAbandoned. A call that honours its ctx returns well
-// within it; one that does not is not waited for longer.
-const AbandonGrace = time.Second
-
 // Sleep waits d and reports true, or reports false as soon as quit is closed,
 // including when it is closed already. A nil quit is never closed. Background loops
 // use it between units, so a stop never waits out an interval.
 func Sleep(d time.Duration, quit <-chan struct{}) bool {
+	ok, _ := SleepOrWake(d, quit, nil)
+	return ok
+}
+
+// SleepOrWake is Sleep that a wake-up may cut short: it reports ok = true when d has
+// passed or, with woken = true, as soon as wake delivers a value or is closed; and
+// ok = false as soon as quit is closed, including when it is closed already. A d of
+// zero or less returns at once and leaves wake alone. A nil wake never wakes.
+func SleepOrWake(d time.Duration, quit, wake <-chan struct{}) (ok, woken bool) {
 	select {
 	case <-quit:
-		return false
+		return false, false
 	default:
 	}
 	if d <= 0 {
-		return true
+		return true, false
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-quit:
-		return false
+		return false, false
 	case <-t.C:
-		return true
+		return true, false
+	case <-wake:
+		return true, true
 	}
 }
 
@@ -50,10 +55,16 @@ func For(done <-chan struct{}, d time.Duration) bool {
 }
 
 // Await waits until done is closed and returns nil, or returns ctx.Err() if ctx is
-// done first. A nil done means there is nothing to wait for: it returns nil at once.
+// done first. A done closed already wins over a ctx done already. A nil done means
+// there is nothing to wait for: it returns nil at once.
 func Await(ctx context.Context, done <-chan struct{}) error {
 	if done == nil {
 		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	default:
 	}
 	select {
 	case <-done:

@@ -58,6 +58,30 @@ func TestSleep(t *testing.T) {
 	})
 }
 
+func TestSleepOrWake(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		wake := make(chan struct{}, 1)
+		start := time.Now()
+		if ok, woken := SleepOrWake(time.Second, nil, wake); !ok || woken || time.Since(start) != time.Second {
+			t.Fatalf("without a notice: ok=%v woken=%v after %v", ok, woken, time.Since(start))
+		}
+		time.AfterFunc(200*time.Millisecond, func() { wake <- struct{}{} })
+		start = time.Now()
+		if ok, woken := SleepOrWake(time.Hour, nil, wake); !ok || !woken || time.Since(start) != 200*time.Millisecond {
+			t.Fatalf("with a notice: ok=%v woken=%v after %v", ok, woken, time.Since(start))
+		}
+		wake <- struct{}{}
+		if ok, woken := SleepOrWake(0, nil, wake); !ok || woken || len(wake) != 1 {
+			t.Fatalf("a zero wait: ok=%v woken=%v, notice taken: %v", ok, woken, len(wake) == 0)
+		}
+		quit := make(chan struct{})
+		close(quit)
+		if ok, _ := SleepOrWake(time.Hour, quit, wake); ok {
+			t.Fatal("a closed quit did not win over a pending notice")
+		}
+	})
+}
+
 func TestForAndAwait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		done := make(chan struct{})
@@ -83,6 +107,11 @@ func TestForAndAwait(t *testing.T) {
 		defer cancel()
 		if err := Await(ctx, make(chan struct{})); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("Await past its ctx = %v", err)
+		}
+		for range 100 { // a select between two ready cases would pick ctx half the time
+			if err := Await(ctx, done); err != nil {
+				t.Fatalf("Await(closed) with its ctx done = %v", err)
+			}
 		}
 	})
 }
@@ -160,6 +189,20 @@ func TestGroup(t *testing.T) {
 		}
 		if n := g.Running(); n != 0 {
 			t.Fatalf("Running after Wait = %d", n)
+		}
+
+		exit := g.Track() // a goroutine started by someone else
+		go func() {
+			defer exit()
+			time.Sleep(time.Second)
+		}()
+		start = time.Now()
+		if err := g.Wait(context.Background()); err != nil || time.Since(start) != time.Second {
+			t.Fatalf("Wait for a tracked goroutine = %v after %v", err, time.Since(start))
+		}
+		exit() // a second call changes nothing
+		if n := g.Running(); n != 0 {
+			t.Fatalf("Running after a second exit = %d", n)
 		}
 	})
 }
