@@ -41,12 +41,19 @@ func (h *Host) TracerProvider() trace.TracerProvider { return h.tel.tp }
 // exports on its Prometheus registry.
 func (h *Host) MeterProvider() metric.MeterProvider { return h.tel.mp }
 
+// defaults is what the Host hands to each entrypoint that takes it.
+func (h *Host) defaults() entrypoint.Defaults {
+	return entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp,
+		Propagator: h.tel.prop, Reporter: h.tel.reporter}
+}
+
 // Register adds entrypoints to the service after New, validated exactly as New
 // validates AppSpec.Entrypoints: every problem of the whole set — a nil entrypoint,
 // an empty or duplicate name, the fleet profile, a stop time beyond DrainGrace — is
 // returned at once in a *fault.ConfigError, and then none of regs is added. Each
 // added entrypoint that implements entrypoint.DefaultsUser is given the Host's
-// logger, registerer and tracer provider, used where it was given none of its own.
+// logger, registerer, tracer provider, propagator and error reporter, used where it
+// was given none of its own.
 // Register must be called before Run; afterwards it returns ErrRegisterAfterRun.
 func (h *Host) Register(regs ...Registration) error {
 	h.mu.Lock()
@@ -82,7 +89,7 @@ func (h *Host) adopt(regs []Registration) {
 			continue
 		}
 		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok {
-			du.SetDefaults(entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp})
+			du.SetDefaults(h.defaults())
 		}
 		h.entries = append(h.entries, &entry{reg: r, name: name})
 		h.tel.metrics.failures.WithLabelValues(name) // exported at 0 from the start

@@ -2,6 +2,7 @@ package host_test
 
 import (
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -23,10 +24,11 @@ type taker struct {
 	log *zap.Logger
 	reg prometheus.Registerer
 	tp  trace.TracerProvider
+	d   entrypoint.Defaults
 }
 
 func (t *taker) SetDefaults(d entrypoint.Defaults) {
-	t.log, t.reg, t.tp = d.Logger, d.Registerer, d.TracerProvider
+	t.log, t.reg, t.tp, t.d = d.Logger, d.Registerer, d.TracerProvider, d
 }
 
 func TestPlainWiring(t *testing.T) {
@@ -61,7 +63,8 @@ func TestPlainWiring(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			core, logs := observer.New(zap.InfoLevel)
-			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core)}})
+			rep := &reported{}
+			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core), Reporter: rep}})
 			h := x.Host()
 			before := h.WorstCase()
 
@@ -77,7 +80,8 @@ func TestPlainWiring(t *testing.T) {
 			if err := h.Register(host.Registration{Entrypoint: api}); err != nil {
 				t.Fatal(err)
 			}
-			if api.log != h.Logger() || api.reg != h.Registerer() || api.tp != h.TracerProvider() {
+			if api.log != h.Logger() || api.reg != h.Registerer() || api.tp != h.TracerProvider() ||
+				api.d.Propagator == nil || !reflect.DeepEqual(api.d.Propagator, h.Propagator()) || api.d.Reporter != fault.Reporter(rep) {
 				t.Error("the entrypoint was not given the Host's telemetry")
 			}
 			if h.WorstCase().Total <= before.Total {
