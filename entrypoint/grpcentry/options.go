@@ -87,8 +87,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithHealth ties the grpc.health.v1 service to m: it answers SERVING only while m's
 // verdict is ok (the Host is ready and every check passes) and NOT_SERVING from the
-// moment readiness is withdrawn, and while a check fails. Without it the health
-// service answers SERVING from Serve until the Host's stop, NOT_SERVING from then on.
+// moment readiness is withdrawn, and while a check fails. Without it the Server
+// follows the Monitor of the Host it is registered with (UseMonitor), the same
+// verdicts over the Host's readiness and checks; outside a Host the health service
+// answers SERVING from Serve until the stop, NOT_SERVING from then on.
 // A nil m is a configuration error.
 func WithHealth(m *health.Monitor) Option {
 	return func(o *options) {

@@ -47,7 +47,7 @@ type Server struct {
 	register func(*grpc.Server)
 	traced   bool // the grpc.Server has otelgrpc
 	health   *healthServer
-	monitor  *health.Monitor // nil without WithHealth
+	monitor  *health.Monitor // WithHealth's, or the Host's (UseMonitor); nil without either
 
 	gate    entrypoint.Gate
 	streams streamSet
