@@ -42,12 +42,6 @@ func (h *Host) TracerProvider() trace.TracerProvider { return h.tel.tp }
 // exports on its Prometheus registry.
 func (h *Host) MeterProvider() metric.MeterProvider { return h.tel.mp }
 
-// defaults is what the Host hands to each entrypoint that takes it.
-func (h *Host) defaults() entrypoint.Defaults {
-	return entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp,
-		Propagator: h.tel.prop, Reporter: h.tel.reporter}
-}
-
 // Register adds entrypoints to the service after New, validated exactly as New
 // validates AppSpec.Entrypoints: every problem of the whole set — a nil entrypoint,
 // an empty or duplicate name, the fleet profile, a stop time beyond DrainGrace — is

@@ -84,8 +84,14 @@ func TestPlainWiring(t *testing.T) {
 				t.Fatal(err)
 			}
 			if api.log != h.Logger() || api.reg != h.Registerer() || api.tp != h.TracerProvider() ||
-				api.d.Propagator == nil || !reflect.DeepEqual(api.d.Propagator, h.Propagator()) || api.d.Reporter != fault.Reporter(rep) {
+				api.d.Propagator == nil || !reflect.DeepEqual(api.d.Propagator, h.Propagator()) || api.d.Reporter == nil {
 				t.Error("the entrypoint was not given the Host's telemetry")
+			}
+			api.d.Reporter.Report(t.Context(), errors.New("dead-lettered"), map[string]string{fault.TagEntrypoint: "api", "topic": "orders"})
+			errs, tags, _ := rep.get()
+			if len(errs) != 1 || tags[0][fault.TagService] != "orders" || tags[0][fault.TagInstance] != h.Instance() ||
+				tags[0][fault.TagStage] != "created" || tags[0][fault.TagEntrypoint] != "api" || tags[0]["topic"] != "orders" {
+				t.Errorf("a report through the entrypoint's reporter: %v %v, want the Host's tags beside its own", errs, tags)
 			}
 			if h.WorstCase().Total <= before.Total {
 				t.Error("the worst case does not count the registered entrypoint")
