@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -20,6 +21,8 @@ type options struct {
 	log         *zap.Logger
 	reg         prometheus.Registerer
 	tracer      trace.TracerProvider
+	prop        propagation.TextMapPropagator
+	reporter    fault.Reporter
 	monitor     *health.Monitor
 	services    []string
 	servicesSet bool
