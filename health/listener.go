@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -71,11 +74,54 @@ type ListenerOptions struct {
 	Metrics   http.Handler     // served at /metrics when not nil
 	Lifecycle http.Handler     // served at /debug/lifecycle when not nil
 	Logger    *zap.Logger      // nil logs nothing
+	// Routes are extra handlers served on the probe port, keyed by exact path (for
+	// example the Host's "/prestop", the target of a Kubernetes preStop httpGet). A
+	// path must begin with "/" and must not be one of the listener's own — /readyz,
+	// /livez, /startupz, /metrics, /debug/lifecycle — nor "/" or a subtree ("/x/")
+	// that would answer for paths it does not name; a nil handler is refused too.
+	Routes map[string]http.Handler
+}
+
+// builtinPaths are the paths a probe listener serves itself; Routes may not shadow them.
+func builtinPaths() []string {
+	return []string{"/readyz", "/livez", "/startupz", "/metrics", "/debug/lifecycle"}
+}
+
+func validateRoutes(l *fault.Problems, routes map[string]http.Handler) {
+	for _, path := range slices.Sorted(maps.Keys(routes)) {
+		h := routes[path]
+		field := fmt.Sprintf("Routes[%q]", path)
+		switch {
+		case !strings.HasPrefix(path, "/") || strings.ContainsAny(path, " \t{}"):
+			l.Addf(field, "must be a path beginning with \"/\", without a method or wildcards")
+		case strings.HasSuffix(path, "/"):
+			l.Addf(field, "must name one path exactly, not a subtree ending in \"/\"")
+		case slices.Contains(builtinPaths(), path):
+			l.Addf(field, "shadows the probe listener's own %s", path)
+		case h == nil:
+			l.Addf(field, "handler must not be nil")
+		case !registers(path):
+			l.Addf(field, "is not a path http.ServeMux accepts")
+		}
+	}
+}
+
+// registers reports whether http.ServeMux accepts path as a pattern (it panics on one
+// it does not).
+func registers(path string) (ok bool) {
+	defer func() {
+		if recover() != nil {
+			ok = false
+		}
+	}()
+	http.NewServeMux().Handle(path, http.NotFoundHandler())
+	return true
 }
 
 // Listener serves the probes on a port of its own, for processes without an HTTP
 // server and for those whose server must not answer probes: /readyz (NewReadiness),
-// /livez (Liveness), /startupz (Startup), and /metrics and /debug/lifecycle when given.
+// /livez (Liveness), /startupz (Startup), /metrics and /debug/lifecycle when given,
+// and the extra Routes of ListenerOptions.
 // It runs stdlib net/http in one goroutine that it owns. The Host starts it at
 // bootstrap, before warmup, so it answers "unavailable" until Ready and "draining"
 // through the whole drain, and closes it last.
@@ -100,12 +146,13 @@ var ErrListenerClosed = errors.New("probe listener: closed")
 
 // NewListener validates cfg and opts and returns a Listener ready to Start. It binds
 // nothing. Problems come back as one *fault.ConfigError naming each field ("Addr",
-// "CheckTimeout", `Checks["redis"]`, "Source").
+// "CheckTimeout", `Checks["redis"]`, `Routes["/readyz"]`, "Source").
 func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listener, error) {
 	var l fault.Problems
 	cfg.validate(&l)
 	validateSource(&l, src)
 	validateChecks(&l, opts.Checks)
+	validateRoutes(&l, opts.Routes)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -122,6 +169,9 @@ func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listene
 	}
 	if opts.Lifecycle != nil {
 		mux.Handle("/debug/lifecycle", opts.Lifecycle)
+	}
+	for path, h := range opts.Routes {
+		mux.Handle(path, h)
 	}
 	return &Listener{cfg: cfg, handler: mux, log: log}, nil
 }

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -123,6 +124,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			Metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
 			Lifecycle: h.lifecycleHandler(),
 			Logger:    h.log.Named("probes"),
+			Routes:    map[string]http.Handler{PreStopPath: h.preStopHandler()},
 		})
 		if err != nil {
 			h.log.Error("invalid configuration; nothing was started", zap.Error(err))

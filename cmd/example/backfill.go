@@ -30,20 +30,26 @@ type backfillKnobs struct {
 	fail  string        // EXAMPLE_BACKFILL_FAIL: "transient" or "permanent", after the first few units
 }
 
+// The backfill's test knobs are bounded like the service's (knobs.go).
+const (
+	maxBackfillN     = 1_000_000
+	maxBackfillDelay = time.Minute
+)
+
 func readBackfillKnobs() (backfillKnobs, error) {
 	b := backfillKnobs{n: 1000}
 	var l fault.Problems
 	if v := os.Getenv("EXAMPLE_BACKFILL_N"); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			l.Addf("EXAMPLE_BACKFILL_N", "must be a positive whole number, got %q", v)
+		if err != nil || n <= 0 || n > maxBackfillN {
+			l.Addf("EXAMPLE_BACKFILL_N", "must be a whole number from 1 to %d, got %q", maxBackfillN, v)
 		}
 		b.n = n
 	}
 	if v := os.Getenv("EXAMPLE_BACKFILL_DELAY"); v != "" {
 		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			l.Addf("EXAMPLE_BACKFILL_DELAY", "must be a non-negative duration, got %q", v)
+		if err != nil || d < 0 || d > maxBackfillDelay {
+			l.Addf("EXAMPLE_BACKFILL_DELAY", "must be a duration from 0s to %s, got %q", maxBackfillDelay, v)
 		}
 		b.delay = d
 	}

@@ -38,6 +38,10 @@ type manifest struct {
 							Sleep struct {
 								Seconds int `yaml:"seconds"`
 							} `yaml:"sleep"`
+							HTTPGet struct {
+								Path string `yaml:"path"`
+								Port string `yaml:"port"`
+							} `yaml:"httpGet"`
 						} `yaml:"preStop"`
 					} `yaml:"lifecycle"`
 					Startup   probe `yaml:"startupProbe"`
@@ -117,9 +121,24 @@ func TestKubernetesManifest(t *testing.T) {
 	}
 
 	grace := time.Duration(pod.Grace) * time.Second
-	preStop := time.Duration(c.Lifecycle.PreStop.Sleep.Seconds) * time.Second
-	if preStop == 0 {
-		t.Error("no preStop sleep: endpoints may still route here when SIGTERM arrives")
+	// A preStop sleep comes on top of the exit; a preStop httpGet to /prestop runs the
+	// exit's first stages (drain delay, drain phases), which SIGTERM then skips, so
+	// the worst case alone bounds both.
+	ps := c.Lifecycle.PreStop
+	preStop := time.Duration(ps.Sleep.Seconds) * time.Second
+	switch {
+	case ps.HTTPGet.Path != "":
+		if ps.HTTPGet.Path != host.PreStopPath || ps.HTTPGet.Port != "probes" {
+			t.Errorf("preStop httpGet = %+v, want %s on the probes port", ps.HTTPGet, host.PreStopPath)
+		}
+		if preStop != 0 {
+			t.Error("preStop has both a sleep and an httpGet")
+		}
+		if h.Budgets().DrainDelay < 3*time.Second {
+			t.Errorf("SW_DRAIN_DELAY %s: too short for the endpoints to be removed during /prestop", h.Budgets().DrainDelay)
+		}
+	case preStop == 0:
+		t.Error("no preStop: endpoints may still route here when SIGTERM arrives")
 	}
 	if h.Budgets().TerminationGracePeriod != grace {
 		t.Errorf("TERMINATION_GRACE_PERIOD %s differs from terminationGracePeriodSeconds %s", h.Budgets().TerminationGracePeriod, grace)

@@ -25,44 +25,56 @@ type knobs struct {
 	campaignEvery time.Duration // EXAMPLE_CAMPAIGN_EVERY: how often non-leaders campaign (default 2s)
 }
 
-// maxHandleDelay bounds EXAMPLE_HANDLE_DELAY: longer than any drain it exists to test.
-const maxHandleDelay = 10 * time.Minute
-
 // defaultKnobs are the knobs with no environment.
 func defaultKnobs() knobs {
 	return knobs{cronEvery: 10 * time.Second, publishEvery: time.Second,
 		leaderTTL: leader.DefaultTTL, campaignEvery: leader.DefaultCampaignEvery}
 }
 
+// readKnobs reads the example's environment. Every problem comes back at once in one
+// *fault.ConfigError naming each variable; no value is echoed from a backend variable.
 func readKnobs() (knobs, error) {
 	k := defaultKnobs()
+	// Each duration knob's range: a value outside it is a ConfigError naming the
+	// variable, never a busy loop (EXAMPLE_PUBLISH_EVERY=0) or a wait longer than any
+	// test or drain the knob exists for.
+	bounds := []struct {
+		name     string
+		dst      *time.Duration
+		min, max time.Duration
+		off      bool // 0 is accepted too, and turns the knob off
+	}{
+		{"EXAMPLE_WARMUP_DELAY", &k.warmupDelay, 0, 10 * time.Minute, false},
+		{"EXAMPLE_FAIL_AFTER", &k.failAfter, time.Millisecond, 24 * time.Hour, true},
+		{"EXAMPLE_HOOK_DELAY", &k.hookDelay, 0, 10 * time.Minute, false},
+		{"EXAMPLE_HANDLE_DELAY", &k.handleDelay, 0, 10 * time.Minute, false},
+		{"EXAMPLE_CRON_EVERY", &k.cronEvery, time.Second, 24 * time.Hour, false},
+		{"EXAMPLE_PUBLISH_EVERY", &k.publishEvery, 10 * time.Millisecond, time.Hour, false},
+		{"EXAMPLE_LEADER_TTL", &k.leaderTTL, time.Second, time.Hour, false},
+		{"EXAMPLE_CAMPAIGN_EVERY", &k.campaignEvery, 10 * time.Millisecond, time.Hour, false},
+	}
 	var l fault.Problems
-	dur := func(name string, dst *time.Duration) {
-		v := os.Getenv(name)
+	for _, b := range bounds {
+		v := os.Getenv(b.name)
 		if v == "" {
-			return
+			continue
 		}
 		d, err := time.ParseDuration(v)
 		switch {
 		case err != nil:
-			l.Addf(name, "not a duration: %q", v)
-		case d < 0:
-			l.Addf(name, "must not be negative, got %s", d)
+			l.Addf(b.name, "not a duration: %q", v)
+		case b.off && d == 0:
+			*b.dst = 0
+		case d < b.min || d > b.max:
+			off := ""
+			if b.off {
+				off = "0 (off) or "
+			}
+			l.Addf(b.name, "must be %sfrom %s to %s, got %s", off, b.min, b.max, d)
 		default:
-			*dst = d
+			*b.dst = d
 		}
 	}
-	dur("EXAMPLE_WARMUP_DELAY", &k.warmupDelay)
-	dur("EXAMPLE_FAIL_AFTER", &k.failAfter)
-	dur("EXAMPLE_HOOK_DELAY", &k.hookDelay)
-	dur("EXAMPLE_HANDLE_DELAY", &k.handleDelay)
-	if k.handleDelay > maxHandleDelay {
-		l.Addf("EXAMPLE_HANDLE_DELAY", "must be at most %s, got %s", maxHandleDelay, k.handleDelay)
-	}
-	dur("EXAMPLE_CRON_EVERY", &k.cronEvery)
-	dur("EXAMPLE_PUBLISH_EVERY", &k.publishEvery)
-	dur("EXAMPLE_LEADER_TTL", &k.leaderTTL)
-	dur("EXAMPLE_CAMPAIGN_EVERY", &k.campaignEvery)
 	k.backends = readBackends(&l)
 	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
 	return k, l.Err()

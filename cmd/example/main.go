@@ -61,6 +61,11 @@ func spec(k knobs) host.AppSpec {
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
 		return sleep(ctx, k.hookDelay)
 	})
+	// A drain phase: work done once the replica is out of rotation and still serving
+	// (here, telling nobody that it leaves). Host.PreStop, served at /prestop on the
+	// probe port, runs it ahead of the stop; the shutdown then does not run it again.
+	lc.AddDrainPhase(hooks.DrainPhase{Name: "deregister", MaxDuration: 500 * time.Millisecond,
+		Run: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	var entrypoints []host.Registration
 	if k.failAfter > 0 {
 		entrypoints = append(entrypoints, host.Registration{Entrypoint: &chaos{after: k.failAfter}, Order: 90})
@@ -85,9 +90,11 @@ func spec(k knobs) host.AppSpec {
 			grpcModule(envOr("GRPC_ADDR", ":9090")),
 		),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
-		// Sized so the worst-case exit fits Kubernetes' default 30s grace period with
-		// 10% headroom; the startup log lists it figure by figure.
-		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond},
+		// Sized so the worst-case exit fits the manifest's 40s grace period with 10%
+		// headroom (testdata/k8s/orders.yaml, held to it by k8s_test.go); the startup
+		// log lists it figure by figure.
+		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond,
+			DrainPhasesBudget: 500 * time.Millisecond},
 	}
 }
 
