@@ -13,8 +13,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/servicewright/servicewright/internal/proctest"
 )
 
 // sentryEvent is the part of a Sentry event the test reads.
@@ -90,8 +88,7 @@ func (s *sentryStandIn) got() []sentryEvent {
 func TestSentry(t *testing.T) {
 	s := newSentryStandIn(t)
 	dsn := strings.Replace(s.srv.URL, "http://", "http://dsnsecretkey@", 1) + "/7"
-	p := proctest.Start(t, bin, "PROBE_ADDR="+freeAddr(t), "HTTP_ADDR="+freeAddr(t), "SW_LOG_LEVEL=debug",
-		"SENTRY_DSN="+dsn, "SENTRY_ENVIRONMENT=test", "EXAMPLE_FAIL_AFTER=300ms")
+	p, _ := startExample(t, "SENTRY_DSN="+dsn, "SENTRY_ENVIRONMENT=test", "EXAMPLE_FAIL_AFTER=300ms")
 	if code, err := p.Wait(20 * time.Second); err != nil || code != 1 {
 		t.Fatalf("exit code %d (%v), want 1", code, err)
 	}
