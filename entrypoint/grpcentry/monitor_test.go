@@ -66,7 +66,9 @@ func TestHostMonitorWithoutWithHealth(t *testing.T) {
 	if st := waitFor(t, got, "answer after BeginDraining"); st != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("answer %v, want NOT_SERVING", st)
 	}
-	if d := time.Since(start); d > 50*time.Millisecond {
+	d := time.Since(start)
+	t.Logf("NOT_SERVING %s after BeginDraining", d)
+	if d > 50*time.Millisecond {
 		t.Errorf("NOT_SERVING %s after BeginDraining, want within 50ms", d)
 	}
 	if _, err := x.client.EmptyCall(ctx, &testpb.Empty{}); err != nil {
