@@ -30,7 +30,8 @@ import (
 //	*zap.Logger, *Shutdown, *hooks.Registry (to add drain phases at startup), Instance,
 //	*prometheus.Registry and prometheus.Registerer, trace.TracerProvider,
 //	metric.MeterProvider, propagation.TextMapPropagator, fault.Reporter (nil when
-//	TelemetryConfig has none), PreStopFunc (Host.PreStop, for an admin endpoint)
+//	TelemetryConfig has none), PreStopFunc (Host.PreStop, for an admin endpoint),
+//	*health.Monitor (Host.Monitor: readiness and every check, the container's too)
 //
 // and collects the fx groups below. fx stays here, in the wiring: the Host's state
 // machine does not use reflection.
@@ -49,6 +50,12 @@ type hookRegistration struct {
 type NamedCheck struct {
 	Name  string
 	Check health.Check
+}
+
+// monitorChecks is what the container's *health.Monitor depends on: its checks.
+type monitorChecks struct {
+	fx.In
+	Checks []NamedCheck `group:"checks"`
 }
 
 type containerUnits struct {
@@ -76,6 +83,7 @@ func (h *Host) buildContainer(l *fault.Problems) {
 			func() metric.MeterProvider { return h.tel.mp },
 			func() propagation.TextMapPropagator { return h.tel.prop },
 			func() fault.Reporter { return h.tel.reporter },
+			func(in monitorChecks) (*health.Monitor, error) { return h.buildMonitor(in.Checks) },
 		),
 		h.spec.Container,
 		fx.Populate(&units),

@@ -35,6 +35,7 @@ type Host struct {
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
 	checks    map[string]health.Check
 	probe     *health.Listener // nil when disabled
+	monitor   *health.Monitor  // readiness and checks for other transports (monitor.go)
 
 	state    health.State // what startup reached; the shutdown handle overrides it
 	shutdown *Shutdown
@@ -108,6 +109,11 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		tel.report(context.Background(), err, StageCreated, "")
+		_ = tel.flush(context.Background())
+		return nil, err
+	}
+	if _, err := h.buildMonitor(nil); err != nil {
+		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = tel.flush(context.Background())
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
 )
 
 // Plain wiring: what the Host builds first is reachable from the *Host that New
@@ -46,7 +47,9 @@ func (h *Host) MeterProvider() metric.MeterProvider { return h.tel.mp }
 // an empty or duplicate name, the fleet profile, a stop time beyond DrainGrace — is
 // returned at once in a *fault.ConfigError, and then none of regs is added. Each
 // added entrypoint that implements entrypoint.DefaultsUser is given the Host's
-// logger, registerer and tracer provider, used where it was given none of its own.
+// logger, registerer, tracer provider, propagator and error reporter, used where it
+// was given none of its own; each that implements health.MonitorUser is given the
+// Host's Monitor.
 // Register must be called before Run; afterwards it returns ErrRegisterAfterRun.
 func (h *Host) Register(regs ...Registration) error {
 	h.mu.Lock()
@@ -66,7 +69,7 @@ func (h *Host) Register(regs ...Registration) error {
 }
 
 // adopt makes regs the Host's entrypoints, in bind order, handing the Host's telemetry
-// (entrypoint.Defaults) to each new one that takes it. The caller holds h.mu or owns h alone.
+// (entrypoint.Defaults) and its Monitor to each new one that takes them. The caller holds h.mu or owns h alone.
 func (h *Host) adopt(regs []Registration) {
 	slices.SortStableFunc(regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
 	old := map[string]*entry{}
@@ -82,7 +85,10 @@ func (h *Host) adopt(regs []Registration) {
 			continue
 		}
 		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok {
-			du.SetDefaults(entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp})
+			du.SetDefaults(h.defaults())
+		}
+		if mu, ok := r.Entrypoint.(health.MonitorUser); ok {
+			mu.UseMonitor(h.monitor)
 		}
 		h.entries = append(h.entries, &entry{reg: r, name: name})
 		h.tel.metrics.failures.WithLabelValues(name) // exported at 0 from the start

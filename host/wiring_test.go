@@ -1,18 +1,22 @@
 package host_test
 
 import (
+	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"testing"
 	"testing/synctest"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/fx"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hosttest"
 )
@@ -23,10 +27,11 @@ type taker struct {
 	log *zap.Logger
 	reg prometheus.Registerer
 	tp  trace.TracerProvider
+	d   entrypoint.Defaults
 }
 
 func (t *taker) SetDefaults(d entrypoint.Defaults) {
-	t.log, t.reg, t.tp = d.Logger, d.Registerer, d.TracerProvider
+	t.log, t.reg, t.tp, t.d = d.Logger, d.Registerer, d.TracerProvider, d
 }
 
 func TestPlainWiring(t *testing.T) {
@@ -61,7 +66,8 @@ func TestPlainWiring(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			core, logs := observer.New(zap.InfoLevel)
-			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core)}})
+			rep := &reported{}
+			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core), Reporter: rep}})
 			h := x.Host()
 			before := h.WorstCase()
 
@@ -77,8 +83,15 @@ func TestPlainWiring(t *testing.T) {
 			if err := h.Register(host.Registration{Entrypoint: api}); err != nil {
 				t.Fatal(err)
 			}
-			if api.log != h.Logger() || api.reg != h.Registerer() || api.tp != h.TracerProvider() {
+			if api.log != h.Logger() || api.reg != h.Registerer() || api.tp != h.TracerProvider() ||
+				api.d.Propagator == nil || !reflect.DeepEqual(api.d.Propagator, h.Propagator()) || api.d.Reporter == nil {
 				t.Error("the entrypoint was not given the Host's telemetry")
+			}
+			api.d.Reporter.Report(t.Context(), errors.New("dead-lettered"), map[string]string{fault.TagEntrypoint: "api", "topic": "orders"})
+			errs, tags, _ := rep.get()
+			if len(errs) != 1 || tags[0][fault.TagService] != "orders" || tags[0][fault.TagInstance] != h.Instance() ||
+				tags[0][fault.TagStage] != "created" || tags[0][fault.TagEntrypoint] != "api" || tags[0]["topic"] != "orders" {
+				t.Errorf("a report through the entrypoint's reporter: %v %v, want the Host's tags beside its own", errs, tags)
 			}
 			if h.WorstCase().Total <= before.Total {
 				t.Error("the worst case does not count the registered entrypoint")
@@ -98,6 +111,54 @@ func TestPlainWiring(t *testing.T) {
 			lines := logs.FilterMessage("shutdown budget").All()
 			if len(lines) != 2 || lines[1].ContextMap()["stop"] == nil {
 				t.Errorf("the budget was not logged again with the registered entrypoint: %v", lines)
+			}
+		})
+	})
+}
+
+// monitored is a fake entrypoint that takes the Host's Monitor.
+type monitored struct {
+	*fake
+	m *health.Monitor
+}
+
+func (e *monitored) UseMonitor(m *health.Monitor) { e.m = m }
+
+func TestHostMonitor(t *testing.T) {
+	t.Run("one Monitor, given to the entrypoints and the container, with the probe's verdicts", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			var fromFx *health.Monitor
+			ep := &monitored{fake: newFake("grpc", j)}
+			failing := errors.New("db down")
+			x := hosttest.New(t, host.AppSpec{
+				ServiceName: "orders",
+				Entrypoints: []host.Registration{{Entrypoint: ep}},
+				Container: fx.Options(
+					host.Check("db", func() health.Check { return health.CheckFunc(func(context.Context) error { return failing }) }),
+					fx.Invoke(func(m *health.Monitor) { fromFx = m }),
+				),
+			})
+			h := x.Host()
+			late := &monitored{fake: newFake("late", j)}
+			if err := h.Register(host.Registration{Entrypoint: late}); err != nil {
+				t.Fatal(err)
+			}
+			if h.Monitor() == nil || ep.m != h.Monitor() || late.m != h.Monitor() || fromFx != h.Monitor() {
+				t.Fatalf("not one Monitor: host %p, entrypoint %p, registered %p, container %p", h.Monitor(), ep.m, late.m, fromFx)
+			}
+			if r := h.Monitor().Evaluate(t.Context()); r.Status != health.ReportUnavailable {
+				t.Errorf("before Run: %+v", r)
+			}
+			x.Start()
+			x.WaitStage(host.StageServe)
+			r := h.Monitor().Evaluate(t.Context())
+			if r.Serving() || len(r.Checks) != 1 {
+				t.Errorf("with the container's check failing: %+v, want degraded by it", r)
+			}
+			x.Stop()
+			if err := x.Wait(); err != nil {
+				t.Fatal(err)
 			}
 		})
 	})

@@ -36,6 +36,7 @@ type Leadership struct {
 	log    *zap.Logger
 	m      *metrics
 	tracer trace.Tracer
+	own    options // what the options gave, without New's defaults (defaults.go)
 
 	term atomic.Pointer[Term] // the current term, nil between terms
 
@@ -79,6 +80,7 @@ func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...O
 	return &Leadership{
 		conf:   cfg,
 		lead:   lead,
+		own:    given(opts),
 		log:    o.log.With(zap.String("entrypoint", cfg.Name), zap.String("key", cfg.Key), zap.String("owner", cfg.Owner)),
 		m:      m,
 		tracer: o.tracer.Tracer("github.com/servicewright/servicewright/leader"),

@@ -34,7 +34,8 @@ type options struct {
 // An Option configures a Leadership.
 type Option func(*options)
 
-// WithLogger sets the logger. The default discards everything.
+// WithLogger sets the logger. Without it the Leadership logs through the logger its
+// Host hands it (SetDefaults), and discards everything with neither.
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -45,13 +46,15 @@ func WithLogger(l *zap.Logger) Option {
 
 // WithRegisterer registers the leadership metrics with reg. Several Leaderships may
 // share one registerer; they share the collectors, told apart by the key label.
-// The default registers nothing.
+// Without it the metrics go to the registry the Leadership's Host hands it
+// (SetDefaults); with neither, nothing is registered.
 func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(o *options) { o.reg = reg }
 }
 
 // WithTracerProvider records each term as a span "leadership.term" from tp, with
-// the key, the owner, the token and the reason it ended. The default records
+// the key, the owner, the token and the reason it ended. Without it the Leadership
+// uses the tracer provider its Host hands it (SetDefaults); with neither, it records
 // nothing.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {

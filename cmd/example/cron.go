@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -21,7 +20,9 @@ type cronParams struct {
 // cronModule schedules the "report" job every EXAMPLE_CRON_EVERY. With REDIS_URL set
 // each tick runs on exactly one replica of the fleet; alone, on this one.
 func cronModule(k knobs) fx.Option {
-	return host.Provide(func(p cronParams, inst host.Instance, log *zap.Logger, reg prometheus.Registerer) (*cronentry.Scheduler, error) {
+	// No telemetry option: the Host hands the Scheduler its logger, registry, tracer
+	// provider (a cron.run span per run) and error reporter (failed runs).
+	return host.Provide(func(p cronParams, inst host.Instance, log *zap.Logger) (*cronentry.Scheduler, error) {
 		job := cronentry.Job{
 			Name:   "report",
 			Every:  k.cronEvery,
@@ -39,6 +40,6 @@ func cronModule(k knobs) fx.Option {
 			}
 			job.OncePerFleet = cronentry.OncePerFleet(lk, string(inst), k.cronEvery)
 		}
-		return cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{job}, cronentry.WithLogger(log), cronentry.WithRegisterer(reg))
+		return cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{job})
 	}, 40)
 }

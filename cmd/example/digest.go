@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -137,7 +136,9 @@ func leaderModule(k knobs) fx.Option {
 				return nil
 			}}
 		}),
-		host.Provide(func(lk lock.Lock, d digests, inst host.Instance, log *zap.Logger, reg prometheus.Registerer) (*leader.Leadership, error) {
+		// No telemetry option: the Host hands the Leadership its logger, registry and
+		// tracer provider (a leadership.term span per term).
+		host.Provide(func(lk lock.Lock, d digests, inst host.Instance, log *zap.Logger) (*leader.Leadership, error) {
 			return leader.New(leader.Config{
 				Lock:          lk,
 				Key:           digestKey,
@@ -152,7 +153,7 @@ func leaderModule(k knobs) fx.Option {
 				Claim:                func(ctx context.Context, t *leader.Term) (bool, error) { return d.Claim(ctx, t.Token, string(inst)) },
 				FenceFloor:           d.Fence,
 				RequiresFenceAdvance: true,
-			}, publish(d, string(inst), k.publishEvery, log), leader.WithLogger(log), leader.WithRegisterer(reg))
+			}, publish(d, string(inst), k.publishEvery, log))
 		}, 30),
 	)
 }

@@ -4,10 +4,7 @@ import (
 	"context"
 	"sync"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/reflection"
@@ -15,7 +12,6 @@ import (
 
 	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
-	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
 )
 
@@ -32,55 +28,21 @@ func grpcModule(addr string) fx.Option {
 
 type grpcParams struct {
 	fx.In
-	Orders   *orders
-	Feed     *feed
-	Shutdown *host.Shutdown
-	Checks   []host.NamedCheck `group:"checks"`
-	Logger   *zap.Logger
-	Reg      prometheus.Registerer
-	Tracer   trace.TracerProvider
+	Orders *orders
+	Feed   *feed
 }
 
+// newGRPCServer builds the gRPC entrypoint with no telemetry or health option: the
+// Host gives it its logger, registry and tracer provider, and ties its health service
+// to the Host's readiness and checks (the verdicts of /readyz), BeginDraining
+// included.
 func newGRPCServer(addr string) func(grpcParams) (*grpcentry.Server, error) {
 	return func(p grpcParams) (*grpcentry.Server, error) {
-		checks := make(map[string]health.Check, len(p.Checks))
-		for _, c := range p.Checks {
-			checks[c.Name] = c.Check
-		}
-		mon, err := health.NewMonitor(shutdownSource{p.Shutdown}, health.MonitorConfig{Checks: checks, Logger: p.Logger})
-		if err != nil {
-			return nil, err
-		}
 		api := &ordersAPI{orders: p.Orders, feed: p.Feed}
 		return grpcentry.New(grpcentry.Config{Addr: addr}, func(g *grpc.Server) {
 			ordersv1.RegisterOrdersServiceServer(g, api)
 			reflection.Register(g)
-		}, grpcentry.WithHealth(mon), grpcentry.WithHealthServices(ordersv1.OrdersService_ServiceDesc.ServiceName),
-			grpcentry.WithLogger(p.Logger), grpcentry.WithRegisterer(p.Reg), grpcentry.WithTracerProvider(p.Tracer))
-	}
-}
-
-// shutdownSource is readiness as the container sees it: Ready until the shutdown
-// begins, Draining from then on. The gRPC server serves only after the Host turned
-// ready, so "not started" never shows.
-type shutdownSource struct{ sh *host.Shutdown }
-
-func (s shutdownSource) Status() health.Status {
-	select {
-	case <-s.sh.Started():
-		return health.Draining
-	default:
-		return health.Ready
-	}
-}
-
-// Changed is closed when the shutdown begins; after that nothing changes any more.
-func (s shutdownSource) Changed() <-chan struct{} {
-	select {
-	case <-s.sh.Started():
-		return make(chan struct{})
-	default:
-		return s.sh.Started()
+		}, grpcentry.WithHealthServices(ordersv1.OrdersService_ServiceDesc.ServiceName))
 	}
 }
 

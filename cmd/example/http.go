@@ -21,6 +21,7 @@ func httpModule(addr string) fx.Option {
 		plain("GET /hello", hello),
 		plain("GET /slow", slow),
 		plain("GET /events", events),
+		plain("GET /panic", panics),
 		route("POST /orders", func(o *orders) http.HandlerFunc { return o.create }),
 		route("GET /orders/{id}", func(o *orders) http.HandlerFunc { return o.get }),
 	)
@@ -39,6 +40,11 @@ func route[T any](pattern string, ctor func(T) http.HandlerFunc) fx.Option {
 }
 
 func hello(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "hello") }
+
+// panics is a test route: its handler panics, so that a handler panic can be seen
+// answered 500, logged with its stack and reported to error tracking (SENTRY_DSN),
+// while the server keeps serving.
+func panics(http.ResponseWriter, *http.Request) { panic("GET /panic: a test route that always panics") }
 
 // slow holds the request for ?d= (default 1s), then answers 200: an in-flight request
 // for drain tests. A client that goes away ends it early.

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
@@ -96,8 +95,9 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 			o.retryAfter = retryAfter(kafkakit.DefaultWriteTimeout)
 			return o
 		}),
-		host.Provide(func(brokers []string, s store, log *zap.Logger, reg prometheus.Registerer,
-			tp trace.TracerProvider) (*kafkaentry.Consumer, error) {
+		// No telemetry option: the Host hands the consumer its logger, registry, tracer
+		// provider, propagator and error reporter (dead letters, handler panics).
+		host.Provide(func(brokers []string, s store) (*kafkaentry.Consumer, error) {
 			return kafkaentry.New(kafkaentry.Config{
 				Name:             "orders-consumer",
 				Brokers:          brokers,
@@ -107,8 +107,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 				AutoCreateTopics: !embedded,
 				// A store outage (PostgreSQL down) pauses consumption: the driver's
 				// connection errors are transient to kafkaentry.IsTransient, the default.
-			}, handleOrder(s, handleDelay), kafkaentry.WithLogger(log), kafkaentry.WithRegisterer(reg),
-				kafkaentry.WithTracerProvider(tp))
+			}, handleOrder(s, handleDelay))
 		}, 20),
 		host.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
 	)

@@ -10,17 +10,22 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
-
-	"github.com/servicewright/servicewright/internal/proctest"
 )
 
 // sentryEvent is the part of a Sentry event the test reads.
 type sentryEvent struct {
 	Tags      map[string]string `json:"tags"`
 	Exception []struct {
-		Value string `json:"value"`
+		Value      string `json:"value"`
+		Stacktrace *struct {
+			Frames []struct {
+				Function string `json:"function"`
+				Module   string `json:"module"`
+			} `json:"frames"`
+		} `json:"stacktrace"`
 	} `json:"exception"`
 }
 
@@ -83,8 +88,7 @@ func (s *sentryStandIn) got() []sentryEvent {
 func TestSentry(t *testing.T) {
 	s := newSentryStandIn(t)
 	dsn := strings.Replace(s.srv.URL, "http://", "http://dsnsecretkey@", 1) + "/7"
-	p := proctest.Start(t, bin, "PROBE_ADDR="+freeAddr(t), "HTTP_ADDR="+freeAddr(t), "SW_LOG_LEVEL=debug",
-		"SENTRY_DSN="+dsn, "SENTRY_ENVIRONMENT=test", "EXAMPLE_FAIL_AFTER=300ms")
+	p, _ := startExample(t, "SENTRY_DSN="+dsn, "SENTRY_ENVIRONMENT=test", "EXAMPLE_FAIL_AFTER=300ms")
 	if code, err := p.Wait(20 * time.Second); err != nil || code != 1 {
 		t.Fatalf("exit code %d (%v), want 1", code, err)
 	}
@@ -100,5 +104,62 @@ func TestSentry(t *testing.T) {
 	}
 	if strings.Contains(strings.Join(p.Lines(), "\n"), "dsnsecretkey") {
 		t.Error("the DSN's key reached the log")
+	}
+}
+
+// TestSentryHandlerPanic: a handler panic (the test route GET /panic) arrives at the
+// stand-in Sentry with its stack — the panicking handler among its frames — tagged
+// with the entrypoint, the route and the trace id, and the server keeps serving.
+func TestSentryHandlerPanic(t *testing.T) {
+	s := newSentryStandIn(t)
+	dsn := strings.Replace(s.srv.URL, "http://", "http://dsnsecretkey@", 1) + "/7"
+	httpAddr := freeAddr(t)
+	p, _ := startExample(t, "HTTP_ADDR="+httpAddr, "SENTRY_DSN="+dsn)
+	mustLog(t, p, stage("serve"), 20*time.Second)
+	resp, err := http.Get("http://" + httpAddr + "/panic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("GET /panic = %d, want 500", resp.StatusCode)
+	}
+	resp, err = http.Get("http://" + httpAddr + "/hello")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("GET /hello after the panic = %v, %v", resp, err)
+	}
+	if resp != nil {
+		resp.Body.Close()
+	}
+	p.Signal(syscall.SIGTERM)
+	if code, err := p.Wait(20 * time.Second); err != nil || code != 0 {
+		t.Fatalf("exit code %d (%v), want 0", code, err)
+	}
+	var found bool
+	for _, ev := range s.got() {
+		if ev.Tags["entrypoint"] != "http" || ev.Tags["route"] != "GET /panic" || len(ev.Exception) == 0 {
+			continue
+		}
+		found = true
+		if ev.Tags["service"] != "orders" || len(ev.Tags["trace_id"]) != 32 {
+			t.Errorf("the panic's event lacks the service or the trace id: %v", ev.Tags)
+		}
+		var inHandler bool
+		for _, ex := range ev.Exception {
+			if ex.Stacktrace == nil {
+				continue
+			}
+			for _, f := range ex.Stacktrace.Frames {
+				if f.Function == "panics" && f.Module == "main" {
+					inHandler = true
+				}
+			}
+		}
+		if !inHandler {
+			t.Errorf("the panic's event has no stack through the handler: %+v", ev.Exception)
+		}
+	}
+	if !found {
+		t.Errorf("no event for the handler panic among %+v", s.got())
 	}
 }

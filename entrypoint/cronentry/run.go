@@ -88,6 +88,7 @@ func (s *Scheduler) execute(ctx context.Context, j *job, t Tick) {
 		runCtx, cancel = context.WithDeadline(ctx, deadline)
 		defer cancel()
 	}
+	runCtx, span := s.startSpan(runCtx, t)
 	start := time.Now()
 	err := safe.Call(j.what, func() error { return j.Run(runCtx, t) })
 	took := time.Since(start)
@@ -108,6 +109,8 @@ func (s *Scheduler) execute(ctx context.Context, j *job, t Tick) {
 	default:
 		s.log.Debug("cron run finished", tickFields(t, zap.Duration("took", took))...)
 	}
+	endSpan(span, o, err)
+	s.report(runCtx, t, o, err)
 	s.record(j, o)
 }
 

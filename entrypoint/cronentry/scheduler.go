@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
@@ -38,6 +39,10 @@ type Scheduler struct {
 	ownLog bool  // WithLogger was given; SetDefaults keeps it
 	ownReg bool  // WithRegisterer was given; SetDefaults keeps it
 	regErr error // a registration with the Host's registry failed; Bind reports it
+
+	tracer    trace.Tracer   // nil: runs make no span (report.go)
+	reporter  fault.Reporter // nil: failures are only logged
+	ownTracer bool           // WithTracerProvider was given; SetDefaults keeps it
 
 	mu        sync.Mutex
 	guard     entrypoint.Guard
@@ -92,8 +97,12 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 		ownReg: o.registerer != nil,
 		active: map[uint64]activeRun{},
 		guard:  entrypoint.NewGuard(cfg.Name),
+
+		reporter:  o.reporter,
+		ownTracer: o.tracer != nil,
 	}
 	s.useLogger(o.log)
+	s.useTracerProvider(o.tracer)
 	return s, nil
 }
 
@@ -104,10 +113,11 @@ func (s *Scheduler) useLogger(l *zap.Logger) {
 	s.log = l.With(zap.String("entrypoint", s.name))
 }
 
-// SetDefaults takes the Host's logger and registry for what no option gave: the
-// logger unless WithLogger, the metrics registered with d.Registerer unless
-// WithRegisterer. A registration that fails is reported by Bind. It does nothing
-// once the Scheduler is bound.
+// SetDefaults takes the Host's telemetry for what no option gave: the logger unless
+// WithLogger, the metrics registered with d.Registerer unless WithRegisterer, the
+// tracer provider unless WithTracerProvider, the error reporter unless
+// WithReporter. A registration that fails is reported by Bind. It does nothing once
+// the Scheduler is bound.
 func (s *Scheduler) SetDefaults(d entrypoint.Defaults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -116,6 +126,12 @@ func (s *Scheduler) SetDefaults(d entrypoint.Defaults) {
 	}
 	if !s.ownLog && d.Logger != nil {
 		s.useLogger(d.Logger)
+	}
+	if !s.ownTracer && d.TracerProvider != nil {
+		s.useTracerProvider(d.TracerProvider)
+	}
+	if s.reporter == nil {
+		s.reporter = d.Reporter
 	}
 	if !s.ownReg && d.Registerer != nil {
 		s.ownReg = true // registered once, even when SetDefaults is called again

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
@@ -16,9 +17,10 @@ var _ entrypoint.DefaultsUser = (*Server)(nil)
 
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger, its registry for the metrics unless WithRegisterer, its tracer
-// provider unless WithTracerProvider. Taking the tracer provider builds the
-// grpc.Server again with otelgrpc, calling the register function given to New once
-// more (a no-op provider is not taken: tracing costs every RPC its stats events). A
+// provider unless WithTracerProvider, its propagator unless WithPropagator, its
+// error reporter (for handler panics) unless WithReporter. Taking the tracer
+// provider, or the propagator of a traced Server, builds the grpc.Server again with
+// otelgrpc, calling the register function given to New once more (a no-op provider is not taken: tracing costs every RPC its stats events). A
 // registration that fails, or a register that panics this time, is reported by
 // Bind. It does nothing once the Server is bound.
 func (s *Server) SetDefaults(d entrypoint.Defaults) {
@@ -29,6 +31,15 @@ func (s *Server) SetDefaults(d entrypoint.Defaults) {
 	}
 	if s.own.log == nil && d.Logger != nil {
 		s.log = d.Logger.With(zap.String("entrypoint", s.cfg.Name))
+	}
+	if s.own.reporter == nil && d.Reporter != nil {
+		s.reporter = d.Reporter
+	}
+	if s.own.prop == nil && d.Propagator != nil {
+		s.prop = d.Propagator
+		if s.own.tracer != nil && s.regErr == nil {
+			s.rebuild(s.own.tracer) // again, with the propagator
+		}
 	}
 	if s.own.tracer == nil && d.TracerProvider != nil && !isNoop(d.TracerProvider) && !s.traced {
 		s.rebuild(d.TracerProvider)
@@ -68,4 +79,13 @@ func isNoop(tp trace.TracerProvider) bool {
 		return true
 	}
 	return false
+}
+
+// propagator is the propagator of the Server's tracing: WithPropagator's, the
+// Host's, or W3C trace context and baggage.
+func (s *Server) propagator() propagation.TextMapPropagator {
+	if s.prop != nil {
+		return s.prop
+	}
+	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }

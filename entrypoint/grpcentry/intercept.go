@@ -24,7 +24,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	if isHealth(info.FullMethod) {
 		defer func() {
 			if r := recover(); r != nil {
-				err = s.panicked(info.FullMethod, r)
+				err = s.panicked(ctx, info.FullMethod, r)
 			}
 		}()
 		return handler(ctx, req)
@@ -38,7 +38,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
-			err = s.panicked(info.FullMethod, r)
+			err = s.panicked(ctx, info.FullMethod, r)
 		}
 		s.observe(info.FullMethod, err, start)
 	}()
@@ -51,7 +51,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	if isHealth(info.FullMethod) {
 		defer func() {
 			if r := recover(); r != nil {
-				err = s.panicked(info.FullMethod, r)
+				err = s.panicked(ss.Context(), info.FullMethod, r)
 			}
 		}()
 		return handler(srv, ss)
@@ -66,7 +66,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	st, ctx := s.streams.add(ss.Context())
 	defer func() {
 		if r := recover(); r != nil {
-			err = s.panicked(info.FullMethod, r)
+			err = s.panicked(ctx, info.FullMethod, r)
 		}
 		if errors.Is(context.Cause(ctx), ErrStreamDrained) {
 			err = drainedStatus(err)
@@ -77,14 +77,17 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
 }
 
-// panicked logs and counts a handler's panic r and returns INTERNAL for the client.
-func (s *Server) panicked(method string, r any) error {
+// panicked logs, counts and reports a handler's panic r and returns INTERNAL for the
+// client.
+func (s *Server) panicked(ctx context.Context, method string, r any) error {
 	s.panics.Add(1)
 	if s.metrics != nil {
 		s.metrics.panics.Inc()
 	}
+	stack := debug.Stack()
 	s.log.Error("grpc handler panicked; answered INTERNAL",
-		zap.String("method", method), zap.Any("panic", r), zap.ByteString("stack", debug.Stack()))
+		zap.String("method", method), zap.Any("panic", r), zap.ByteString("stack", stack))
+	s.reportPanic(ctx, method, r, stack)
 	return errPanic
 }
 

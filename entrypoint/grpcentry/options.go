@@ -4,6 +4,7 @@ import (
 	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
@@ -20,6 +21,8 @@ type options struct {
 	log         *zap.Logger
 	reg         prometheus.Registerer
 	tracer      trace.TracerProvider
+	prop        propagation.TextMapPropagator
+	reporter    fault.Reporter
 	monitor     *health.Monitor
 	services    []string
 	servicesSet bool
@@ -87,8 +90,10 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 
 // WithHealth ties the grpc.health.v1 service to m: it answers SERVING only while m's
 // verdict is ok (the Host is ready and every check passes) and NOT_SERVING from the
-// moment readiness is withdrawn, and while a check fails. Without it the health
-// service answers SERVING from Serve until the Host's stop, NOT_SERVING from then on.
+// moment readiness is withdrawn, and while a check fails. Without it the Server
+// follows the Monitor of the Host it is registered with (UseMonitor), the same
+// verdicts over the Host's readiness and checks; outside a Host the health service
+// answers SERVING from Serve until the stop, NOT_SERVING from then on.
 // A nil m is a configuration error.
 func WithHealth(m *health.Monitor) Option {
 	return func(o *options) {

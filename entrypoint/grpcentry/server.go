@@ -49,7 +49,9 @@ type Server struct {
 	register func(*grpc.Server)
 	traced   bool // the grpc.Server has otelgrpc
 	health   *healthServer
-	monitor  *health.Monitor // nil without WithHealth
+	prop     propagation.TextMapPropagator // nil: W3C trace context and baggage
+	reporter fault.Reporter                // nil: panics are only logged
+	monitor  *health.Monitor               // WithHealth's, or the Host's (UseMonitor); nil without either
 
 	gate    entrypoint.Gate
 	streams streamSet
@@ -95,7 +97,8 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop()}
+	s := &Server{cfg: cfg, guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
+		prop: o.prop, reporter: o.reporter}
 	if o.log != nil {
 		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
 	}
@@ -159,8 +162,7 @@ func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) 
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
 			otelgrpc.WithTracerProvider(tp),
 			otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
-			otelgrpc.WithPropagators(propagation.NewCompositeTextMapPropagator(
-				propagation.TraceContext{}, propagation.Baggage{})),
+			otelgrpc.WithPropagators(s.propagator()),
 		)))
 	}
 	gs := grpc.NewServer(append(opts, s.own.serverOpts...)...)

@@ -7,10 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"runtime/debug"
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 )
 
@@ -65,7 +65,7 @@ func (s *Server) finish(w *response, leave func(), start time.Time) {
 	v := recover()
 	abort := v != nil && v == http.ErrAbortHandler
 	if v != nil && !abort {
-		abort = s.recovered(w, v)
+		abort = s.recovered(w, caught(v, w.req))
 	}
 	w.release(leave)
 	if s.metrics != nil {
@@ -83,24 +83,29 @@ func (s *Server) finish(w *response, leave func(), start time.Time) {
 	}
 }
 
-// recovered handles a handler's panic and reports whether the connection must be
-// aborted.
-func (s *Server) recovered(w *response, v any) (abort bool) {
+// recovered handles a handler's panic — logged with its stack and the trace id,
+// counted, and sent to the error reporter — and reports whether the connection
+// must be aborted.
+func (s *Server) recovered(w *response, p *handlerPanic) (abort bool) {
 	s.panics.Add(1)
 	if s.metrics != nil {
 		s.metrics.panics.Inc()
 	}
-	r := w.req
+	r := p.req
 	fields := []zap.Field{
 		zap.String("method", r.Method),
 		zap.String("path", r.URL.Path),
-		zap.Any("panic", v),
-		zap.ByteString("stack", debug.Stack()),
+		zap.Any("panic", p.value),
+		zap.ByteString("stack", p.stack),
 	}
 	if r.Pattern != "" {
 		fields = append(fields, zap.String("pattern", r.Pattern))
 	}
+	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
+		fields = append(fields, zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
+	}
 	s.log.Error("http handler panicked", fields...)
+	s.report(p)
 
 	switch {
 	case w.hijacked:

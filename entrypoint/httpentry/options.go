@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
@@ -21,6 +22,8 @@ type options struct {
 	log      *zap.Logger
 	reg      prometheus.Registerer
 	tracer   trace.TracerProvider
+	prop     propagation.TextMapPropagator
+	reporter fault.Reporter
 	isStream func(*http.Request) bool
 	problems fault.Problems
 }
@@ -82,6 +85,31 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
 			o.tracer = tp
+		}
+	}
+}
+
+// WithPropagator makes the tracing extract the caller's trace context from the
+// request headers with p. Without it the Server uses the propagator its Host hands
+// it (OTEL_PROPAGATORS), and W3C trace context and baggage with neither. It matters
+// only when requests are traced (WithTracerProvider). A nil p is ignored.
+func WithPropagator(p propagation.TextMapPropagator) Option {
+	return func(o *options) {
+		if p != nil {
+			o.prop = p
+		}
+	}
+}
+
+// WithReporter sends each recovered handler panic to r, as a *fault.PanicError with
+// the panicking goroutine's stack, tagged with the entrypoint, the route (the
+// ServeMux pattern, or the path), the method and the trace id of the request's span.
+// Without it the Server uses the error reporter its Host hands it, if any; with
+// neither, a panic is only logged. A nil r is ignored.
+func WithReporter(r fault.Reporter) Option {
+	return func(o *options) {
+		if r != nil {
+			o.reporter = r
 		}
 	}
 }

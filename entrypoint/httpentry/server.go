@@ -35,12 +35,15 @@ type Server struct {
 	cfg        Config
 	srv        *http.Server
 	handler    http.Handler // the user's handler
-	next       http.Handler // handler, wrapped by otelhttp when tracing
+	guarded    http.Handler // handler, its panics carried out with its own request (report.go)
+	next       http.Handler // guarded, wrapped by otelhttp when tracing
 	log        *zap.Logger
 	metrics    *metrics             // nil without a registerer
 	tracing    trace.TracerProvider // nil without a tracer provider
-	own        options              // what the options gave; SetDefaults fills in the rest
-	regErr     error                // SetDefaults' registration failed; Bind reports it
+	prop       propagation.TextMapPropagator
+	reporter   fault.Reporter // nil: panics are only logged
+	own        options        // what the options gave; SetDefaults fills in the rest
+	regErr     error          // SetDefaults' registration failed; Bind reports it
 	isStream   func(*http.Request) bool
 	retryAfter string
 
@@ -85,7 +88,8 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
 		handler:    handler,
-		next:       handler,
+		prop:       o.prop,
+		reporter:   o.reporter,
 		isStream:   o.isStream,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		ln:         o.listener,
@@ -103,6 +107,8 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ConnState:         s.conns.track,
 	}
+	s.guarded = http.HandlerFunc(s.serveGuarded)
+	s.next = s.guarded
 	s.useLogger(o.log)
 	s.useTracerProvider(o.tracer)
 	if o.reg != nil {
@@ -116,8 +122,9 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger, its registry for the metrics unless WithRegisterer, its tracer
-// provider unless WithTracerProvider. A registration that fails is reported by
-// Bind. It does nothing once the Server is bound.
+// provider unless WithTracerProvider, its propagator unless WithPropagator, its
+// error reporter (for handler panics) unless WithReporter. A registration that
+// fails is reported by Bind. It does nothing once the Server is bound.
 func (s *Server) SetDefaults(d entrypoint.Defaults) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -126,6 +133,13 @@ func (s *Server) SetDefaults(d entrypoint.Defaults) {
 	}
 	if s.own.log == nil && d.Logger != nil {
 		s.useLogger(d.Logger)
+	}
+	if s.own.reporter == nil && d.Reporter != nil {
+		s.reporter = d.Reporter
+	}
+	if s.own.prop == nil && d.Propagator != nil {
+		s.prop = d.Propagator
+		s.useTracerProvider(s.tracing) // again, with the propagator
 	}
 	if s.own.tracer == nil && d.TracerProvider != nil && s.tracing == nil {
 		s.useTracerProvider(d.TracerProvider)
@@ -149,17 +163,22 @@ func (s *Server) useLogger(l *zap.Logger) {
 	}
 }
 
-// useTracerProvider wraps the handler in otelhttp with tp; a nil tp does nothing.
+// useTracerProvider wraps the handler in otelhttp with tp and the Server's
+// propagator (W3C trace context and baggage when it has none); a nil tp does
+// nothing.
 func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 	if tp == nil {
 		return
 	}
+	prop := s.prop
+	if prop == nil {
+		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
+	}
 	s.tracing = tp
-	s.next = otelhttp.NewHandler(s.handler, s.cfg.Name,
+	s.next = otelhttp.NewHandler(s.guarded, s.cfg.Name,
 		otelhttp.WithTracerProvider(tp),
 		otelhttp.WithMeterProvider(noop.NewMeterProvider()),
-		otelhttp.WithPropagators(propagation.NewCompositeTextMapPropagator(
-			propagation.TraceContext{}, propagation.Baggage{})),
+		otelhttp.WithPropagators(prop),
 	)
 }
 

@@ -46,6 +46,9 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	if err == nil {
 		err = c.ensureTopics(ctx, addr)
 	}
+	if err == nil {
+		err = c.defaultsErr
+	}
 	var g *kafka.ConsumerGroup
 	if err == nil {
 		g, err = kafka.NewConsumerGroup(c.groupConfig())
@@ -220,6 +223,9 @@ func (c *Consumer) openPartition(topic string, partition int, offset int64) (par
 func zapLogger(l *zap.Logger, lvl zapcore.Level) kafka.Logger {
 	l = l.WithOptions(zap.AddCallerSkip(1))
 	return kafka.LoggerFunc(func(msg string, args ...any) {
+		if kafkaNoise(msg) {
+			return
+		}
 		if ce := l.Check(lvl, "kafka-go: "+strings.TrimSpace(fmt.Sprintf(msg, args...))); ce != nil {
 			ce.Write()
 		}

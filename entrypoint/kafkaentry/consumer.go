@@ -69,6 +69,7 @@ type Consumer struct {
 	log     *zap.Logger
 	dialer  *kafka.Dialer
 	opts    options
+	own     options // what the options gave, without New's defaults (defaults.go)
 	metrics *metrics
 	tracer  trace.Tracer // nil when the tracer provider is a no-op
 	// openReader opens the reader of one assigned partition at offset; tests stand
@@ -110,6 +111,7 @@ type Consumer struct {
 	closeDone    chan struct{} // closed when the group's Close returned
 	closeErr     error
 	drainStats   DrainStats
+	defaultsErr  error // SetDefaults' metrics registration failed; Bind returns it
 }
 
 // partitionReader reads one partition; *kafka.Reader without a GroupID is one.
@@ -150,6 +152,7 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 		log:       o.log.With(zap.String("entrypoint", cfg.Name)),
 		dialer:    dialer,
 		opts:      o,
+		own:       given(opts),
 		slots:     make(chan struct{}, cfg.Workers),
 		commitSem: make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),

@@ -122,6 +122,7 @@ func (c *Consumer) deadLetter(h handling, p partitionRun, msg *kafka.Message, ca
 			h.event("dead_lettered", attribute.String("dead_letter_topic", dm.Topic), attribute.Int("attempts", attempts))
 			h.log().Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 				zap.Int("attempts", attempts), zap.String("error_type", errorType(cause)), zap.Error(cause))...)
+			c.reportDeadLettered(h, msg, dm.Topic, cause, attempts)
 			c.marked(p.gs, msg)
 			return true
 		}

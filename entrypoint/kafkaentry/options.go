@@ -8,6 +8,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/fault"
 )
 
 // An Option configures a Consumer.
@@ -20,6 +22,7 @@ type options struct {
 	dlq        MessageWriter
 	propagator propagation.TextMapPropagator
 	tracer     trace.TracerProvider
+	reporter   fault.Reporter
 }
 
 // MessageWriter writes messages to Kafka; *kafkakit.Producer and *kafka.Writer are. The dead-letter path
@@ -29,7 +32,8 @@ type MessageWriter interface {
 }
 
 // WithLogger sets the logger for lifecycle events, handler failures and kafka-go's own
-// messages (at debug and warn level). The default discards everything.
+// messages (at debug and warn level). Without it the consumer logs through the
+// logger its Host hands it (SetDefaults), and discards everything with neither.
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
@@ -43,7 +47,8 @@ func WithLogger(l *zap.Logger) Option {
 // and the gauges servicewright_kafka_committed_offset{topic,partition},
 // servicewright_kafka_paused{topic,partition,cause} (1 while a partition is paused on
 // an outage) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
-// it no metric is kept.
+// it the metrics go to the registry the consumer's Host hands it (SetDefaults), and
+// none is kept with neither.
 func WithRegisterer(r prometheus.Registerer) Option {
 	return func(o *options) { o.registerer = r }
 }
@@ -73,8 +78,9 @@ func WithDeadLetterWriter(w MessageWriter) Option {
 // tp ("process <topic>", with the messaging attributes: system, destination,
 // partition, offset, consumer group), continuing the trace whose context the message
 // carries in its headers; retries, pauses and the dead-letter write are events of that
-// span. The handler's ctx holds the span. The default is a no-op provider, which
-// costs next to nothing. A nil tp is ignored.
+// span. The handler's ctx holds the span. Without it the consumer traces with the
+// tracer provider its Host hands it (SetDefaults); with neither, with a no-op
+// provider, which costs next to nothing. A nil tp is ignored.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
@@ -84,7 +90,8 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 }
 
 // WithPropagator sets how the trace context is read from message headers (and
-// written into the dead-letter producer's). Default kafkakit.W3C(); pass
+// written into the dead-letter producer's). Without it the consumer uses the
+// propagator its Host hands it (SetDefaults), and kafkakit.W3C() with neither; pass
 // otel.GetTextMapPropagator() to follow the global one. A nil p is ignored.
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(o *options) {

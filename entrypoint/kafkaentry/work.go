@@ -139,6 +139,7 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 	var ob wait.Backoff // the outage schedule, made at the first outage failure
 	var err error
 	attempts := 0 // calls that count against Retry.Attempts: not those of an outage
+	panicReported := false
 	for {
 		attempts++
 		err = safe.Call(c.what, func() error { return c.handler(ctx, *msg) })
@@ -162,6 +163,7 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			return false
 		}
 		c.stats.failed.Add(1)
+		c.reportPanic(h, msg, err, attempts, &panicReported)
 		if tm != nil {
 			tm.failed.Inc()
 		}

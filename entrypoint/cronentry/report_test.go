@@ -1,0 +1,116 @@
+package cronentry
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+)
+
+// reports is a fault.Reporter that keeps what it is given.
+type reports struct {
+	mu   sync.Mutex
+	errs []error
+	tags []map[string]string
+}
+
+func (r *reports) Report(_ context.Context, err error, tags map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs, r.tags = append(r.errs, err), append(r.tags, tags)
+}
+
+func (r *reports) Flush(context.Context) error { return nil }
+
+func (r *reports) get() ([]error, []map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.errs...), append([]map[string]string(nil), r.tags...)
+}
+
+func TestRunReports(t *testing.T) {
+	jobs := []Job{
+		{Name: "fails", Every: time.Second, Run: func(context.Context, Tick) error { return errors.New("boom") }},
+		{Name: "panics", Every: time.Second, Run: func(context.Context, Tick) error { panic("nil map") }},
+		{Name: "fine", Every: time.Second, Run: func(context.Context, Tick) error { return nil }},
+	}
+
+	t.Run("a failed or panicked run reaches the Host's reporter in its span; a fine one does not", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			rep := &reports{}
+			spans := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+			defer tp.Shutdown(context.Background())
+			x := start(t, jobs, func(s *Scheduler) {
+				s.SetDefaults(entrypoint.Defaults{Reporter: rep, TracerProvider: tp})
+			})
+			time.Sleep(1500 * time.Millisecond) // one tick of each
+			x.shutdown()
+
+			errs, tags := rep.get()
+			if len(errs) != 2 {
+				t.Fatalf("%d reports, want 2 (fails, panics): %v", len(errs), errs)
+			}
+			traces := map[string]string{}
+			for _, s := range spans.Ended() {
+				for _, a := range s.Attributes() {
+					if a.Key == "cron.job" {
+						traces[a.Value.AsString()] = s.SpanContext().TraceID().String()
+					}
+				}
+			}
+			if len(traces) != 3 {
+				t.Errorf("spans for %v, want one per job", traces)
+			}
+			for i, err := range errs {
+				job := tags[i][TagJob]
+				if tags[i][fault.TagEntrypoint] != DefaultName || tags[i][fault.TagTraceID] != traces[job] || traces[job] == "" {
+					t.Errorf("report %d tags %v, want the entrypoint and the trace id of the run's span %q", i, tags[i], traces[job])
+				}
+				pe, isPanic := errors.AsType[*fault.PanicError](err)
+				switch job {
+				case "fails":
+					if isPanic || tags[i][TagOutcome] != "failed" {
+						t.Errorf("the failed run's report: %v %v", err, tags[i])
+					}
+				case "panics":
+					if !isPanic || tags[i][TagOutcome] != "panicked" || !strings.Contains(string(pe.Stack), "TestRunReports") {
+						t.Errorf("the panicked run's report: %v %v, want its *fault.PanicError with the stack", err, tags[i])
+					}
+				default:
+					t.Errorf("report of job %q", job)
+				}
+			}
+		})
+	})
+
+	t.Run("WithReporter and WithTracerProvider win over the Host's", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			mine, host := &reports{}, &reports{}
+			hostSpans := tracetest.NewSpanRecorder()
+			hostTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hostSpans))
+			defer hostTP.Shutdown(context.Background())
+			myTP := sdktrace.NewTracerProvider()
+			defer myTP.Shutdown(context.Background())
+			x := start(t, jobs[:1], func(s *Scheduler) {
+				s.SetDefaults(entrypoint.Defaults{Reporter: host, TracerProvider: hostTP})
+			}, WithReporter(mine), WithTracerProvider(myTP))
+			time.Sleep(1500 * time.Millisecond)
+			x.shutdown()
+			m, _ := mine.get()
+			h, _ := host.get()
+			if len(m) != 1 || len(h) != 0 || len(hostSpans.Ended()) != 0 {
+				t.Errorf("reports %d to WithReporter's, %d to the Host's; %d spans to the Host's", len(m), len(h), len(hostSpans.Ended()))
+			}
+		})
+	})
+}

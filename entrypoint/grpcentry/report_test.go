@@ -1,0 +1,135 @@
+package grpcentry_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"google.golang.org/grpc/codes"
+	testpb "google.golang.org/grpc/interop/grpc_testing"
+	"google.golang.org/grpc/status"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/grpcentry"
+	"github.com/servicewright/servicewright/fault"
+)
+
+// reports is a fault.Reporter that keeps what it is given.
+type reports struct {
+	mu   sync.Mutex
+	errs []error
+	tags []map[string]string
+}
+
+func (r *reports) Report(_ context.Context, err error, tags map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errs, r.tags = append(r.errs, err), append(r.tags, tags)
+}
+
+func (r *reports) Flush(context.Context) error { return nil }
+
+func (r *reports) get() ([]error, []map[string]string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]error(nil), r.errs...), append([]map[string]string(nil), r.tags...)
+}
+
+// extracts is a propagator that counts its Extract calls.
+type extracts struct {
+	propagation.TextMapPropagator
+	mu sync.Mutex
+	n  int
+}
+
+func (e *extracts) Extract(ctx context.Context, c propagation.TextMapCarrier) context.Context {
+	e.mu.Lock()
+	e.n++
+	e.mu.Unlock()
+	return e.TextMapPropagator.Extract(ctx, c)
+}
+
+func (e *extracts) count() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.n
+}
+
+func TestPanicReports(t *testing.T) {
+	boom := func(context.Context) error { panic("boom") }
+
+	t.Run("a handler panic reaches the Host's reporter with its stack, method and trace id", func(t *testing.T) {
+		rep := &reports{}
+		rec := tracetest.NewSpanRecorder()
+		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+		defer tp.Shutdown(context.Background())
+		prop := &extracts{TextMapPropagator: propagation.TraceContext{}}
+		x := runHooked(t, grpcentry.Config{}, &service{unary: boom}, func(s *grpcentry.Server) {
+			s.SetDefaults(entrypoint.Defaults{Reporter: rep, TracerProvider: tp, Propagator: prop})
+		})
+		if _, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{}); status.Code(err) != codes.Internal {
+			t.Fatalf("RPC = %v, want INTERNAL", err)
+		}
+		errs, tags := rep.get()
+		if len(errs) != 1 {
+			t.Fatalf("%d reports, want 1", len(errs))
+		}
+		pe, ok := errors.AsType[*fault.PanicError](errs[0])
+		if !ok || pe.Value != "boom" || !strings.Contains(string(pe.Stack), "TestPanicReports") {
+			t.Errorf("report = %v, want the handler's *fault.PanicError with its stack", errs[0])
+		}
+		spans := rec.Ended()
+		if len(spans) != 1 {
+			t.Fatalf("%d spans, want 1", len(spans))
+		}
+		want := map[string]string{fault.TagEntrypoint: "grpc", grpcentry.TagMethod: "/grpc.testing.TestService/UnaryCall",
+			fault.TagTraceID: spans[0].SpanContext().TraceID().String()}
+		for k, v := range want {
+			if tags[0][k] != v {
+				t.Errorf("tag %s = %q, want %q", k, tags[0][k], v)
+			}
+		}
+		if prop.count() == 0 {
+			t.Error("the Host's propagator was not used")
+		}
+	})
+
+	t.Run("WithReporter and WithPropagator win over the Host's", func(t *testing.T) {
+		mine, host := &reports{}, &reports{}
+		myProp, hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}, &extracts{TextMapPropagator: propagation.TraceContext{}}
+		tp := sdktrace.NewTracerProvider()
+		defer tp.Shutdown(context.Background())
+		x := runHooked(t, grpcentry.Config{}, &service{unary: boom}, func(s *grpcentry.Server) {
+			s.SetDefaults(entrypoint.Defaults{Reporter: host, Propagator: hostProp, TracerProvider: tp})
+		}, grpcentry.WithReporter(mine), grpcentry.WithPropagator(myProp))
+		x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{})
+		m, _ := mine.get()
+		h, _ := host.get()
+		if len(m) != 1 || len(h) != 0 {
+			t.Errorf("reports: %d to WithReporter's, %d to the Host's; want 1 and 0", len(m), len(h))
+		}
+		if myProp.count() == 0 || hostProp.count() != 0 {
+			t.Errorf("extracts: %d by WithPropagator's, %d by the Host's", myProp.count(), hostProp.count())
+		}
+	})
+
+	t.Run("the Host's propagator reaches a Server traced by WithTracerProvider", func(t *testing.T) {
+		hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}
+		tp := sdktrace.NewTracerProvider()
+		defer tp.Shutdown(context.Background())
+		x := runHooked(t, grpcentry.Config{}, &service{}, func(s *grpcentry.Server) {
+			s.SetDefaults(entrypoint.Defaults{Propagator: hostProp})
+		}, grpcentry.WithTracerProvider(tp))
+		if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
+			t.Fatal(err)
+		}
+		if hostProp.count() == 0 {
+			t.Error("the Host's propagator was not used")
+		}
+	})
+}

@@ -1,0 +1,149 @@
+package kafkaentry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/trace"
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+)
+
+var _ entrypoint.DefaultsUser = (*Consumer)(nil)
+
+// Tag keys of the consumer's reports, beside fault.TagEntrypoint and
+// fault.TagTraceID.
+const (
+	TagTopic     = "topic"     // the message's topic
+	TagPartition = "partition" // its partition, in decimal
+	TagOffset    = "offset"    // its offset, in decimal
+	TagGroup     = "group"     // the consumer group
+)
+
+// WithReporter sends to r each handler panic — once per message, at its first
+// panicking attempt, as the *fault.PanicError with the handler's stack — and each
+// dead-lettered message, tagged with the entrypoint, the message's topic, partition
+// and offset, the group and the trace id of the handling's span. A message that
+// stops the entrypoint (OnFailure: StopEntrypoint) is reported by the Host, as the
+// entrypoint's failure. Without it the consumer uses the error reporter its Host
+// hands it, if any; with neither, these are only logged. A nil r is ignored.
+func WithReporter(r fault.Reporter) Option {
+	return func(o *options) {
+		if r != nil {
+			o.reporter = r
+		}
+	}
+}
+
+// given is what opts set, without New's defaults: SetDefaults fills in the rest.
+func given(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o
+}
+
+// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
+// WithLogger (kafka-go's own lines included), its registry for the metrics unless
+// WithRegisterer, its tracer provider unless WithTracerProvider, its propagator
+// unless WithPropagator (also the dead-letter producer's), its error reporter unless
+// WithReporter. A metrics registration that fails is returned by Bind. It does
+// nothing once the consumer is bound.
+func (c *Consumer) SetDefaults(d entrypoint.Defaults) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.group != nil {
+		return
+	}
+	if c.own.log == nil && d.Logger != nil {
+		c.opts.log = d.Logger
+		c.log = d.Logger.With(zap.String("entrypoint", c.cfg.Name))
+	}
+	if c.own.tracer == nil && d.TracerProvider != nil {
+		c.opts.tracer = d.TracerProvider
+		c.tracer = newTracer(d.TracerProvider)
+	}
+	if c.own.propagator == nil && d.Propagator != nil {
+		c.opts.propagator = d.Propagator
+	}
+	if c.own.reporter == nil && d.Reporter != nil {
+		c.opts.reporter = d.Reporter
+	}
+	if c.own.registerer == nil && d.Registerer != nil && c.metrics == nil && c.defaultsErr == nil {
+		m, err := newMetrics(d.Registerer, c.cfg.Name, c.cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
+		if err != nil {
+			c.defaultsErr = fmt.Errorf("kafkaentry %q: metrics: %w", c.cfg.Name, err)
+			return
+		}
+		c.opts.registerer, c.metrics = d.Registerer, m
+	}
+}
+
+// reportPanic sends err to the error reporter when it is a handler's panic and
+// none was reported for this message yet (*reported says; reportPanic sets it).
+func (c *Consumer) reportPanic(h handling, msg *kafka.Message, err error, attempt int, reported *bool) {
+	if c.opts.reporter == nil || *reported {
+		return
+	}
+	if _, ok := errors.AsType[*fault.PanicError](err); !ok {
+		return
+	}
+	*reported = true
+	tags := c.reportTags(h, msg)
+	tags["attempt"] = strconv.Itoa(attempt)
+	c.opts.reporter.Report(h.context(), err, tags)
+}
+
+// reportDeadLettered sends the failure of a message written to the dead-letter
+// topic to the error reporter. The error wraps cause: a panic's stack is shown.
+func (c *Consumer) reportDeadLettered(h handling, msg *kafka.Message, topic string, cause error, attempts int) {
+	if c.opts.reporter == nil {
+		return
+	}
+	err := fmt.Errorf("kafkaentry %q: message %s/%d@%d dead-lettered to %s after %d attempt(s): %w",
+		c.cfg.Name, msg.Topic, msg.Partition, msg.Offset, topic, attempts, cause)
+	tags := c.reportTags(h, msg)
+	tags["dead_letter_topic"] = topic
+	tags["attempts"] = strconv.Itoa(attempts)
+	c.opts.reporter.Report(h.context(), err, tags)
+}
+
+func (c *Consumer) reportTags(h handling, msg *kafka.Message) map[string]string {
+	tags := map[string]string{
+		fault.TagEntrypoint: c.cfg.Name,
+		TagTopic:            msg.Topic,
+		TagPartition:        strconv.Itoa(msg.Partition),
+		TagOffset:           strconv.FormatInt(msg.Offset, 10),
+		TagGroup:            c.cfg.GroupID,
+	}
+	if h.span != nil {
+		if sc := h.span.SpanContext(); sc.IsValid() {
+			tags[fault.TagTraceID] = sc.TraceID().String()
+			tags[fault.TagSpanID] = sc.SpanID().String()
+		}
+	}
+	return tags
+}
+
+// context is a ctx holding the handling's span, if any, for a report.
+func (h handling) context() context.Context {
+	if h.span == nil {
+		return context.Background()
+	}
+	return trace.ContextWithSpan(context.Background(), h.span)
+}
+
+// kafkaNoise tells kafka-go's lines the bridge to zap drops: "no messages received
+// from kafka within the allocated time", logged for every fetch of an idle
+// partition that found nothing within MaxWait — the normal state of a quiet topic,
+// several lines a second.
+func kafkaNoise(format string) bool {
+	return strings.HasPrefix(format, "no messages received from kafka within the allocated time")
+}

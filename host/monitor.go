@@ -1,0 +1,49 @@
+package host
+
+import (
+	"github.com/servicewright/servicewright/health"
+)
+
+// Monitor returns the Host's readiness as a health.Monitor: the verdicts of the
+// readiness probe (/readyz) — the Host's state, draining from the stop or
+// BeginDraining on, and AppSpec.Checks with those of the container — for a transport
+// other than HTTP. The Host hands it to every registered entrypoint that implements
+// health.MonitorUser, and supplies it to the container.
+func (h *Host) Monitor() *health.Monitor { return h.monitor }
+
+// buildMonitor makes the Host's Monitor over its readiness and checks (spec and
+// container), once: the container's constructor and New share it. A check the
+// validation refuses (a nil one, an empty name) is left out here; New reports it.
+func (h *Host) buildMonitor(extra []NamedCheck) (*health.Monitor, error) {
+	if h.monitor != nil {
+		return h.monitor, nil
+	}
+	checks := make(map[string]health.Check, len(h.checks)+len(extra))
+	for name, c := range h.checks {
+		checks[name] = c
+	}
+	for _, c := range extra {
+		checks[c.Name] = c.Check
+	}
+	for name, c := range checks {
+		if name == "" || c == nil {
+			delete(checks, name)
+		}
+	}
+	m, err := health.NewMonitor(readiness{h}, health.MonitorConfig{
+		Checks:       checks,
+		CheckTimeout: max(h.spec.Probes.CheckTimeout, 0),
+		Logger:       h.log.Named("health"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	h.monitor = m
+	return m, nil
+}
+
+// Changed makes the Host's readiness a health.Notifier, so that a Monitor follows it
+// without polling: the channel is closed at the next change of the state startup
+// reached, which the Host withdraws at the stop (before the drain delay) and at
+// BeginDraining or PreStop.
+func (r readiness) Changed() <-chan struct{} { return r.h.state.Changed() }

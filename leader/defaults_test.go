@@ -1,0 +1,109 @@
+package leader
+
+import (
+	"context"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/lock"
+)
+
+// leadOnce runs a Leadership made by New with opts, given d as the Host would, until
+// it has led one term, then stops it as the Host does.
+func leadOnce(t *testing.T, d entrypoint.Defaults, opts ...Option) {
+	t.Helper()
+	l, err := New(vSpec(lock.NewMemory(), "a"), func(ctx context.Context, term *Term) error {
+		<-term.Ended()
+		return nil
+	}, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.SetDefaults(d)
+	if err := l.Bind(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop, served := make(chan struct{}), make(chan error, 1)
+	go func() { served <- l.Serve(context.Background(), stop) }()
+	time.Sleep(vCE + time.Millisecond) // virtual time: the first campaign has won
+	if !l.Leadership()[l.conf.Key].Held {
+		t.Fatal("no term won")
+	}
+	close(stop)
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	if err := l.Drain(context.Background()); err != nil {
+		t.Errorf("Drain = %v", err)
+	}
+	if err := l.Stop(context.Background()); err != nil {
+		t.Errorf("Stop = %v", err)
+	}
+}
+
+func TestSetDefaults(t *testing.T) {
+	t.Run("built with no option, a Leadership logs, counts and traces with the Host's telemetry", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			core, logs := observer.New(zap.DebugLevel)
+			reg := prometheus.NewRegistry()
+			spans := tracetest.NewSpanRecorder()
+			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+			defer tp.Shutdown(context.Background())
+			leadOnce(t, entrypoint.Defaults{Logger: zap.New(core), Registerer: reg, TracerProvider: tp})
+			if logs.Len() == 0 || logs.All()[0].ContextMap()["key"] != "job" {
+				t.Errorf("nothing logged through the Host's logger with the key: %v", logs.All())
+			}
+			if n := gatheredNames(t, reg); !n["servicewright_leadership_held"] || !n["servicewright_leadership_terms_ended_total"] {
+				t.Errorf("the leadership metrics are not on the Host's registry: %v", n)
+			}
+			if ended := spans.Ended(); len(ended) != 1 || ended[0].Name() != "leadership.term" {
+				t.Errorf("spans through the Host's tracer provider: %v, want one leadership.term", ended)
+			}
+		})
+	})
+
+	t.Run("an option wins over the Host's default", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			mine, myLogs := observer.New(zap.DebugLevel)
+			host, hostLogs := observer.New(zap.DebugLevel)
+			myReg, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
+			hostSpans := tracetest.NewSpanRecorder()
+			hostTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hostSpans))
+			defer hostTP.Shutdown(context.Background())
+			myTP := sdktrace.NewTracerProvider()
+			defer myTP.Shutdown(context.Background())
+			leadOnce(t, entrypoint.Defaults{Logger: zap.New(host), Registerer: hostReg, TracerProvider: hostTP},
+				WithLogger(zap.New(mine)), WithRegisterer(myReg), WithTracerProvider(myTP))
+			if myLogs.Len() == 0 || hostLogs.Len() != 0 {
+				t.Errorf("logs: %d to WithLogger's, %d to the Host's", myLogs.Len(), hostLogs.Len())
+			}
+			if n := gatheredNames(t, hostReg); len(n) != 0 {
+				t.Errorf("metrics on the Host's registry: %v, want none", n)
+			}
+			if len(hostSpans.Ended()) != 0 {
+				t.Error("a span went to the Host's tracer provider")
+			}
+		})
+	})
+}
+
+func gatheredNames(t *testing.T, reg *prometheus.Registry) map[string]bool {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, mf := range mfs {
+		names[mf.GetName()] = true
+	}
+	return names
+}
