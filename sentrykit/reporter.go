@@ -86,6 +86,11 @@ func New(cfg Config, opts ...Option) (*Reporter, error) {
 		Environment: cfg.Environment,
 		Release:     cfg.Release,
 		ServerName:  cfg.ServerName,
+		// The SDK's telemetry buffer hands events to its transport from a goroutine
+		// of its own, so a Flush can find both empty while an event is between them
+		// and report success with the event unsent. The classic transport queues an
+		// event inside CaptureEvent, so Flush, at exit, waits for every one.
+		DisableTelemetryBuffer: true,
 	})
 	if err != nil {
 		return nil, fault.Invalid(dsnField, "rejected by the Sentry SDK: %s", redact(err, cfg.DSN))
