@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,6 +100,10 @@ func TestDrainAnswersTheBacklog(t *testing.T) {
 	if err := recv(t, drained, "Drain"); err != nil {
 		t.Errorf("Drain = %v", err)
 	}
+	// None was accepted before the Gate closed, so each was refused.
+	if got := x.s.Stats().RefusedDraining; got != n {
+		t.Errorf("RefusedDraining = %d, want %d", got, n)
+	}
 	if _, err := net.DialTimeout("tcp", x.s.Addr().String(), failAfter); err == nil {
 		t.Error("the listening socket still accepts after Drain")
 	}
@@ -160,57 +165,18 @@ func TestDrainAnswersTheBacklogOverTLS(t *testing.T) {
 	if err := recv(t, drained, "Drain"); err != nil {
 		t.Errorf("Drain = %v", err)
 	}
+	// None was accepted before the Gate closed, so each was refused.
+	if got := x.s.Stats().RefusedDraining; got != n {
+		t.Errorf("RefusedDraining = %d, want %d", got, n)
+	}
 }
 
 func TestBacklogListener(t *testing.T) {
-	t.Run("drain hands over what is queued, then closes the socket", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrapped, served := new(Server).takeOver(ln)
-		defer served()
-		bl, ok := wrapped.(*backlogListener)
-		if !ok {
-			t.Fatalf("takeOver(%T) = %T, want *backlogListener", ln, wrapped)
-		}
-		const n = 5
-		for range n {
-			c, err := net.DialTimeout("tcp", ln.Addr().String(), failAfter)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-		}
-		bl.drain()
-		if err := bl.Close(); err != nil { // as Shutdown does: draining goes on
-			t.Fatalf("Close = %v", err)
-		}
-		got := 0
-		for {
-			c, err := bl.Accept()
-			if err != nil {
-				if !errors.Is(err, http.ErrServerClosed) {
-					t.Errorf("Accept after the queue = %v, want http.ErrServerClosed", err)
-				}
-				break
-			}
-			c.Close()
-			got++
-			if got > n {
-				t.Fatalf("Accept returned more than the %d queued connections", n)
-			}
-		}
-		// Dialling completes in the kernel, so a connection may also have been
-		// queued by the test's own dials only: all n were dialled before Close.
-		if got != n {
-			t.Errorf("accepted %d connections after Close, want the %d queued", got, n)
-		}
-		if c, err := net.DialTimeout("tcp", ln.Addr().String(), failAfter); err == nil {
-			c.Close()
-			t.Error("the socket still accepts connections after the queue was emptied")
-		}
-	})
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run("drain hands over what is queued, then closes the socket, "+network, func(t *testing.T) {
+			drainQueue(t, network)
+		})
+	}
 
 	t.Run("Close without drain closes the socket", func(t *testing.T) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -256,6 +222,63 @@ func TestBacklogListener(t *testing.T) {
 			t.Errorf("takeOver(%T) = %T, want the listener itself", other, wrapped)
 		}
 	})
+}
+
+// drainQueue checks that drain hands over the connections queued on a socket of
+// network, then closes it.
+func drainQueue(t *testing.T, network string) {
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "s")
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped, served := new(Server).takeOver(ln)
+	defer served()
+	bl, ok := wrapped.(*backlogListener)
+	if !ok {
+		t.Fatalf("takeOver(%T) = %T, want *backlogListener", ln, wrapped)
+	}
+	const n = 5
+	for range n {
+		c, err := net.DialTimeout(network, ln.Addr().String(), failAfter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	bl.drain()
+	if err := bl.Close(); err != nil { // as Shutdown does: draining goes on
+		t.Fatalf("Close = %v", err)
+	}
+	got := 0
+	for {
+		c, err := bl.Accept()
+		if err != nil {
+			if !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("Accept after the queue = %v, want http.ErrServerClosed", err)
+			}
+			break
+		}
+		if c.LocalAddr().Network() != network {
+			t.Errorf("accepted a %s connection, want %s", c.LocalAddr().Network(), network)
+		}
+		c.Close()
+		got++
+		if got > n {
+			t.Fatalf("Accept returned more than the %d queued connections", n)
+		}
+	}
+	// Each dial returned once the kernel had queued its connection.
+	if got != n {
+		t.Errorf("accepted %d connections after Close, want the %d queued", got, n)
+	}
+	if c, err := net.DialTimeout(network, ln.Addr().String(), failAfter); err == nil {
+		c.Close()
+		t.Error("the socket still accepts connections after the queue was emptied")
+	}
 }
 
 // BenchmarkNewConnection measures a request on a connection of its own, accept
