@@ -60,22 +60,24 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // Closing a listening socket makes the kernel reset the connections it completed
 // and queued but the server had not accepted yet. So when the listener is a
 // *net.TCPListener or *net.UnixListener (on Linux), Drain first accepts, without
-// waiting, every connection queued, and closes the socket once none is left; each
-// gets its 503 draining answer. Only a connection whose handshake completes in the
-// microseconds between that last accept and the close is still reset; the Host
-// waits out the drain delay before Drain, so load balancers have stopped sending
-// new connections by then. Because net/http drops, unanswered, a request it reads
-// once http.Server.Shutdown has begun, Drain starts Shutdown (which sends HTTP/2
-// connections their GOAWAY) only once every HTTP/1 connection has been answered. Any
-// other listener, such as one made by tls.NewListener and given with WithListener,
-// is closed by Shutdown at once, its queue reset, and connections that had not sent
-// their request yet are closed when they do.
+// waiting, every connection queued, and closes the socket once none is left: each
+// of those clients gets its 503 draining answer. Only a connection whose handshake
+// completes in the microseconds between that last accept and the close is still
+// reset by the kernel; it is rare, as the Host waits out the drain delay before
+// Drain, so that load balancers have stopped sending new connections by then.
+// net/http closes without an answer an HTTP/1 connection whose request it reads
+// once http.Server.Shutdown has begun, so Drain starts Shutdown (which sends HTTP/2
+// connections their GOAWAY) only once no HTTP/1 connection is waiting for, reading
+// or answering a request. Any other listener, such as one made by tls.NewListener
+// and given with WithListener, is closed by Shutdown at once as Drain begins: its
+// queue is reset, and a connection accepted whose request had not arrived yet is
+// closed when it does.
 //
-// It then waits,
-// without polling, until every admitted request has returned, every hijacked
-// connection is closed and no connection is reading or answering a request, and
-// closes the idle connections left. It returns nil once all that is done, however
-// close to ctx's deadline: a drain that finished is never reported as a timeout.
+// It then waits, without polling, until every admitted request has returned, every
+// hijacked connection is closed and no connection is reading or answering a
+// request, and closes the idle connections left. It returns nil once all that is
+// done, however close to ctx's deadline: a drain that finished is never reported as
+// a timeout.
 //
 // When ctx is done first, Drain returns an error wrapping ctx.Err() that tells how
 // much is still in flight, and leaves it to Stop; the listener is closed by then, or
