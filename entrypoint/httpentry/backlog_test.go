@@ -325,3 +325,44 @@ func BenchmarkNewConnection(b *testing.B) {
 		c.Close()
 	}
 }
+
+// plainListener hides its socket's type, so that the Server cannot take it over.
+type plainListener struct{ net.Listener }
+
+func TestDrainWithAListenerItCannotTakeOver(t *testing.T) {
+	ln := plainListener{mustListen(t)}
+	s, err := New(Config{}, newHold(), WithListener(ln))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bind(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop, served := make(chan struct{}), make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), stop) }()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + s.Addr().String() + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s.mu.Lock()
+	taken := s.backlog != nil
+	s.mu.Unlock()
+	if taken {
+		t.Errorf("a %T was taken over", ln)
+	}
+	close(stop)
+	if err := recv(t, served, "Serve"); err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failAfter)
+	defer cancel()
+	if err := s.Drain(ctx); err != nil {
+		t.Errorf("Drain = %v", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept on the listener after Drain = %v, want net.ErrClosed", err)
+	}
+}
