@@ -23,14 +23,17 @@ import (
 // flushing the last response, and Shutdown's GOAWAY makes it close itself once its
 // streams are done.
 type connSet struct {
-	mu    sync.Mutex
-	conns map[net.Conn]connInfo // the connections not closed or hijacked
-	busy  entrypoint.Gate       // one unit per busy connection; never closed
-	leave func()                // the Gate's leave, the same for every unit
+	mu      sync.Mutex
+	conns   map[net.Conn]connInfo // the connections not closed or hijacked
+	busy    entrypoint.Gate       // one unit per busy connection; never closed
+	leave   func()                // the Gate's leave, the same for every unit
+	h1      entrypoint.Gate       // one unit per busy connection not known to be HTTP/2
+	h1Leave func()
 }
 
 type connInfo struct {
 	busy    bool
+	h1      bool // counted in connSet.h1
 	checked bool // whether it is HTTP/2 is known
 	h2      bool
 }
@@ -64,7 +67,7 @@ func (cs *connSet) track(c net.Conn, state http.ConnState) {
 	}
 }
 
-// setBusy marks info busy or not, counting it in the Gate. Called with mu held.
+// setBusy marks info busy or not, counting it in the Gates. Called with mu held.
 func (cs *connSet) setBusy(info *connInfo, busy bool) {
 	switch {
 	case busy && !info.busy:
@@ -73,6 +76,13 @@ func (cs *connSet) setBusy(info *connInfo, busy bool) {
 		cs.leave()
 	}
 	info.busy = busy
+	switch h1 := busy && !info.h2; {
+	case h1 && !info.h1:
+		cs.h1Leave, _ = cs.h1.Enter()
+	case !h1 && info.h1:
+		cs.h1Leave()
+	}
+	info.h1 = busy && !info.h2
 }
 
 // busyCount reports how many connections are busy.
@@ -81,3 +91,8 @@ func (cs *connSet) busyCount() int { return cs.busy.InFlight() }
 // wait returns nil as soon as no connection is busy, or ctx.Err() if ctx is done
 // first. A connection accepted later makes no difference to a wait that returned.
 func (cs *connSet) wait(ctx context.Context) error { return cs.busy.Wait(ctx) }
+
+// waitH1 returns nil as soon as no connection that may be HTTP/1 is busy: each has
+// had its requests answered, or is closed, idle or hijacked. A TLS connection counts
+// until its handshake chose HTTP/2. It returns ctx.Err() if ctx is done first.
+func (cs *connSet) waitH1(ctx context.Context) error { return cs.h1.Wait(ctx) }

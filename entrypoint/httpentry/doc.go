@@ -17,12 +17,14 @@
 //  5. Drain closes the Gate: from then on a request that arrives, even on a
 //     keep-alive connection that is already open, is answered 503 with Retry-After,
 //     Connection: close and {"code":"draining"}, a complete response the client may
-//     retry elsewhere. Keep-alives are off; http.Server.Shutdown closes the listener
-//     and idle connections; the streams still open are closed spread over the window
-//     (entrypoint.Spread). Drain follows every connection's state through the
-//     server's ConnState hook and returns as soon as nothing is in flight, without
-//     Shutdown's polling, so a drain that finished is never reported as a timeout. On
-//     ctx expiry Drain returns and leaves the rest.
+//     retry elsewhere. Keep-alives are off; the connections already queued in the
+//     listener's backlog are accepted and refused so before the listener closes,
+//     rather than reset by the kernel; http.Server.Shutdown closes the idle
+//     connections once no HTTP/1 request is left unanswered; the streams still open
+//     are closed spread over the window (entrypoint.Spread). Drain follows every
+//     connection's state through the server's ConnState hook and returns as soon as
+//     nothing is in flight, without Shutdown's polling, so a drain that finished is
+//     never reported as a timeout. On ctx expiry Drain returns and leaves the rest.
 //  6. Stop calls http.Server.Close and closes every stream and hijacked connection.
 //
 // # Streams

@@ -54,16 +54,35 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // response, idle ones at once; HTTP/2 ones are sent a GOAWAY); closes the Gate, so
 // that every request not yet admitted, including one arriving on a connection that
 // is already open, is answered 503 with Retry-After, Connection: close and the JSON
-// body {"code":"draining",…}; starts http.Server.Shutdown, which closes the listener;
-// and spreads the closing of the streams still open over min(StreamDrainWindow, the
-// time left on ctx) with entrypoint.Spread, as DrainStreams does. It then waits,
-// without polling, until every admitted request has returned, every hijacked
-// connection is closed and no connection is reading or answering a request, and
-// closes the idle connections left. It returns nil once all that is done, however
-// close to ctx's deadline: a drain that finished is never reported as a timeout.
+// body {"code":"draining",…}; closes the listener; and spreads the closing of the
+// streams still open over min(StreamDrainWindow, the time left on ctx) with
+// entrypoint.Spread, as DrainStreams does.
+//
+// Closing a listening socket makes the kernel reset the connections it completed
+// and queued but the server had not accepted yet. So when the listener is a
+// *net.TCPListener or *net.UnixListener (on Linux), Drain first accepts, without
+// waiting, every connection queued, and closes the socket once none is left: each
+// of those clients gets its 503 draining answer. Only a connection whose handshake
+// completes in the microseconds between that last accept and the close is still
+// reset by the kernel; it is rare, as the Host waits out the drain delay before
+// Drain, so that load balancers have stopped sending new connections by then.
+// net/http closes without an answer an HTTP/1 connection whose request it reads
+// once http.Server.Shutdown has begun, so Drain starts Shutdown (which sends HTTP/2
+// connections their GOAWAY) only once no HTTP/1 connection is waiting for, reading
+// or answering a request. Any other listener, such as one made by tls.NewListener
+// and given with WithListener, is closed by Shutdown at once as Drain begins: its
+// queue is reset, and a connection accepted whose request had not arrived yet is
+// closed when it does.
+//
+// It then waits, without polling, until every admitted request has returned, every
+// hijacked connection is closed and no connection is reading or answering a
+// request, and closes the idle connections left. It returns nil once all that is
+// done, however close to ctx's deadline: a drain that finished is never reported as
+// a timeout.
 //
 // When ctx is done first, Drain returns an error wrapping ctx.Err() that tells how
-// much is still in flight, and leaves it to Stop; the listener is closed by then.
+// much is still in flight, and leaves it to Stop; the listener is closed by then, or
+// Stop closes it.
 //
 // Drain cancels the ctx of streams only, not of other requests, and closes no
 // hijacked connection whose handler watches StreamContext: it waits for them. A
@@ -74,6 +93,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.guard.Drain()
 	done := s.serveDone
+	backlog := s.backlog
 	s.mu.Unlock()
 	switch {
 	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped || prev == entrypoint.PhaseDraining:
@@ -90,12 +110,24 @@ func (s *Server) Drain(ctx context.Context) error {
 	}
 	list := s.streams.Snapshot(true)
 
-	// Shutdown closes the listener and the idle connections; its polling for the
-	// rest is cut short once the waits below saw everything finish.
+	// Shutdown closes the listener (unless taken over) and the idle connections,
+	// and sends HTTP/2 connections a GOAWAY; its polling for the rest is cut short
+	// once the waits below saw everything finish.
 	shutCtx, endShutdown := context.WithCancel(ctx)
 	defer endShutdown()
 	shut := make(chan error, 1)
-	go func() { shut <- s.srv.Shutdown(shutCtx) }()
+	go func() {
+		if backlog != nil {
+			// Once shutting down, net/http closes an HTTP/1 connection whose
+			// request it reads without answering it; so the queued connections are
+			// handed over, and every HTTP/1 request answered, first.
+			backlog.drain()
+			if entrypoint.Await(shutCtx, done) == nil {
+				s.conns.waitH1(shutCtx) // its error is ctx's, which the waits below report
+			}
+		}
+		shut <- s.srv.Shutdown(shutCtx)
+	}()
 
 	spreadErr := entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).reach)
 	waitErr := s.gate.Wait(ctx) // admitted requests, and hijacked connections

@@ -60,6 +60,8 @@ type Server struct {
 	serveDone chan struct{} // closed when the http.Server's Serve has returned
 	serveErr  error         // what it returned, unless ErrServerClosed, until reported
 	draining  chan struct{} // closed once Drain has closed the Gate
+
+	backlog *backlogListener // what the http.Server serves, once its listener is taken over
 }
 
 // New checks cfg and the options and returns a Server that will serve handler. It
@@ -293,6 +295,8 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 // run is the serving goroutine.
 func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 	defer close(done)
+	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
+	defer served()
 	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
 		if s.srv.TLSConfig != nil {
 			return s.srv.ServeTLS(ln, "", "")

@@ -1,0 +1,40 @@
+package httpentry
+
+import (
+	"errors"
+	"net"
+	"os"
+	"syscall"
+)
+
+// canAcceptQueued tells whether acceptQueued works here.
+const canAcceptQueued = true
+
+// acceptQueued takes one connection from the listening socket's queue with a
+// non-blocking accept4(2): it returns nil, nil when the queue is empty (Go's
+// listening sockets are non-blocking). A connection the client aborted while queued
+// is skipped.
+func acceptQueued(raw syscall.RawConn) (net.Conn, error) {
+	var fd int
+	var err error
+	if cerr := raw.Control(func(s uintptr) {
+		for {
+			fd, _, err = syscall.Accept4(int(s), syscall.SOCK_NONBLOCK|syscall.SOCK_CLOEXEC)
+			if err != syscall.EINTR && err != syscall.ECONNABORTED {
+				return
+			}
+		}
+	}); cerr != nil {
+		return nil, cerr
+	}
+	switch {
+	case errors.Is(err, syscall.EAGAIN):
+		return nil, nil
+	case err != nil:
+		return nil, os.NewSyscallError("accept4", err)
+	}
+	f := os.NewFile(uintptr(fd), "")
+	c, err := net.FileConn(f) // a duplicate, registered with the runtime's poller
+	f.Close()
+	return c, err
+}

@@ -1,0 +1,14 @@
+//go:build !linux
+
+package httpentry
+
+import (
+	"net"
+	"syscall"
+)
+
+// canAcceptQueued tells whether acceptQueued works here: it does not, so listeners
+// are served as they are and closed at Drain.
+const canAcceptQueued = false
+
+func acceptQueued(syscall.RawConn) (net.Conn, error) { return nil, nil }

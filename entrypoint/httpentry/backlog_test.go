@@ -1,0 +1,368 @@
+package httpentry
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// holdAccepts stops the Server's accept loop until the returned func is called, so
+// that the connections dialled meanwhile wait in the listening socket's backlog,
+// completed by the kernel but not accepted. The accept loop runs the ConnState hook
+// of each connection it accepts; the hook waits for the lock held here. At most one
+// connection, the first, is accepted (and waits in the hook) before the loop stops.
+func holdAccepts(x *running) (release func()) {
+	x.s.conns.mu.Lock()
+	return x.s.conns.mu.Unlock
+}
+
+// drainBegan returns a channel closed once Drain has begun to take over the
+// listener: from then on, closing the socket would reset the queued connections.
+func drainBegan(x *running) <-chan struct{} {
+	x.t.Helper()
+	x.s.mu.Lock()
+	defer x.s.mu.Unlock()
+	if x.s.backlog == nil {
+		x.t.Fatal("the listener was not taken over")
+	}
+	return x.s.backlog.drainBegan
+}
+
+// answer reads one response from br and reports whether it is a complete answer a
+// drain may give: 200 "ok", or 503 with Retry-After, Connection: close and the
+// draining code. It returns what was wrong, or "".
+func answer(br *bufio.Reader) string {
+	resp, err := http.ReadResponse(br, &http.Request{Method: "GET"})
+	if err != nil {
+		return "read response: " + err.Error()
+	}
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return "read body: " + err.Error()
+	case resp.StatusCode == 200 && string(body) == "ok":
+		return ""
+	case resp.StatusCode == 503 && resp.Close && resp.Header.Get("Retry-After") != "" &&
+		strings.Contains(string(body), `"code":"draining"`):
+		return ""
+	}
+	return "got " + resp.Status + " " + string(body)
+}
+
+func TestDrainAnswersTheBacklog(t *testing.T) {
+	const n = 64
+	x := run(t, Config{}, newHold())
+	x.mustGet("/ok", 200) // serving
+	began := drainBegan(x)
+	release := holdAccepts(x)
+	held := true
+	defer func() {
+		if held {
+			release()
+		}
+	}()
+
+	conns := make([]*rawConn, n)
+	for i := range conns {
+		conns[i] = dialRaw(t, x.s.Addr())
+		if _, err := io.WriteString(conns[i], "GET /ok HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+			t.Fatalf("write request %d: %v", i, err)
+		}
+	}
+	x.endServe()
+	drained := make(chan error, 1)
+	go func() { drained <- x.drain(failAfter) }()
+	recv(t, began, "Drain to take over the listener")
+	release()
+	held = false
+
+	cut := 0
+	for i, c := range conns {
+		if problem := answer(c.br); problem != "" {
+			cut++
+			if cut <= 3 {
+				t.Errorf("connection %d of %d queued at Drain: %s", i, n, problem)
+			}
+		}
+	}
+	if cut > 0 {
+		t.Errorf("%d of %d queued connections were cut, want every one answered", cut, n)
+	}
+	if err := recv(t, drained, "Drain"); err != nil {
+		t.Errorf("Drain = %v", err)
+	}
+	// None was accepted before the Gate closed, so each was refused.
+	if got := x.s.Stats().RefusedDraining; got != n {
+		t.Errorf("RefusedDraining = %d, want %d", got, n)
+	}
+	if _, err := net.DialTimeout("tcp", x.s.Addr().String(), failAfter); err == nil {
+		t.Error("the listening socket still accepts after Drain")
+	}
+}
+
+func TestDrainAnswersTheBacklogOverTLS(t *testing.T) {
+	const n = 16
+	certFile, keyFile, pool := selfSigned(t, t.TempDir())
+	x := run(t, Config{CertFile: certFile, KeyFile: keyFile}, newHold())
+	if _, _, err := x.get("/ok"); err != nil { // serving (a 400: plain HTTP to HTTPS)
+		t.Fatal(err)
+	}
+	began := drainBegan(x)
+	release := holdAccepts(x)
+	held := true
+	defer func() {
+		if held {
+			release()
+		}
+	}()
+
+	// Each client's TCP connection completes in the backlog; its TLS handshake
+	// then waits for the server to accept it.
+	dialled := make(chan struct{}, n)
+	results := make(chan string, n)
+	for range n {
+		go func() {
+			raw, err := net.DialTimeout("tcp", x.s.Addr().String(), failAfter)
+			dialled <- struct{}{}
+			if err != nil {
+				results <- "dial: " + err.Error()
+				return
+			}
+			defer raw.Close()
+			raw.SetDeadline(time.Now().Add(failAfter))
+			c := tls.Client(raw, &tls.Config{RootCAs: pool, ServerName: "127.0.0.1", NextProtos: []string{"http/1.1"}})
+			if _, err := io.WriteString(c, "GET /ok HTTP/1.1\r\nHost: test\r\n\r\n"); err != nil {
+				results <- "handshake and write: " + err.Error()
+				return
+			}
+			results <- answer(bufio.NewReader(c))
+		}()
+	}
+	for range n {
+		recv(t, dialled, "a client to connect")
+	}
+	x.endServe()
+	drained := make(chan error, 1)
+	go func() { drained <- x.drain(failAfter) }()
+	recv(t, began, "Drain to take over the listener")
+	release()
+	held = false
+
+	for range n {
+		if problem := recv(t, results, "a client's answer"); problem != "" {
+			t.Errorf("a connection queued at Drain: %s", problem)
+		}
+	}
+	if err := recv(t, drained, "Drain"); err != nil {
+		t.Errorf("Drain = %v", err)
+	}
+	// None was accepted before the Gate closed, so each was refused.
+	if got := x.s.Stats().RefusedDraining; got != n {
+		t.Errorf("RefusedDraining = %d, want %d", got, n)
+	}
+}
+
+func TestBacklogListener(t *testing.T) {
+	for _, network := range []string{"tcp", "unix"} {
+		t.Run("drain hands over what is queued, then closes the socket, "+network, func(t *testing.T) {
+			drainQueue(t, network)
+		})
+	}
+
+	t.Run("Close without drain closes the socket", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrapped, served := new(Server).takeOver(ln)
+		defer served()
+		if err := wrapped.Close(); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept on the socket after Close = %v, want net.ErrClosed", err)
+		}
+	})
+
+	t.Run("served closes the socket when Serve returned while draining", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		wrapped, served := new(Server).takeOver(ln)
+		wrapped.(*backlogListener).drain()
+		if err := wrapped.Close(); err != nil {
+			t.Fatalf("Close = %v", err)
+		}
+		served()
+		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Accept on the socket after served = %v, want net.ErrClosed", err)
+		}
+	})
+
+	t.Run("a listener it cannot take over is served as it is", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ln.Close()
+		other := tls.NewListener(ln, &tls.Config{})
+		wrapped, served := new(Server).takeOver(other)
+		served()
+		if wrapped != other {
+			t.Errorf("takeOver(%T) = %T, want the listener itself", other, wrapped)
+		}
+	})
+}
+
+// drainQueue checks that drain hands over the connections queued on a socket of
+// network, then closes it.
+func drainQueue(t *testing.T, network string) {
+	addr := "127.0.0.1:0"
+	if network == "unix" {
+		addr = filepath.Join(t.TempDir(), "s")
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wrapped, served := new(Server).takeOver(ln)
+	defer served()
+	bl, ok := wrapped.(*backlogListener)
+	if !ok {
+		t.Fatalf("takeOver(%T) = %T, want *backlogListener", ln, wrapped)
+	}
+	const n = 5
+	for range n {
+		c, err := net.DialTimeout(network, ln.Addr().String(), failAfter)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	bl.drain()
+	if err := bl.Close(); err != nil { // as Shutdown does: draining goes on
+		t.Fatalf("Close = %v", err)
+	}
+	got := 0
+	for {
+		c, err := bl.Accept()
+		if err != nil {
+			if !errors.Is(err, http.ErrServerClosed) {
+				t.Errorf("Accept after the queue = %v, want http.ErrServerClosed", err)
+			}
+			break
+		}
+		if c.LocalAddr().Network() != network {
+			t.Errorf("accepted a %s connection, want %s", c.LocalAddr().Network(), network)
+		}
+		c.Close()
+		got++
+		if got > n {
+			t.Fatalf("Accept returned more than the %d queued connections", n)
+		}
+	}
+	// Each dial returned once the kernel had queued its connection.
+	if got != n {
+		t.Errorf("accepted %d connections after Close, want the %d queued", got, n)
+	}
+	if c, err := net.DialTimeout(network, ln.Addr().String(), failAfter); err == nil {
+		c.Close()
+		t.Error("the socket still accepts connections after the queue was emptied")
+	}
+}
+
+// BenchmarkNewConnection measures a request on a connection of its own, accept
+// included: dial, GET with Connection: close, read to EOF.
+func BenchmarkNewConnection(b *testing.B) {
+	s, err := New(Config{Addr: "127.0.0.1:0"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Bind(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), stop) }()
+	defer func() {
+		close(stop)
+		<-served
+		ctx, cancel := context.WithTimeout(context.Background(), failAfter)
+		defer cancel()
+		if err := s.Drain(ctx); err != nil {
+			b.Error(err)
+		}
+	}()
+	addr := s.Addr().String()
+	req := []byte("GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
+	buf := make([]byte, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := c.Read(buf); err != nil {
+				break
+			}
+		}
+		c.Close()
+	}
+}
+
+// plainListener hides its socket's type, so that the Server cannot take it over.
+type plainListener struct{ net.Listener }
+
+func TestDrainWithAListenerItCannotTakeOver(t *testing.T) {
+	ln := plainListener{mustListen(t)}
+	s, err := New(Config{}, newHold(), WithListener(ln))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Bind(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop, served := make(chan struct{}), make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), stop) }()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get("http://" + s.Addr().String() + "/ok")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	s.mu.Lock()
+	taken := s.backlog != nil
+	s.mu.Unlock()
+	if taken {
+		t.Errorf("a %T was taken over", ln)
+	}
+	close(stop)
+	if err := recv(t, served, "Serve"); err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failAfter)
+	defer cancel()
+	if err := s.Drain(ctx); err != nil {
+		t.Errorf("Drain = %v", err)
+	}
+	if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
+		t.Errorf("Accept on the listener after Drain = %v, want net.ErrClosed", err)
+	}
+}
