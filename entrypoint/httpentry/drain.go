@@ -122,7 +122,7 @@ func (s *Server) Drain(ctx context.Context) error {
 			// request it reads without answering it; so the queued connections are
 			// handed over, and every HTTP/1 request answered, first.
 			backlog.drain()
-			if entrypoint.Await(shutCtx, done) == nil {
+			if wait.Await(shutCtx, done) == nil {
 				s.conns.waitH1(shutCtx) // its error is ctx's, which the waits below report
 			}
 		}
