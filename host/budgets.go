@@ -179,3 +179,25 @@ func mulSat(n int, d time.Duration) time.Duration {
 	}
 	return time.Duration(n) * d
 }
+
+// checkTimeoutEnv applies SW_CHECK_TIMEOUT, the readiness checks' own budget, over
+// the spec's Probes.CheckTimeout. Unlike a field left at zero (which takes the
+// default), a value set on purpose must be positive: no check answers within 0s.
+func checkTimeoutEnv(lookup func(string) (string, bool), d time.Duration, l *fault.Problems) time.Duration {
+	v, ok := lookup("SW_CHECK_TIMEOUT")
+	if !ok || strings.TrimSpace(v) == "" {
+		return d
+	}
+	got, err := parseDuration(v, false)
+	switch {
+	case err != nil:
+		l.Addf("SW_CHECK_TIMEOUT", "%v (want e.g. \"2s\" or \"500ms\")", err)
+	case got <= 0:
+		l.Addf("SW_CHECK_TIMEOUT", "must be positive, got %s", got)
+	case got > MaxBudget:
+		l.Addf("SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, MaxBudget)
+	default:
+		return got
+	}
+	return d
+}

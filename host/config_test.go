@@ -156,3 +156,29 @@ func TestLogLevelError(t *testing.T) {
 		t.Fatalf("New = %v, want a ConfigError naming SW_LOG_LEVEL", err)
 	}
 }
+
+func TestCheckTimeoutFromEnv(t *testing.T) {
+	for _, tc := range []struct {
+		value, want string // want: a substring of the problem, or "" for none
+	}{
+		{"0s", "SW_CHECK_TIMEOUT: must be positive, got 0s"},
+		{"-1s", "SW_CHECK_TIMEOUT: must be positive"},
+		{"soon", "SW_CHECK_TIMEOUT:"},
+		{"1000000h", "SW_CHECK_TIMEOUT:"},
+		{"250ms", ""},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			h, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(), Probes: health.ListenerConfig{Addr: "127.0.0.1:0"}}, env("SW_CHECK_TIMEOUT", tc.value))
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("New = %v, want no error", err)
+				}
+				return
+			}
+			var ce *fault.ConfigError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New = %v, %v; want a ConfigError with %q", h, err, tc.want)
+			}
+		})
+	}
+}

@@ -93,6 +93,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 
 	var problems fault.Problems
 	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
+	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
 	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.lifecycle = &hooks.Registry{}
 	h.regs = slices.Clone(spec.Entrypoints)
@@ -119,7 +120,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	}
 	h.adopt(h.regs)
 	if !spec.Probes.Disabled {
-		h.probe, err = health.NewListener(spec.Probes, readiness{h}, health.ListenerOptions{
+		h.probe, err = health.NewListener(h.spec.Probes, readiness{h}, health.ListenerOptions{
 			Checks:    h.checks,
 			Metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
 			Lifecycle: h.lifecycleHandler(),
