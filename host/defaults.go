@@ -11,11 +11,14 @@ import (
 )
 
 // defaults is what the Host hands to each entrypoint that takes it
-// (entrypoint.DefaultsUser): its logger, registry, tracer provider and propagator,
-// and its error reporter, through which each report also carries the service, the
+// (entrypoint.DefaultsUser): its logger, registry, tracer provider (only when
+// something receives spans) and propagator, and its error reporter, through which each report also carries the service, the
 // instance and the stage, as the Host's own reports do.
 func (h *Host) defaults() entrypoint.Defaults {
-	d := entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, TracerProvider: h.tel.tp, Propagator: h.tel.prop}
+	d := entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, Propagator: h.tel.prop}
+	if h.tel.receiving {
+		d.TracerProvider = h.tel.tp
+	}
 	if h.tel.reporter != nil {
 		d.Reporter = stampedReporter{h}
 	}

@@ -9,6 +9,8 @@ import (
 	"testing/synctest"
 
 	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -62,12 +64,28 @@ func TestPlainWiring(t *testing.T) {
 		}
 	})
 
+	t.Run("with nothing receiving spans, entrypoints get no tracer provider and pay nothing for spans", func(t *testing.T) {
+		h, err := host.New(host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.NewNop()},
+			Probes: health.ListenerConfig{Disabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		api := &taker{fake: newFake("api", &journal{})}
+		if err := h.Register(host.Registration{Entrypoint: api}); err != nil {
+			t.Fatal(err)
+		}
+		if api.tp != nil || api.log != h.Logger() || api.d.Propagator == nil {
+			t.Errorf("defaults = %+v, want the logger and propagator and no tracer provider", api.d)
+		}
+	})
+
 	t.Run("Register validates as New does, gives the Host's telemetry, and the entrypoint runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			core, logs := observer.New(zap.InfoLevel)
 			rep := &reported{}
-			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core), Reporter: rep}})
+			x := hosttest.New(t, host.AppSpec{ServiceName: "orders", Telemetry: host.TelemetryConfig{Logger: zap.New(core), Reporter: rep,
+				SpanProcessors: []sdktrace.SpanProcessor{tracetest.NewSpanRecorder()}}})
 			h := x.Host()
 			before := h.WorstCase()
 
