@@ -72,7 +72,7 @@ type telemetry struct {
 	// entrypoints no tracer provider, so a request pays nothing for spans that no
 	// one would see (otelhttp alone costs about a third of httpentry's throughput).
 	receiving bool
-	ownedLog bool
+	ownedLog  bool
 }
 
 // newTelemetry builds the logger first, then the rest. A problem with the
