@@ -33,20 +33,7 @@ func (r *grpcReplica) start(t *testing.T) {
 	t.Helper()
 	r.proc = proctest.Start(t, r.bin, append([]string{
 		"GRPC_ADDR=" + r.grpc, "PROBE_ADDR=" + r.probe, "HTTP_ADDR=127.0.0.1:0"}, r.env...)...)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if a, err := get(t, "http://"+r.probe+"/readyz"); err == nil && a.code == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 20s", r.name)
-		}
-		select {
-		case <-r.proc.Done():
-			t.Fatalf("%s exited at start", r.name)
-		case <-time.After(5 * time.Millisecond): // polling another process's readiness
-		}
-	}
+	waitReady(t, r.name, r.probe, r.proc)
 }
 
 // grpcLoad calls the orders API through one client connection at rate per second

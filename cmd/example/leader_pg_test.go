@@ -74,17 +74,7 @@ func TestLeadershipPostgres(t *testing.T) {
 		if newTok <= oldTok {
 			t.Fatalf("new token %d not above %d", newTok, oldTok)
 		}
-		var newFirst time.Time
-		for deadline := time.Now().Add(5 * time.Second); newFirst.IsZero(); {
-			if time.Now().After(deadline) {
-				t.Fatal("the new leader never wrote")
-			}
-			var first *time.Time
-			_ = db.QueryRow(context.Background(), `SELECT min(written_at) FROM digest_log WHERE token = $1`, int64(newTok)).Scan(&first)
-			if first != nil {
-				newFirst = *first
-			}
-		}
+		newFirst := firstWrite(t, db, newTok)
 		_ = paused.proc.Signal(syscall.SIGCONT)
 		for deadline := time.Now().Add(5 * time.Second); ; {
 			if v, ok := paused.lease(t); ok && !v.Held {

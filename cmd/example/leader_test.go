@@ -95,6 +95,22 @@ func without(reps []*fleetReplica, r *fleetReplica) []*fleetReplica {
 	return out
 }
 
+// firstWrite waits up to 5 s for the leader of term token to write a digest, and
+// returns when its first write was stored.
+func firstWrite[T ~int64 | ~uint64](t *testing.T, db *pgx.Conn, token T) time.Time {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if time.Now().After(deadline) {
+			t.Fatal("the new leader never wrote")
+		}
+		var first *time.Time
+		_ = db.QueryRow(context.Background(), `SELECT min(written_at) FROM digest_log WHERE token = $1`, int64(token)).Scan(&first)
+		if first != nil {
+			return *first
+		}
+	}
+}
+
 func pgConn(t *testing.T) *pgx.Conn {
 	t.Helper()
 	c, err := pgx.Connect(context.Background(), env.Postgres(t).DSN())
@@ -182,17 +198,7 @@ func TestLeadership(t *testing.T) {
 			t.Fatalf("new token %d not above %d", newTok, oldTok)
 		}
 		// Let the new leader write, then wake the old one.
-		var newFirst time.Time
-		for deadline := time.Now().Add(5 * time.Second); newFirst.IsZero(); {
-			if time.Now().After(deadline) {
-				t.Fatal("the new leader never wrote")
-			}
-			var first *time.Time
-			_ = db.QueryRow(context.Background(), `SELECT min(written_at) FROM digest_log WHERE token = $1`, int64(newTok)).Scan(&first)
-			if first != nil {
-				newFirst = *first
-			}
-		}
+		newFirst := firstWrite(t, db, newTok)
 		_ = paused.proc.Signal(syscall.SIGCONT)
 		t.Logf("paused for %s", time.Since(stoppedAt))
 		// The woken leader ends its term at its first Live() check.

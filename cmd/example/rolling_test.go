@@ -27,17 +27,24 @@ type replica struct {
 func (r *replica) start(t *testing.T) {
 	t.Helper()
 	r.proc = proctest.Start(t, r.bin, append([]string{"HTTP_ADDR=" + r.http, "PROBE_ADDR=" + r.probe, "GRPC_ADDR=127.0.0.1:0"}, r.env...)...)
+	waitReady(t, r.name, r.probe, r.proc)
+}
+
+// waitReady waits up to 20 s for the process p, serving probes on probe, to answer
+// /readyz 200; it fails the test if p exits first.
+func waitReady(t *testing.T, name, probe string, p *proctest.Proc) {
+	t.Helper()
 	deadline := time.Now().Add(20 * time.Second)
 	for {
-		if a, err := get(t, "http://"+r.probe+"/readyz"); err == nil && a.code == 200 {
+		if a, err := get(t, "http://"+probe+"/readyz"); err == nil && a.code == 200 {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s not ready after 20s", r.name)
+			t.Fatalf("%s not ready after 20s", name)
 		}
 		select {
-		case <-r.proc.Done():
-			t.Fatalf("%s exited at start", r.name)
+		case <-p.Done():
+			t.Fatalf("%s exited at start", name)
 		case <-time.After(5 * time.Millisecond): // polling another process's readiness
 		}
 	}
