@@ -34,6 +34,17 @@ func slowPhaseSpec(j *journal, b host.Budgets) (host.AppSpec, *observer.Observed
 	}, logs
 }
 
+// cutShort is the cut_short field of the shutdown report.
+func cutShort(t *testing.T, logs *observer.ObservedLogs) string {
+	t.Helper()
+	rep := logs.FilterMessage("shutdown report").All()
+	if len(rep) != 1 {
+		t.Fatalf("%d shutdown reports", len(rep))
+	}
+	s, _ := rep[0].ContextMap()["cut_short"].(string)
+	return s
+}
+
 func TestPreStopHonoursTheBudgets(t *testing.T) {
 	t.Run("the Deadline cuts the phases PreStop is running and names itself in the report", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
@@ -56,9 +67,8 @@ func TestPreStopHonoursTheBudgets(t *testing.T) {
 			if !errors.Is(err, host.ErrShutdownTimeout) || !strings.Contains(err.Error(), "deadline expired in stage drain_phases") {
 				t.Errorf("Run = %v, want a timeout naming the Deadline and the stage it expired in", err)
 			}
-			rep := logs.FilterMessage("shutdown report").All()
-			if len(rep) != 1 || !strings.Contains(rep[0].ContextMap()["cut_short"].(string), "deadline expired") {
-				t.Errorf("report %v, want cut_short naming the Deadline", rep)
+			if cut := cutShort(t, logs); !strings.Contains(cut, "deadline expired") || !strings.Contains(cut, "drain_phases") {
+				t.Errorf("report's cut_short = %q, want the Deadline and the stage it expired in", cut)
 			}
 		})
 	})
@@ -85,9 +95,8 @@ func TestPreStopHonoursTheBudgets(t *testing.T) {
 				t.Errorf("Run = %v, want nil: ForceCleanup is not a timeout", err)
 			}
 			<-returned
-			rep := logs.FilterMessage("shutdown report").All()
-			if len(rep) != 1 || !strings.Contains(rep[0].ContextMap()["cut_short"].(string), "ForceCleanup") {
-				t.Errorf("report %v, want cut_short naming ForceCleanup", rep)
+			if cut := cutShort(t, logs); !strings.Contains(cut, "ForceCleanup") {
+				t.Errorf("report's cut_short = %q, want ForceCleanup", cut)
 			}
 		})
 	})
