@@ -12,17 +12,27 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Exit codes.
+// Exit codes: the one place they are declared. README.md's table lists each, and a
+// test holds the two together.
 const (
-	ExitOK      = 0
-	ExitFailure = 1  // startup failed, an essential entrypoint failed, or the exit blew its budget
-	ExitConfig  = 78 // EX_CONFIG: the spec or the environment is invalid
+	ExitOK = 0
+	// ExitFailure: startup failed (a container constructor or OnStart hook, a
+	// warmup, a start hook, a Bind), an essential entrypoint failed, a cleanup step
+	// failed, or the exit overran a budget.
+	ExitFailure = 1
+	// ExitQuit is what Go's runtime exits with on SIGQUIT, after writing every
+	// goroutine's stack to stderr; the Host leaves SIGQUIT to it (InstallSignalHandlers).
+	ExitQuit   = 2
+	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by
 	// fault.Permanent (entrypoint.TaskConfig.PermanentExitCode changes it).
 	ExitPermanent = entrypoint.DefaultPermanentExitCode
 	// ExitInterrupted (EX_TEMPFAIL) is the exit code of a run stopped before its
 	// tasks were done: non-zero, and worth retrying.
 	ExitInterrupted = 75
+	// ExitSignal is added to the signal's number on a second stop signal: 130 for
+	// SIGINT, 143 for SIGTERM, 129 for SIGHUP.
+	ExitSignal = 128
 )
 
 var (
