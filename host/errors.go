@@ -37,15 +37,19 @@ const (
 
 var (
 	// ErrShutdownTimeout is returned by Run when the exit itself overran: the
-	// Deadline expired, a drain outlived its window, a step overran its
-	// StepTimeout (whether it returned late or was abandoned), or a cooperative
-	// wait ended without MarkApplicationDrained. It is returned only when nothing
-	// else failed first. The report's result is then "timeout".
+	// Deadline expired (the error and the report's cut_short name the stage it
+	// expired in), a drain outlived its window, a step overran its StepTimeout
+	// (whether it returned late or was abandoned), or a cooperative wait ended
+	// without MarkApplicationDrained. It is returned only when nothing else failed
+	// first. The report's result is then "timeout".
 	ErrShutdownTimeout = errors.New("shutdown did not finish within its budgets")
 
-	// ErrCleanupFailed is returned by Run when a cleanup step failed — a shutdown
-	// hook, a warmup step's Stop, closing the container, flushing telemetry — and
-	// nothing caused the shutdown first. The report's result is then "failure".
+	// ErrCleanupFailed is returned by Run when a cleanup step failed — a
+	// pre_shutdown hook, a warmup step's Stop, closing the container — and nothing
+	// caused the shutdown first. The report's result is then "failure". A flush
+	// that cannot deliver telemetry is not a failure (the report names it under
+	// telemetry_undelivered), nor is a post_shutdown hook's, which runs after the
+	// result is settled (the report names it under after_result).
 	ErrCleanupFailed = errors.New("shutdown cleanup failed")
 
 	// ErrServeReturned is the cause when an entrypoint's Serve returned nil

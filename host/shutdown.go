@@ -39,8 +39,9 @@ func (p Phase) String() string {
 	return fmt.Sprintf("Phase(%d)", int32(p))
 }
 
-// Result is how a shutdown ended. Its String is the `result` of the shutdown report
-// and the label of servicewright_shutdowns_total.
+// Result is how a shutdown ended: success, timeout, failure or interrupted. Its
+// String is the `result` of the shutdown report and the label of
+// servicewright_shutdowns_total.
 type Result int32
 
 const (
@@ -48,7 +49,9 @@ const (
 	Success Result = iota
 	// Timeout: the Deadline expired, or a step overran its budget (a drain past its
 	// window, a step past StepTimeout, a cooperative wait past the drain window).
-	// Once the Deadline has expired it stays Timeout unless a failure is found.
+	// Once the Deadline has expired it stays Timeout unless a failure is found. A
+	// telemetry flush that cannot deliver is not one (the report counts it apart),
+	// nor is a post_shutdown hook, which runs after the result is settled.
 	Timeout
 	// Failure: the shutdown was caused by a failure (startup, an essential
 	// entrypoint), or a cleanup step failed (a shutdown hook, a warmup Stop,
