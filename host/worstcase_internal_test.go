@@ -108,3 +108,31 @@ func TestBudgetOverflow(t *testing.T) {
 		}
 	})
 }
+
+// TestWorstCaseSecondFlush: with an error reporter and something after the flush
+// that may report (a post_shutdown hook, the probe listener), the flush counts twice.
+func TestWorstCaseSecondFlush(t *testing.T) {
+	b := Budgets{StepTimeout: time.Second}
+	step := time.Second + courtesy
+	flush := func(u units) time.Duration {
+		for _, f := range b.worstCase(u).Figures {
+			if f.Name == "flush" {
+				return f.Value
+			}
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		u    units
+		want time.Duration
+	}{
+		{units{reporter: true, postShutdown: 1}, 2 * step},
+		{units{reporter: true, probes: true}, 2 * step},
+		{units{reporter: true}, step},
+		{units{postShutdown: 1, probes: true}, step},
+	} {
+		if got := flush(c.u); got != c.want {
+			t.Errorf("%+v: flush figure %s, want %s", c.u, got, c.want)
+		}
+	}
+}
