@@ -69,7 +69,7 @@ func (r *run) teardown(cause error) error {
 	}
 	if r.scopeOpen {
 		r.enter(StageCloseScope)
-		r.step("close container", func(ctx context.Context) error { return h.app.Stop(ctx) })
+		r.step("close container", func(ctx context.Context) error { return h.scope.Close(ctx) })
 	}
 	r.enter(StageFlush)
 	r.step("flush telemetry", h.tel.flush)
