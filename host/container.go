@@ -26,6 +26,7 @@ type Container interface {
 	// *fault.ConfigError (a graph error: a missing type, a cycle; or a constructor's
 	// own ConfigError) makes New fail with exit code 78; any other error (a
 	// constructor that failed for a runtime reason) is a startup failure, exit 1.
+	// A nil Scope has nothing to open or close.
 	Build(b *Builder) (Scope, error)
 }
 
@@ -57,8 +58,9 @@ func (b *Builder) Lifecycle() *hooks.Registry { return b.h.lifecycle }
 func (b *Builder) Registry() *prometheus.Registry { return b.h.tel.reg }
 
 // Monitor returns the Host's Monitor (see Host.Monitor) over AppSpec.Checks and
-// checks, building it at the first call; later calls return the same Monitor,
-// whatever their checks. Checks given here are also added, as with Check.
+// checks — those the container adds with Check, which a Monitor must know when it is
+// built — building it at the first call; later calls return the same Monitor,
+// whatever their checks. It adds no check: Check does.
 func (b *Builder) Monitor(checks map[string]health.Check) (*health.Monitor, error) {
 	extra := make([]namedCheck, 0, len(checks))
 	for name, c := range checks {
