@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/lock/locktest"
 )
