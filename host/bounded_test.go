@@ -14,6 +14,7 @@ import (
 
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // hangingFlush is a span processor whose Shutdown (the telemetry flush) does not
@@ -64,7 +65,7 @@ func (h hangs) spec(j *journal, n int, b host.Budgets, release chan struct{}) ho
 	reg.AddPreShutdown("pre", pick(h.preShutdown))
 	reg.AddPostShutdown("post", pick(h.postShutdown))
 	spec.Warmups = []host.Step{{Name: "pool", Start: ok, Stop: pick(h.warmupStop)}}
-	spec.Container = fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.Hook{OnStop: pick(h.scope)}) })
+	spec.Container = hostfx.Container(fx.Invoke(func(lc fx.Lifecycle) { lc.Append(fx.Hook{OnStop: pick(h.scope)}) }))
 	if h.flush {
 		spec.Telemetry.SpanProcessors = []trace.SpanProcessor{hangingFlush{release}}
 	}

@@ -3,14 +3,19 @@
 // autoscaler or a node going away costs nobody a request, a message or a write.
 //
 // A service is an AppSpec: its entrypoints (what takes work from outside), warmup
-// steps, hooks, readiness checks, budgets and fx container. New validates all of it
-// and reports every problem in one *fault.ConfigError; Run runs it.
+// steps, hooks, readiness checks, budgets and container (a Container; package
+// host/hostfx makes one of fx modules, so that this package links no container). New
+// validates all of it and reports every problem in one *fault.ConfigError; Run runs
+// it. OTLP export from the OTEL_* variables is opt-in: Main(spec, otlp.FromEnv())
+// with package host/otlp.
 //
 // # Startup
 //
 // Telemetry comes first (zap, OpenTelemetry, Prometheus), so every later failure is
-// visible; then the spec is validated and the container built (New). Run opens the
-// probe listener (answering "unavailable"), runs the container's OnStart hooks,
+// visible; then the spec is validated and the container built (New; a container's
+// constructor that fails for a runtime reason is a *StartupError, exit 1, not a
+// configuration error). Run opens the probe listener (answering "unavailable"),
+// opens the container's scope (its OnStart hooks),
 // warmup by priority group, pre_start hooks, and Bind on each entrypoint in Order;
 // then readiness turns true, post_start hooks run, and every Serve starts. A failure
 // in any of these tears down only what had started and is returned as a

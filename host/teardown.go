@@ -86,7 +86,7 @@ func (r *run) teardown(cause error) error {
 	}
 	if r.scopeOpen {
 		r.enter(StageCloseScope)
-		r.step("close container", func(ctx context.Context) error { return h.app.Stop(ctx) })
+		r.step("close container", func(ctx context.Context) error { return h.scope.Close(ctx) })
 	}
 	r.enter(StageFlush)
 	reported := r.flush(h.tel.flush)

@@ -25,10 +25,10 @@ import (
 // later failure is visible: the logger, the error reporter, the tracer and meter
 // providers and the Prometheus registry.
 //
-// Spans are exported over OTLP when the standard OpenTelemetry variables ask for it:
-// OTEL_TRACES_EXPORTER, or an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT,
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The exporter, its protocol, headers and
-// timeout, the sampler (OTEL_TRACES_SAMPLER), the propagators (OTEL_PROPAGATORS,
+// With the option otlp.FromEnv (package host/otlp), spans are exported over OTLP when
+// the standard OpenTelemetry variables ask for it: OTEL_TRACES_EXPORTER, or an OTLP
+// endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The
+// exporter, its protocol, headers and timeout, the sampler (OTEL_TRACES_SAMPLER), the propagators (OTEL_PROPAGATORS,
 // default W3C tracecontext and baggage) and the resource (OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES) follow the OpenTelemetry specification, read from the
 // process environment by the OpenTelemetry packages themselves. With none of them
@@ -88,7 +88,7 @@ type telemetry struct {
 
 // newTelemetry builds the logger first, then the rest. A problem with the
 // environment is a *fault.ConfigError, logged before it is returned.
-func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool)) (*telemetry, error) {
+func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter Exporter) (*telemetry, error) {
 	var problems fault.Problems
 	t := &telemetry{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
@@ -102,7 +102,7 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	otelDiagnostics(t.log)
-	env := fromEnv(service, instance, &problems)
+	env := fromEnv(service, instance, exporter, &problems)
 	if err := problems.Err(); err != nil {
 		t.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = t.sync()

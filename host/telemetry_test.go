@@ -19,6 +19,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/otlp"
 )
 
 // reported is a fault.Reporter that keeps what it is given.
@@ -300,7 +301,7 @@ func TestOpenTelemetryDiagnostics(t *testing.T) {
 	t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization")
 	core, logs := observer.New(zap.DebugLevel)
 	h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(),
-		Telemetry: host.TelemetryConfig{Logger: zap.New(core)}})
+		Telemetry: host.TelemetryConfig{Logger: zap.New(core)}}, otlp.FromEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
