@@ -15,17 +15,16 @@ import (
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
-// TestNetworkRequestInFlightAtSIGTERM is the test docs/testing.md shows: an HTTP
-// request in flight when the stop begins is answered in full, and one that arrives
-// after the drain began is refused cleanly, all in virtual time.
-func TestNetworkRequestInFlightAtSIGTERM(t *testing.T) {
+// TestSlowRequestSurvivesSIGTERM is the test docs/testing.md shows, verbatim: a
+// request in flight when the stop begins is answered in full, in virtual time.
+func TestSlowRequestSurvivesSIGTERM(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		network := hosttest.NewNetwork()
 		entered := make(chan struct{})
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
 			close(entered)
-			time.Sleep(2 * time.Second) // virtual: the bubble's clock
+			time.Sleep(2 * time.Second) // virtual
 			io.WriteString(w, "done")
 		})
 		srv, err := httpentry.New(httpentry.Config{}, mux, httpentry.WithListener(network.Listener()))
@@ -35,43 +34,29 @@ func TestNetworkRequestInFlightAtSIGTERM(t *testing.T) {
 		x := hosttest.Start(t, host.AppSpec{
 			ServiceName: "svc",
 			Entrypoints: []host.Registration{{Entrypoint: srv}},
-			Budgets:     host.Budgets{DrainDelay: time.Second, DrainGrace: 10 * time.Second},
+			Budgets:     host.Budgets{DrainDelay: time.Second},
 		})
-		if !x.WaitStage(host.StageServe) {
-			t.Fatal(x.Wait())
-		}
+		x.WaitStage(host.StageServe)
 
 		client := network.Client()
 		defer client.CloseIdleConnections()
-		type answer struct {
-			status int
-			body   string
-			err    error
-		}
-		got := make(chan answer, 1)
+		got := make(chan int, 1)
 		go func() {
 			resp, err := client.Get("http://svc/slow")
 			if err != nil {
-				got <- answer{err: err}
+				got <- 0
 				return
 			}
-			defer resp.Body.Close()
-			b, err := io.ReadAll(resp.Body)
-			got <- answer{resp.StatusCode, string(b), err}
+			resp.Body.Close()
+			got <- resp.StatusCode
 		}()
 		<-entered
-		began := time.Now()
 		x.Stop() // as SIGTERM would
-
-		a := <-got
-		if a.err != nil || a.status != http.StatusOK || a.body != "done" {
-			t.Fatalf("the request in flight at the stop got %d %q, %v; want 200 \"done\"", a.status, a.body, a.err)
-		}
-		if d := time.Since(began); d != 2*time.Second {
-			t.Errorf("answered %s after the stop, want 2s (the handler's own time)", d)
+		if code := <-got; code != http.StatusOK {
+			t.Fatalf("the request in flight got %d", code)
 		}
 		if err := x.Wait(); err != nil {
-			t.Fatalf("Run: %v", err)
+			t.Fatal(err)
 		}
 	})
 }
