@@ -17,7 +17,7 @@ import (
 type discardExporter struct{}
 
 func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
-func (discardExporter) Shutdown(context.Context) error                           { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // BenchmarkTracing measures a traced request in process, for every request sampled
 // through a batch processor and for a 1 % ratio sampler, against the same handler
