@@ -60,4 +60,30 @@
 // streams a few at a time over a window, for a drain that moves clients elsewhere
 // gradually. Defaults is the telemetry a Host hands the entrypoints that implement
 // DefaultsUser, used unless an option gave them their own.
+//
+// # Writing one by hand
+//
+// Runner is the safe base for a hand-written entrypoint: it holds the Guard, runs the
+// work in a goroutine it owns, gives the work a draining channel, and implements Drain
+// (wait for the work, then for the units it admitted through the Runner's Gate), Stop
+// (cut the work's ctx; safe before Serve and twice) and InFlight. The entrypoint
+// supplies only its Name, its Bind and its Work.
+//
+// # Capabilities the Host looks for
+//
+// Beyond the four methods, the Host asks each registered entrypoint for these optional
+// interfaces, and uses each one it finds:
+//
+//	interface                  method                          the Host uses it for
+//	entrypoint.InFlighter      InFlight() int                  /debug/lifecycle, the drain report
+//	entrypoint.DrainReporter   DrainReport() string            the shutdown report
+//	entrypoint.StatusDetailer  StatusDetail() string           /debug/lifecycle's detail
+//	entrypoint.DrainTimer      StopTime() time.Duration        refusing a DrainGrace too short for it
+//	entrypoint.DefaultsUser    SetDefaults(Defaults)           the Host's logger, registry, tracing
+//	entrypoint.Finite          Finished() bool                 a task: its end ends the service
+//	fleet.Marker               Marks() fleet.Marks             the fleet posture check
+//	health.MonitorUser         UseMonitor(*health.Monitor)     following readiness (gRPC health)
+//	host.LeadershipReporter    Leadership() map[string]lock.Status  /debug/lifecycle's leadership
+//
+// The last three live beside the types they return, which this package may not import.
 package entrypoint

@@ -1,6 +1,9 @@
 package entrypoint
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Entrypoint is anything that takes work from outside the process: a listener, a
 // consumer, a scheduler, a leader's loop.
@@ -51,4 +54,18 @@ type InFlighter interface {
 // report beside the entrypoint's name.
 type DrainReporter interface {
 	DrainReport() string
+}
+
+// StatusDetailer is implemented by entrypoints that can say in a few words why they
+// are not taking work right now ("paused: broker unreachable"). The Host shows it
+// beside the entrypoint's state in /debug/lifecycle.
+type StatusDetailer interface {
+	StatusDetail() string
+}
+
+// DrainTimer is implemented by entrypoints whose work may need a known time to end
+// once Drain asks it to (a leader's term ends at most this long after the drain
+// began). The Host refuses, at construction, a DrainGrace shorter than that time.
+type DrainTimer interface {
+	StopTime() time.Duration
 }

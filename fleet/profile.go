@@ -43,6 +43,13 @@ type Marks struct {
 	RequiresLongRunning bool
 }
 
+// Marker is implemented by units that declare their own marks (a consumer, a
+// scheduler, a leadership, a singleton step). The Host merges them with the marks of
+// their registration; a unit's own SingletonGuarded cannot be weakened by it.
+type Marker interface {
+	Marks() Marks
+}
+
 // Check reports why a unit with marks m is not allowed under profile p, or "" when it is.
 func (p Profile) Check(m Marks) string {
 	switch {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -54,7 +55,7 @@ func (h *Host) Lifecycle() Lifecycle {
 	}
 	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}
-		if d, ok := e.reg.Entrypoint.(interface{ StatusDetail() string }); ok {
+		if d, ok := e.reg.Entrypoint.(entrypoint.StatusDetailer); ok {
 			es.Detail = d.StatusDetail()
 		}
 		l.Entrypoints = append(l.Entrypoints, es)

@@ -12,51 +12,41 @@ import (
 	"github.com/servicewright/servicewright/host"
 )
 
-// queue is a custom entrypoint: it takes jobs from a channel, one at a time, and
-// counts them through a Gate so the Host can drain it. The README shows this code.
+// queue is a custom entrypoint built on entrypoint.Runner: it takes jobs from a
+// channel, one at a time. The README shows this code.
 type queue struct {
-	jobs   chan string
-	handle func(job string)
-	gate   entrypoint.Gate
-	done   chan struct{}
+	*entrypoint.Runner // the guard, the work goroutine, Drain, Stop, InFlight
+	jobs               chan string
+	handle             func(job string)
 }
 
-func (q *queue) Name() string               { return "queue" }
-func (q *queue) Bind(context.Context) error { q.done = make(chan struct{}); return nil }
+func newQueue(jobs chan string, handle func(job string)) *queue {
+	return &queue{Runner: entrypoint.NewRunner("queue"), jobs: jobs, handle: handle}
+}
+
+func (q *queue) Name() string                   { return "queue" }
+func (q *queue) Bind(ctx context.Context) error { return q.Runner.Bind(ctx, nil) }
 
 func (q *queue) Serve(ctx context.Context, stop <-chan struct{}) error {
-	go q.work()
-	<-stop // return at stop, still taking jobs until Drain
-	return nil
+	return q.Runner.Serve(ctx, stop, q.work) // returns at stop; work goes on until Drain
 }
 
-func (q *queue) work() {
-	defer close(q.done)
-	for job := range q.jobs {
-		leave, ok := q.gate.Enter()
-		if !ok {
-			return // draining: leave the job for another replica
+// work takes one job at a time until the drain. A job it took is always finished (Drain
+// waits for work to return); jobs it did not take stay queued for whoever reads next.
+func (q *queue) work(ctx context.Context, draining <-chan struct{}) error {
+	for {
+		select {
+		case <-draining:
+			return nil
+		case job := <-q.jobs:
+			q.handle(job)
 		}
-		q.handle(job)
-		leave()
-	}
-}
-
-func (q *queue) Drain(ctx context.Context) error { q.gate.Close(); return q.gate.Wait(ctx) }
-
-func (q *queue) Stop(ctx context.Context) error {
-	close(q.jobs)
-	select {
-	case <-q.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	}
 }
 
 func Example_customEntrypoint() {
 	handled := make(chan string, 1)
-	q := &queue{jobs: make(chan string, 1), handle: func(job string) { handled <- job }}
+	q := newQueue(make(chan string, 1), func(job string) { handled <- job })
 	lc := &hooks.Registry{}
 	lc.AddPreShutdown("flush", func(context.Context) error { fmt.Println("flushed"); return nil })
 

@@ -150,7 +150,7 @@ func instanceID(spec *AppSpec, lookup func(string) (string, bool)) string {
 // own reports whether it declared any.
 func marksOf(r Registration) (m fleet.Marks, own bool) {
 	m = r.Marks
-	mk, ok := r.Entrypoint.(interface{ Marks() fleet.Marks })
+	mk, ok := r.Entrypoint.(fleet.Marker)
 	if !ok {
 		return m, false
 	}
@@ -225,7 +225,7 @@ func validateEntrypoints(spec *AppSpec, regs []Registration, l *fault.Problems) 
 // whose term would outlive it leaves the next leader waiting out the lease's TTL.
 func checkStopTimes(regs []Registration, grace time.Duration, l *fault.Problems) {
 	for _, r := range regs {
-		st, ok := r.Entrypoint.(interface{ StopTime() time.Duration })
+		st, ok := r.Entrypoint.(entrypoint.DrainTimer)
 		if !ok {
 			continue
 		}

@@ -92,9 +92,13 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 	var problems fault.Problems
 	t := &telemetry{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
+	console := false
 	if t.log == nil {
-		t.log = newLogger(lookup, &problems)
+		t.log, console = newLogger(lookup, &problems)
 		t.ownedLog = true
+	}
+	if console { // the console encoding drops them from every later line: say them once
+		t.log.Info("starting", zap.String("service", service), zap.String("instance", instance))
 	}
 	t.log = t.log.With(zap.String("service", service))
 	if t.reg == nil {

@@ -22,15 +22,17 @@ const (
 // newLogger builds the Host's own logger on stderr: the level from SW_LOG_LEVEL
 // (default info), the encoding from SW_LOG_FORMAT, or console when stderr is a
 // terminal and JSON otherwise. A bad value is recorded in l and the default used.
-func newLogger(lookup func(string) (string, bool), l *fault.Problems) *zap.Logger {
+// console reports the console encoding.
+func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool) {
 	level := zapcore.InfoLevel
 	if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
 		if err := level.Set(strings.ToLower(v)); err != nil {
 			l.Addf("SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
 		}
 	}
+	tty := term.IsTerminal(int(os.Stderr.Fd()))
 	format := LogJSON
-	if term.IsTerminal(int(os.Stderr.Fd())) {
+	if tty {
 		format = LogConsole
 	}
 	if v, ok := lookup("SW_LOG_FORMAT"); ok && v != "" {
@@ -41,21 +43,25 @@ func newLogger(lookup func(string) (string, bool), l *fault.Problems) *zap.Logge
 			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
-	return zap.New(zapcore.NewCore(encoder(format), zapcore.Lock(os.Stderr), level))
+	return zap.New(zapcore.NewCore(encoder(format, tty), zapcore.Lock(os.Stderr), level)), format == LogConsole
 }
 
-// encoder is the JSON encoder of the Host's logs, or the console one: the same
-// fields, coloured levels and the time of day, one line per entry.
-func encoder(format string) zapcore.Encoder {
+// encoder is the JSON encoder of the Host's logs, or the console one: the time of
+// day, the level (coloured when colour is set: the output is a terminal), the service
+// and instance once (telemetry_console.go), and the shutdown report as a block.
+func encoder(format string, colour bool) zapcore.Encoder {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	enc.EncodeDuration = zapcore.StringDurationEncoder
 	if format == LogConsole {
-		enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		enc.EncodeLevel = zapcore.CapitalLevelEncoder
+		if colour {
+			enc.EncodeLevel = zapcore.CapitalColorLevelEncoder
+		}
 		enc.EncodeTime = zapcore.TimeEncoderOfLayout("15:04:05.000")
 		enc.EncodeCaller = nil
-		return zapcore.NewConsoleEncoder(enc)
+		return newConsoleEncoder(enc)
 	}
 	return zapcore.NewJSONEncoder(enc)
 }

@@ -254,6 +254,16 @@ func TestDashboards(t *testing.T) {
 	scrape(t, probe, exp)
 	exitCode(t, p)
 
+	// A label named like a Prometheus target label is renamed exported_<name> when
+	// scraped: dashboards would have to know that, so none is exported.
+	for name, labels := range exp {
+		for l := range targetLabels {
+			if labels[l] {
+				t.Errorf("%s exports a %q label, which Prometheus stores as exported_%s", name, l, l)
+			}
+		}
+	}
+
 	files := map[string][]string{
 		"../../deploy/grafana/servicewright.json": dashboardQueries(t, "../../deploy/grafana/servicewright.json"),
 		"../../deploy/prometheus/alerts.yaml":     alertQueries(t, "../../deploy/prometheus/alerts.yaml"),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -57,24 +56,16 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 			if !embedded {
 				return brokers, nil
 			}
-			port, err := freePort()
+			// The broker binds a free port itself and reports it: a port picked and
+			// released here could be taken by another socket before the broker binds it.
+			cluster, err := kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{
+				Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
 			if err != nil {
 				return nil, err
 			}
-			addr := fmt.Sprintf("127.0.0.1:%d", port)
-			var cluster *kafkadev.Embedded
-			lc.Append(fx.Hook{
-				OnStart: func(context.Context) error {
-					cluster, err = kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{
-						Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
-					if err == nil {
-						log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", addr))
-					}
-					return err
-				},
-				OnStop: func(context.Context) error { cluster.Close(); return nil },
-			})
-			return []string{addr}, nil
+			lc.Append(fx.StopHook(cluster.Close))
+			log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", cluster.Addr()))
+			return []string{cluster.Addr()}, nil
 		}),
 		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider) (*kafkakit.Producer, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers, Topic: ordersTopic},
@@ -137,13 +128,4 @@ func handleOrder(s store, delay time.Duration) kafkaentry.Handler {
 		}
 		return s.Handle(ctx, o)
 	}
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -81,8 +81,8 @@ func (js *jobStats) observe(d time.Duration) {
 func (js *jobStats) count(o outcome) uint64 { return js.counts[o].Load() }
 
 // newStats makes each job's counters and, when r is not nil, registers
-// servicewright_cron_runs_total{job,outcome} and
-// servicewright_cron_run_duration_seconds{job}, with the constant label
+// servicewright_cron_runs_total{cron_job,outcome} and
+// servicewright_cron_run_duration_seconds{cron_job}, with the constant label
 // entrypoint=name. Every job×outcome series exists from the start, at zero.
 func newStats(r prometheus.Registerer, name string, jobs []*job) error {
 	for _, j := range jobs {
@@ -95,12 +95,12 @@ func newStats(r prometheus.Registerer, name string, jobs []*job) error {
 	runs := prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "servicewright", Subsystem: "cron", Name: "runs_total", ConstLabels: labels,
 		Help: "Ticks of each job by outcome: ok, failed, panicked, cancelled, skipped_overlap, skipped_other_replica, skipped_missed, skipped_draining, lock_error, skipped_lock_lost, skipped_claimed.",
-	}, []string{"job", "outcome"})
+	}, []string{"cron_job", "outcome"})
 	duration := prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "servicewright", Subsystem: "cron", Name: "run_duration_seconds", ConstLabels: labels,
 		Help:    "How long each run of a job took, whatever its outcome (skipped ticks excluded).",
 		Buckets: []float64{0.01, 0.05, 0.25, 1, 5, 15, 60, 300, 900}, // a quick sweep to a long report
-	}, []string{"job"})
+	}, []string{"cron_job"})
 	var errs []error
 	for _, c := range []prometheus.Collector{runs, duration} {
 		if err := r.Register(c); err != nil {

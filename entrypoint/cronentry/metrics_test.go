@@ -30,7 +30,7 @@ func TestMetrics(t *testing.T) {
 		for _, f := range families {
 			for _, m := range f.GetMetric() {
 				labels := labelMap(m)
-				if labels["entrypoint"] != "cron" || labels["job"] != "job" {
+				if labels["entrypoint"] != "cron" || labels["cron_job"] != "job" {
 					t.Errorf("%s has labels %v, want entrypoint=cron job=job", f.GetName(), labels)
 				}
 				switch f.GetName() {

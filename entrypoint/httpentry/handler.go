@@ -29,7 +29,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := s.responses.Get().(*response)
 	*rw = response{ResponseWriter: w, srv: s, req: r}
-	defer s.finish(rw, leave, start)
+	var span trace.Span
+	if s.trace.tracer != nil {
+		r, span = s.trace.start(r)
+		rw.req = r
+	}
+	defer s.finish(rw, leave, start, span)
 	if s.isStream != nil && s.isStream(r) {
 		rw.stream = s.streams.newStream(r.Context(), true)
 		r = r.WithContext(rw.stream.ctx)
@@ -56,16 +61,22 @@ func (s *Server) refuse(w http.ResponseWriter) {
 	io.WriteString(w, drainingBody)
 }
 
-// finish runs when a handler returns or panics. A panic other than
+// finish runs when a handler returns or panics. It ends the request's span, if any,
+// once the status of a panic's answer is known. A panic other than
 // http.ErrAbortHandler is logged, counted and answered with a 500 when nothing was
 // sent yet; when the response had started, the connection is aborted instead, so
 // that the client cannot take a cut-short body for a whole one. ErrAbortHandler is
 // re-panicked, as net/http expects, once the request is accounted for.
-func (s *Server) finish(w *response, leave func(), start time.Time) {
+func (s *Server) finish(w *response, leave func(), start time.Time, span trace.Span) {
 	v := recover()
 	abort := v != nil && v == http.ErrAbortHandler
+	var p *handlerPanic
 	if v != nil && !abort {
-		abort = s.recovered(w, caught(v, w.req))
+		p = caught(v, w.req)
+		abort = s.recovered(w, p)
+	}
+	if span != nil {
+		end(span, w.req, w.status, p)
 	}
 	w.release(leave)
 	if s.metrics != nil {

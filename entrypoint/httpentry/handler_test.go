@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"go.opentelemetry.io/otel/codes"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -228,7 +229,10 @@ func TestTracing(t *testing.T) {
 		}
 		io.WriteString(w, "ok")
 	})
-	x := run(t, Config{}, mux, WithTracerProvider(tp))
+	mux.HandleFunc("POST /orders/{id}/pay", func(w http.ResponseWriter, r *http.Request) {
+		panic("card " + r.PathValue("id"))
+	})
+	x := run(t, Config{}, mux, WithTracerProvider(tp), WithLogger(zap.NewNop()))
 
 	t.Run("each admitted request is a server span named after its route", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", x.base+"/orders/7", nil)
@@ -248,6 +252,38 @@ func TestTracing(t *testing.T) {
 		}
 		if got := sp.Parent().TraceID().String(); got != "0af7651916cd43dd8448eb211c80319c" {
 			t.Errorf("parent trace = %s, want the incoming traceparent's", got)
+		}
+	})
+	t.Run("a panicking handler's span has its route, 500 and an error status", func(t *testing.T) {
+		resp, err := x.client.Post(x.base+"/orders/7/pay", "text/plain", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusInternalServerError {
+			t.Fatalf("status %d, want 500", resp.StatusCode)
+		}
+		spans := rec.Ended()
+		sp := spans[len(spans)-1]
+		attrs := map[string]string{}
+		for _, kv := range sp.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.Emit()
+		}
+		if sp.Name() != "POST /orders/{id}/pay" || attrs["http.route"] != "/orders/{id}/pay" {
+			t.Errorf("span %q route %q, want POST /orders/{id}/pay", sp.Name(), attrs["http.route"])
+		}
+		if attrs["http.response.status_code"] != "500" {
+			t.Errorf("status attribute %q, want 500", attrs["http.response.status_code"])
+		}
+		if sp.Status().Code != codes.Error {
+			t.Errorf("span status %v, want Error", sp.Status())
+		}
+		for _, ev := range sp.Events() {
+			for _, kv := range ev.Attributes {
+				if strings.Contains(kv.Value.Emit(), "card") {
+					t.Errorf("the span carries the panic's text: %s=%s", kv.Key, kv.Value.Emit())
+				}
+			}
 		}
 	})
 }

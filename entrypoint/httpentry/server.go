@@ -9,8 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
-	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
@@ -36,7 +34,8 @@ type Server struct {
 	srv        *http.Server
 	handler    http.Handler // the user's handler
 	guarded    http.Handler // handler, its panics carried out with its own request (report.go)
-	next       http.Handler // guarded, wrapped by otelhttp when tracing
+	next       http.Handler // guarded
+	trace      tracing      // the server span of each request (trace.go); zero: none
 	log        *zap.Logger
 	metrics    *metrics             // nil without a registerer
 	tracing    trace.TracerProvider // nil without a tracer provider
@@ -165,7 +164,7 @@ func (s *Server) useLogger(l *zap.Logger) {
 	}
 }
 
-// useTracerProvider wraps the handler in otelhttp with tp and the Server's
+// useTracerProvider makes the Server start a span per request with tp and its
 // propagator (W3C trace context and baggage when it has none); a nil tp does
 // nothing.
 func (s *Server) useTracerProvider(tp trace.TracerProvider) {
@@ -177,11 +176,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	s.tracing = tp
-	s.next = otelhttp.NewHandler(s.guarded, s.cfg.Name,
-		otelhttp.WithTracerProvider(tp),
-		otelhttp.WithMeterProvider(noop.NewMeterProvider()),
-		otelhttp.WithPropagators(prop),
-	)
+	s.trace = tracing{tracer: tp.Tracer(tracerName), prop: prop}
 }
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.

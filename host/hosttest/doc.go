@@ -15,6 +15,10 @@
 //		}
 //	})
 //
-// The Harness disables the probe listener (network I/O does not belong in a bubble),
+// The Harness disables the probe listener (real sockets do not work in a bubble),
 // logs to the test, and reads no environment variable unless given host.WithEnv.
+//
+// A network entrypoint is tested through a Network: an in-memory listener to give
+// the entrypoint, and a dialer and an HTTP client to reach it, whose blocked reads,
+// writes, accepts and dials all let virtual time advance.
 package hosttest

@@ -57,42 +57,7 @@ func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) 
 	if err != nil {
 		return nil, err
 	}
-	var servers strings.Builder
-	bind := " proto h2"
-	for _, b := range backends {
-		proto := ""
-		if b.Proto != "" {
-			proto = " proto " + b.Proto + " check-proto h1" // /readyz is HTTP/1.1
-		}
-		if b.Proto != "h2" {
-			bind = ""
-		}
-		fmt.Fprintf(&servers, "  server %s %s check port %d%s\n", b.Name, b.Addr, b.ProbePort, proto)
-	}
-	ms := interval.Milliseconds()
-	cfg := fmt.Sprintf(`global
-  maxconn 4096
-defaults
-  mode http
-  timeout connect 2s
-  timeout client 30s
-  timeout server 30s
-  timeout http-keep-alive 30s
-  retries 0
-  no option redispatch
-listen stats
-  bind 127.0.0.1:%d
-  stats enable
-  stats uri /stats
-frontend fe
-  bind 127.0.0.1:%d%s
-  default_backend be
-backend be
-  balance roundrobin
-  option httpchk GET /readyz
-  http-check expect status 200
-  default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
-%s`, statsPort, port, bind, ms, ms, ms, servers.String())
+	cfg := HAProxyConfig(backends, interval, port, statsPort)
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -125,6 +90,50 @@ backend be
 			return nil, fmt.Errorf("haproxy not listening on %s after 10s", h.addr)
 		}
 	}
+}
+
+// HAProxyConfig is the configuration StartHAProxy runs: a frontend on 127.0.0.1:port
+// balancing backends round-robin, each health-checked with GET /readyz every interval
+// and marked down after one failure, no retries and no redispatch, and a CSV stats
+// page on 127.0.0.1:statsPort. docs/operations.md shows it for a local fleet; a test
+// holds the two equal.
+func HAProxyConfig(backends []Backend, interval time.Duration, port, statsPort int) string {
+	var servers strings.Builder
+	bind := " proto h2"
+	for _, b := range backends {
+		proto := ""
+		if b.Proto != "" {
+			proto = " proto " + b.Proto + " check-proto h1" // /readyz is HTTP/1.1
+		}
+		if b.Proto != "h2" {
+			bind = ""
+		}
+		fmt.Fprintf(&servers, "  server %s %s check port %d%s\n", b.Name, b.Addr, b.ProbePort, proto)
+	}
+	ms := interval.Milliseconds()
+	return fmt.Sprintf(`global
+  maxconn 4096
+defaults
+  mode http
+  timeout connect 2s
+  timeout client 30s
+  timeout server 30s
+  timeout http-keep-alive 30s
+  retries 0
+  no option redispatch
+listen stats
+  bind 127.0.0.1:%d
+  stats enable
+  stats uri /stats
+frontend fe
+  bind 127.0.0.1:%d%s
+  default_backend be
+backend be
+  balance roundrobin
+  option httpchk GET /readyz
+  http-check expect status 200
+  default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
+%s`, statsPort, port, bind, ms, ms, ms, servers.String())
 }
 
 // Addr is the frontend's address.

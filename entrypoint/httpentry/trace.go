@@ -1,0 +1,100 @@
+package httpentry
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// The server span of a request is started and ended here rather than by otelhttp.
+// Profiled with every request sampled and a batch processor (docs/api.md, "Where
+// tracing's time goes"), otelhttp spent most of its cost on work nobody reads here: a
+// second ResponseWriter wrapper (httpsnoop) beside the Server's own, a request body
+// wrapper, a labeler in the ctx, and the semantic-convention metric attributes it
+// computes even with a no-op meter — the Server's RED metrics already count the same
+// requests. It also ends its span before the Server's recovery sees a panic, so a
+// panicking handler's span said neither the route, nor 500, nor error. The span
+// below carries the attributes of the stable HTTP server conventions that matter for
+// finding a request: method, route, status, and the error on a 5xx or a panic.
+
+// tracerName is the instrumentation scope of the Server's spans.
+const tracerName = "github.com/servicewright/servicewright/entrypoint/httpentry"
+
+// Span attribute keys, from the OpenTelemetry HTTP semantic conventions.
+const (
+	attrMethod = attribute.Key("http.request.method")
+	attrRoute  = attribute.Key("http.route")
+	attrStatus = attribute.Key("http.response.status_code")
+	attrScheme = attribute.Key("url.scheme")
+	attrPath   = attribute.Key("url.path")
+)
+
+// tracing is the Server's tracer and propagator; the zero value traces nothing.
+type tracing struct {
+	tracer trace.Tracer // nil: no span
+	prop   propagation.TextMapPropagator
+}
+
+// start continues the trace of r's headers in a server span named after the method
+// (renamed with the route once the handler matched one) and returns the request to
+// hand on, carrying the span. Attributes are computed only for a span that records,
+// so an unsampled request pays for the propagation and little else.
+func (t *tracing) start(r *http.Request) (*http.Request, trace.Span) {
+	ctx := t.prop.Extract(r.Context(), propagation.HeaderCarrier(r.Header))
+	ctx, span := t.tracer.Start(ctx, r.Method, trace.WithSpanKind(trace.SpanKindServer))
+	if span.IsRecording() {
+		scheme := "http"
+		if r.TLS != nil {
+			scheme = "https"
+		}
+		span.SetAttributes(attrMethod.String(r.Method), attrScheme.String(scheme), attrPath.String(r.URL.Path))
+	}
+	return r.WithContext(ctx), span
+}
+
+// end records what the request came to and ends its span: the route the handler
+// matched (which also names the span), the status sent (500 for a panic answered by
+// the Server), and an error status for a 5xx or a panic.
+func end(span trace.Span, r *http.Request, status int, p *handlerPanic) {
+	if !span.IsRecording() {
+		span.End()
+		return
+	}
+	if pattern := routeOf(r, p); pattern != "" {
+		span.SetName(r.Method + " " + pattern)
+		span.SetAttributes(attrRoute.String(pattern))
+	}
+	if status != 0 {
+		span.SetAttributes(attrStatus.Int(status))
+	}
+	switch {
+	case p != nil:
+		span.SetStatus(codes.Error, "handler panicked")
+		// The value's type only: its text may carry whatever the handler held.
+		span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", fmt.Sprintf("%T", p.value))))
+	case status >= 500:
+		span.SetStatus(codes.Error, strconv.Itoa(status))
+	}
+	span.End()
+}
+
+// routeOf is the path template of the pattern ServeMux matched for the request, as
+// seen by the handler (a panic carries its own request): "/orders/{id}" for the
+// pattern "GET /orders/{id}" — never the raw path, whose values are unbounded. It is
+// "" when no pattern matched (a handler that is not a ServeMux).
+func routeOf(r *http.Request, p *handlerPanic) string {
+	pattern := r.Pattern
+	if p != nil && p.req.Pattern != "" {
+		pattern = p.req.Pattern
+	}
+	if i := strings.IndexByte(pattern, '/'); i > 0 {
+		return pattern[i:] // without the method and the host
+	}
+	return pattern
+}

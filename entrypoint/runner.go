@@ -1,0 +1,208 @@
+package entrypoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/servicewright/servicewright/internal/safe"
+)
+
+// ErrReturnedEarly is what Runner.Serve returns, wrapped with the entrypoint's name,
+// when the work function returns nil before the Host's stop: an entrypoint that stops
+// taking work on its own is a failure of that entrypoint.
+var ErrReturnedEarly = errors.New("work returned before stop")
+
+// Work is the body of a hand-written entrypoint run by a Runner. It takes work until
+// draining is closed and then returns, after finishing (or handing back) what it
+// already took; it must never take a new unit once draining is closed. ctx is
+// cancelled at Stop, when whatever is still running must be cut off, and when the
+// Host gives up on the entrypoint.
+//
+// Units handled concurrently (one goroutine per connection, say) are counted through
+// the Runner's Gate, so that Drain waits for them too.
+type Work func(ctx context.Context, draining <-chan struct{}) error
+
+// A Runner is the part of a hand-written entrypoint that the Host's rules make hard
+// to get right: the call-order guard, the goroutine that runs the work, a Drain that
+// waits for the work to return and for the units it admitted through the Gate, and a
+// Stop that is safe before Serve (the Host stops a bound entrypoint whose Serve never
+// ran, after a failed post_start hook) and safe twice. Embed a Runner, implement
+// Name, Bind and Serve by calling the Runner's, and the entrypoint is complete:
+//
+//	type queue struct {
+//		*entrypoint.Runner
+//		jobs <-chan string
+//	}
+//
+//	func (q *queue) Name() string                      { return "queue" }
+//	func (q *queue) Bind(ctx context.Context) error    { return q.Runner.Bind(ctx, nil) }
+//	func (q *queue) Serve(ctx context.Context, stop <-chan struct{}) error {
+//		return q.Runner.Serve(ctx, stop, q.work)
+//	}
+//
+// Drain, Stop and InFlight come from the Runner. A panic in the work function is
+// recovered and returned as a *fault.PanicError naming the entrypoint.
+//
+// The zero Runner is not usable; make one with NewRunner.
+type Runner struct {
+	name string
+	gate Gate
+
+	mu       sync.Mutex
+	guard    Guard
+	draining chan struct{}      // closed by Drain and by Stop
+	done     chan struct{}      // closed when the work returned; nil until Serve started it
+	cancel   context.CancelFunc // cuts the work's ctx; nil until Serve started it
+	err      error              // what the work returned, once done is closed
+}
+
+// NewRunner returns a Runner for the entrypoint called name.
+func NewRunner(name string) *Runner {
+	return &Runner{name: name, guard: NewGuard(name), draining: make(chan struct{})}
+}
+
+// Gate returns the Gate through which the work admits units it runs concurrently.
+// Drain closes it once the work returned and waits for what it admitted.
+func (r *Runner) Gate() *Gate { return &r.gate }
+
+// InFlight reports the units admitted through the Gate and not yet done, plus one
+// while the work function itself is running: the Host shows it in /debug/lifecycle
+// and the shutdown report.
+func (r *Runner) InFlight() int {
+	n := r.gate.InFlight()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.done != nil {
+		select {
+		case <-r.done:
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// Bind calls open, if not nil, when the Runner is new, and marks it bound when open
+// succeeds; a failed open may be retried. Out of turn it returns an ErrOutOfTurn
+// error and does not call open.
+func (r *Runner) Bind(ctx context.Context, open func(ctx context.Context) error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.guard.Bind(); err != nil {
+		return err
+	}
+	if open != nil {
+		if err := safe.Call(fmt.Sprintf("entrypoint %q Bind", r.name), func() error { return open(ctx) }); err != nil {
+			return err
+		}
+	}
+	r.guard.Bound()
+	return nil
+}
+
+// Serve starts work in a goroutine the Runner owns and returns nil when stop closes,
+// with the work still running: it keeps taking work through the drain delay, until
+// Drain. If the work returns before stop, Serve returns its error, or an error
+// wrapping ErrReturnedEarly when it returned nil: either is a failure of the
+// entrypoint. After Drain or Stop, Serve starts nothing and returns nil.
+func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) error {
+	r.mu.Lock()
+	start, err := r.guard.Serve()
+	if !start || err != nil {
+		r.mu.Unlock()
+		return err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	r.done, r.cancel = done, cancel
+	draining := r.draining
+	r.mu.Unlock()
+
+	go func() {
+		defer close(done)
+		err := safe.Call(fmt.Sprintf("entrypoint %q work", r.name), func() error { return work(wctx, draining) })
+		r.mu.Lock()
+		r.err = err
+		r.mu.Unlock()
+	}()
+
+	select {
+	case <-stop:
+		return nil
+	case <-done:
+		select {
+		case <-stop: // the work saw the stop's drain first: not early
+			return nil
+		default:
+		}
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.err != nil {
+			return r.err
+		}
+		return fmt.Errorf("entrypoint %q: %w", r.name, ErrReturnedEarly)
+	}
+}
+
+// Drain closes draining, so the work takes nothing new, waits for the work to
+// return, then closes the Gate and waits for the units it admitted. It returns the
+// work's error, if any, once everything finished; on ctx expiry it returns ctx.Err()
+// and leaves what still runs to Stop. Before Serve it has nothing to wait for and
+// returns nil.
+func (r *Runner) Drain(ctx context.Context) error {
+	r.mu.Lock()
+	r.guard.Drain()
+	r.closeDraining()
+	done := r.done
+	r.mu.Unlock()
+
+	if done != nil {
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	r.gate.Close()
+	if err := r.gate.Wait(ctx); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.err
+}
+
+// Stop closes draining, cancels the work's ctx so whatever still runs is cut off, and
+// waits for the work to return until ctx expires, returning ctx.Err() then. Units
+// admitted through the Gate are cut through the same ctx; Stop does not wait for
+// them. Stop before Serve, or a second Stop, returns nil at once.
+func (r *Runner) Stop(ctx context.Context) error {
+	r.mu.Lock()
+	prev := r.guard.Stop()
+	r.closeDraining()
+	r.gate.Close()
+	done, cancel := r.done, r.cancel
+	r.mu.Unlock()
+
+	if prev == PhaseStopped || done == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// closeDraining closes the draining channel once. r.mu must be held.
+func (r *Runner) closeDraining() {
+	select {
+	case <-r.draining:
+	default:
+		close(r.draining)
+	}
+}

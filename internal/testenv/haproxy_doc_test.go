@@ -1,0 +1,29 @@
+package testenv
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The HAProxy configuration docs/operations.md gives for a local fleet is the one the
+// rolling-restart tests run.
+func TestHAProxyConfigDocumented(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/operations.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, block, ok := strings.Cut(string(raw), "```haproxy\n")
+	if !ok {
+		t.Fatal("docs/operations.md has no haproxy block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	want := HAProxyConfig([]Backend{
+		{Name: "r1", Addr: "127.0.0.1:8081", ProbePort: 8071},
+		{Name: "r2", Addr: "127.0.0.1:8082", ProbePort: 8072},
+	}, 250*time.Millisecond, 8080, 8404)
+	if block != want {
+		t.Errorf("docs/operations.md's haproxy block differs from HAProxyConfig:\n--- docs\n%s--- code\n%s", block, want)
+	}
+}
