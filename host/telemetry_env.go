@@ -16,6 +16,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/otlpenv"
 )
 
 // otelEnv is what the standard OpenTelemetry variables ask for.
@@ -34,7 +35,8 @@ type otelEnv struct {
 // autoexport falls back to OTLP on localhost when OTEL_TRACES_EXPORTER is unset, so
 // an exporter is built only when OTEL_TRACES_EXPORTER or an OTLP endpoint is set:
 // a service nobody configured exports nothing. Problems are recorded in l under the
-// variable's name.
+// variable's name; a malformed OTLP header list or endpoint (otlpenv.Check) is one,
+// and no exporter is built then.
 func fromEnv(service, instance string, l *fault.Problems) otelEnv {
 	ctx := context.Background()
 	var env otelEnv
@@ -66,6 +68,13 @@ func fromEnv(service, instance string, l *fault.Problems) otelEnv {
 	}
 
 	if disabled := os.Getenv("OTEL_SDK_DISABLED"); strings.EqualFold(strings.TrimSpace(disabled), "true") {
+		return env
+	}
+	// The exporters would log a malformed header list (the token in it) and start
+	// without the header: refuse it first, without quoting it, and build none.
+	n := l.Len()
+	otlpenv.Check(os.LookupEnv, l)
+	if l.Len() > n {
 		return env
 	}
 	if os.Getenv("OTEL_TRACES_EXPORTER") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" ||
