@@ -119,6 +119,9 @@ func FuzzNoSecret(f *testing.F) {
 // to the buffer Diagnostics writes to. It returns the errors of the builds.
 func exporterReads(t *testing.T, v string) []error {
 	t.Helper()
+	if strings.ContainsRune(v, 0) {
+		return nil // no environment variable holds a NUL
+	}
 	var errs []error
 	for _, env := range []map[string]string{
 		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_HEADERS": v,
