@@ -28,8 +28,10 @@
 // still open; warmup steps' Stop and the container's OnStop hooks; telemetry flush;
 // post_shutdown hooks; the probe listener closes; and one "shutdown report" log line.
 // Shutdown hooks run only when startup reached pre_start. Every wait has a limit, and
-// WorstCase, logged at startup, sums them: a step that hangs is abandoned and
-// reported, never allowed to block the steps after it.
+// WorstCase, logged at startup, sums them, PreStop's path included: a step that hangs
+// is abandoned and reported, never allowed to block the steps after it. The result is
+// settled before the post_shutdown hooks run; a telemetry flush that cannot deliver is
+// a warning and a count (telemetry_undelivered), never the exit's failure.
 //
 // # Plain wiring
 //
@@ -39,9 +41,11 @@
 //
 // # Errors and exit codes
 //
-// ExitCode maps what Run returns to 0 (graceful), 1 (a failure, a failed cleanup step
-// or an exit that overran its budgets) or 78 (invalid configuration). A budget
-// overrun never masks the failure that caused the shutdown, and the report's result
-// (success, failure or timeout) is what Shutdown.Result says. Main adds 128+signum for
-// a second signal.
+// ExitCode maps what Run returns to ExitOK (0, graceful), ExitFailure (1: a failure, a
+// failed cleanup step or an exit that overran its budgets), ExitPermanent (3: a task's
+// failure marked by fault.Permanent), ExitInterrupted (75: a task stopped before it was
+// done) or ExitConfig (78: invalid configuration). A budget overrun never masks the
+// failure that caused the shutdown, and the report's result (success, failure, timeout
+// or interrupted) is what Shutdown.Result says. Main adds ExitSignal+signum (128+n) for
+// a second SIGINT, SIGTERM or SIGHUP; SIGQUIT is left to Go's runtime (ExitQuit, 2).
 package host

@@ -230,6 +230,7 @@ func (h *Host) worstCaseLocked() WorstCase {
 		postShutdown: len(lc.hooks[hooks.PostShutdown]),
 		container:    h.app != nil,
 		probes:       h.probe != nil,
+		reporter:     h.tel.reporter != nil,
 	}
 	for _, s := range h.steps {
 		if s.Stop != nil {

@@ -63,8 +63,9 @@ type AppSpec struct {
 // Registration adds an entrypoint to a service.
 type Registration struct {
 	Entrypoint entrypoint.Entrypoint
-	// Order is the bind order: ascending, ties in registration order. Drain and
-	// Stop run in the reverse order. fx groups are unordered, so it is explicit.
+	// Order is the bind order: ascending, ties in registration order. Stop runs in
+	// the reverse order; Drain runs on every entrypoint at once. fx groups are
+	// unordered, so it is explicit.
 	Order int
 	// NonEssential marks an entrypoint whose failure is logged and counted while
 	// the rest keep serving. By default an entrypoint is essential: if its Serve

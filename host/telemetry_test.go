@@ -189,7 +189,7 @@ func TestTelemetry(t *testing.T) {
 		})
 	})
 
-	t.Run("a reporter whose Flush hangs is abandoned at StepTimeout and the exit goes on", func(t *testing.T) {
+	t.Run("a reporter whose Flush hangs is abandoned at StepTimeout, the exit goes on and is not failed for it", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			release := make(chan struct{})
@@ -211,8 +211,9 @@ func TestTelemetry(t *testing.T) {
 			if d := time.Since(began); d > time.Second+100*time.Millisecond {
 				t.Errorf("the exit took %s after flush began; want StepTimeout (1s) and a courtesy", d)
 			}
-			if !errors.Is(err, host.ErrShutdownTimeout) || !strings.Contains(err.Error(), "flush telemetry") || !postShutdown {
-				t.Errorf("Run = %v (post_shutdown ran: %v), want a timeout naming the flush and the hooks after it run", err, postShutdown)
+			if err != nil || !postShutdown || x.Host().Shutdown().Result() != host.Success {
+				t.Errorf("Run = %v, Result %s (post_shutdown ran: %v), want nil, success and the hooks after it run",
+					err, x.Host().Shutdown().Result(), postShutdown)
 			}
 		})
 	})

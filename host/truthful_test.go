@@ -53,9 +53,13 @@ func TestTruthfulExit(t *testing.T) {
 				Stop: func(ctx context.Context) error { <-ctx.Done(); return nil }}}}
 		}, host.ErrShutdownTimeout, host.Timeout},
 		{"a hook that honours its ctx but overruns its timeout is a timeout", func(reg *hooks.Registry) host.AppSpec {
-			reg.AddPostShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			reg.AddPreShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 			return host.AppSpec{Lifecycle: reg}
 		}, host.ErrShutdownTimeout, host.Timeout},
+		{"a post_shutdown hook runs after the verdict: its overrun is reported beside it", func(reg *hooks.Registry) host.AppSpec {
+			reg.AddPostShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			return host.AppSpec{Lifecycle: reg}
+		}, nil, host.Success},
 		{"a clean exit is a success", func(*hooks.Registry) host.AppSpec { return host.AppSpec{} }, nil, host.Success},
 	} {
 		t.Run(c.name, func(t *testing.T) {

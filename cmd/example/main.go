@@ -90,7 +90,7 @@ func spec(k knobs) host.AppSpec {
 			grpcModule(envOr("GRPC_ADDR", ":9090")),
 		),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
-		// Sized so the worst-case exit fits the manifest's 40s grace period with 10%
+		// Sized so the worst-case exit fits the manifest's 45s grace period with 10%
 		// headroom (testdata/k8s/orders.yaml, held to it by k8s_test.go); the startup
 		// log lists it figure by figure.
 		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond,
