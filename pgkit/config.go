@@ -65,7 +65,8 @@ func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string,
 // *fault.ConfigError naming field and what is wrong (a port, an unterminated quote,
 // an sslmode…) in fixed words: url is never quoted, whole or in part, as it may
 // carry a password (in the user info, a password= pair or a ?password= parameter),
-// nor is pgx's error, which quotes it after scrubbing what it recognises.
+// nor is pgx's error, which quotes it after scrubbing what it recognises (and
+// misses a password written without its key: `missing "=" after "s3cret"`).
 func ParseConfig(field, url string) (*pgx.ConnConfig, error) {
 	if url == "" {
 		return nil, fault.Invalid(field, "must not be empty")
@@ -85,6 +86,8 @@ func parseReason(err error) string {
 		{"invalid port", "port must be a number from 1 to 65535"},
 		{"unterminated quoted string", "a quoted value is not terminated"},
 		{"invalid keyword/value", "an entry is not key=value (want host=… port=… user=… dbname=…)"},
+		{"missing \"=\"", "an entry is not key=value (want host=… port=… user=… dbname=…)"},
+		{"failed to parse as keyword/value", "an entry is not key=value (want host=… port=… user=… dbname=…)"},
 		{"percent-encoded", "malformed percent-escape: % must be followed by two hex digits"},
 		{"sslmode is invalid", "sslmode must be disable, allow, prefer, require, verify-ca or verify-full"},
 		{"unable to read", "a TLS file (sslrootcert, sslcert, sslkey) cannot be read"},
