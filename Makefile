@@ -12,6 +12,7 @@ run:
 ## test: install what is missing, then run every test with -race (services start inside the tests)
 test: deps lint
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	$(GO) test -run='^$$' -fuzz='^FuzzNoSecret$$' -fuzztime=15s ./internal/nosecret
 
 ## bench: the figures of DESIGN §6, each beside its baseline from the same run
 bench: deps

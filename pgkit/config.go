@@ -2,7 +2,9 @@ package pgkit
 
 import (
 	"context"
+	"errors"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -37,9 +39,9 @@ func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string,
 	case cfg.URL != "" && cfg.Connect != nil:
 		l.Addf("Connect", "must not be set with URL; give one way to open the lock's connections")
 	case cfg.URL != "":
-		pc, err := pgx.ParseConfig(cfg.URL)
+		pc, err := ParseConfig("URL", cfg.URL)
 		if err != nil {
-			l.Addf("URL", "not a PostgreSQL URL or DSN")
+			l.Merge("", err)
 			break
 		}
 		pc.RuntimeParams["application_name"] = "servicewright-lock"
@@ -56,4 +58,48 @@ func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string,
 		return nil, "", err
 	}
 	return connect, pgx.Identifier(strings.Split(table, ".")).Sanitize(), nil
+}
+
+// ParseConfig parses url, a postgres:// URL or a key=value DSN read from the
+// variable named field (normally DATABASE_URL). A malformed url is a
+// *fault.ConfigError naming field and what is wrong (a port, an unterminated quote,
+// an sslmode…) in fixed words: url is never quoted, whole or in part, as it may
+// carry a password (in the user info, a password= pair or a ?password= parameter),
+// nor is pgx's error, which quotes it after scrubbing what it recognises (and
+// misses a password written without its key: `missing "=" after "s3cret"`).
+func ParseConfig(field, url string) (*pgx.ConnConfig, error) {
+	if url == "" {
+		return nil, fault.Invalid(field, "must not be empty")
+	}
+	pc, err := pgx.ParseConfig(url)
+	if err != nil {
+		return nil, fault.Invalid(field, "not a PostgreSQL URL or key=value DSN: %s", parseReason(err))
+	}
+	return pc, nil
+}
+
+// parseReason maps an error of pgx.ParseConfig to a fixed description. It reads the
+// error to classify it and returns only text of its own.
+func parseReason(err error) string {
+	msg := err.Error()
+	for _, c := range []struct{ in, reason string }{
+		{"invalid port", "port must be a number from 1 to 65535"},
+		{"unterminated quoted string", "a quoted value is not terminated"},
+		{"invalid keyword/value", "an entry is not key=value (want host=… port=… user=… dbname=…)"},
+		{"missing \"=\"", "an entry is not key=value (want host=… port=… user=… dbname=…)"},
+		{"failed to parse as keyword/value", "an entry is not key=value (want host=… port=… user=… dbname=…)"},
+		{"percent-encoded", "malformed percent-escape: % must be followed by two hex digits"},
+		{"sslmode is invalid", "sslmode must be disable, allow, prefer, require, verify-ca or verify-full"},
+		{"unable to read", "a TLS file (sslrootcert, sslcert, sslkey) cannot be read"},
+		{"failed to configure TLS", "the TLS settings are invalid"},
+		{"failed to parse as URL", "not a valid postgres:// URL"},
+	} {
+		if strings.Contains(msg, c.in) {
+			return c.reason
+		}
+	}
+	if _, ok := errors.AsType[*strconv.NumError](err); ok {
+		return "a numeric setting (connect_timeout, …) is not a number"
+	}
+	return "see the PostgreSQL connection string documentation"
 }

@@ -2,6 +2,7 @@ package rediskit
 
 import (
 	"context"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -20,21 +21,30 @@ func Check(c redis.UniversalClient) health.Check {
 	return health.CheckFunc(func(ctx context.Context) error { return c.Ping(ctx).Err() })
 }
 
-// ParseURL turns url, normally the REDIS_URL environment variable —
-// redis://[user:password@]host:port/db, rediss:// for TLS, or unix:///path — into
-// client options with ContextTimeoutEnabled, so that each call's ctx deadline bounds
-// its I/O. A missing or malformed URL is a *fault.ConfigError naming REDIS_URL; the
-// URL itself is never echoed, as it may carry a password.
-func ParseURL(url string) (*redis.Options, error) {
-	var l fault.Problems
+// ParseURL parses url, a Redis URL read from the variable named field (normally
+// REDIS_URL), into client options. A missing or malformed url is a
+// *fault.ConfigError naming field and what is wrong (a bad percent-escape, a port
+// out of range, an unknown scheme…) in fixed words: url is never quoted, whole or
+// in part, as it may carry a password, nor is go-redis's own error, which quotes it.
+//
+// The options have ContextTimeoutEnabled set, so that each call's ctx deadline
+// bounds its I/O.
+func ParseURL(field, url string) (*redis.Options, error) {
 	if url == "" {
-		l.Addf("REDIS_URL", "must not be empty")
-		return nil, l.Err()
+		return nil, fault.Invalid(field, "must not be empty")
+	}
+	if reason := fault.URLProblem(url); reason != "" {
+		return nil, fault.Invalid(field, "not a Redis URL: %s", reason)
+	}
+	scheme, _, _ := strings.Cut(url, ":")
+	switch strings.ToLower(scheme) {
+	case "redis", "rediss", "unix":
+	default:
+		return nil, fault.Invalid(field, "the scheme must be redis, rediss (TLS) or unix")
 	}
 	opts, err := redis.ParseURL(url)
 	if err != nil {
-		l.Addf("REDIS_URL", "not a valid Redis URL (want redis://[user:password@]host:port/db, rediss:// or unix://)")
-		return nil, l.Err()
+		return nil, fault.Invalid(field, "not a valid Redis URL (want redis://[user:password@]host:port/db, rediss:// or unix:///path)")
 	}
 	// Let each call's ctx deadline bound its network I/O: a renewal cut off at the
 	// term's soft deadline must not wait out the client's own read timeout.

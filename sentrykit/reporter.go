@@ -96,7 +96,8 @@ func New(cfg Config, opts ...Option) (*Reporter, error) {
 		DisableTelemetryBuffer: true,
 	})
 	if err != nil {
-		return nil, fault.Invalid(dsnField, "rejected by the Sentry SDK: %s", redact(err, cfg.DSN))
+		// The SDK's error may quote the DSN, whose key is a credential: it is not echoed.
+		return nil, fault.Invalid(dsnField, "rejected by the Sentry SDK")
 	}
 	return &Reporter{client: client, serverName: cfg.ServerName != "", delivery: d}, nil
 }

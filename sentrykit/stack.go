@@ -1,7 +1,6 @@
 package sentrykit
 
 import (
-	"net/url"
 	"runtime"
 	"slices"
 	"strconv"
@@ -54,16 +53,4 @@ func stacktrace(stack []byte) *sentry.Stacktrace {
 		out.Frames = append(out.Frames, sentry.NewFrame(f))
 	}
 	return out
-}
-
-// redact removes the DSN, and its key alone, from err's message.
-func redact(err error, dsn string) string {
-	msg := err.Error()
-	if dsn != "" {
-		msg = strings.ReplaceAll(msg, dsn, "[DSN]")
-	}
-	if u, perr := url.Parse(dsn); perr == nil && u.User != nil && u.User.Username() != "" {
-		msg = strings.ReplaceAll(msg, u.User.Username(), "[key]")
-	}
-	return msg
 }

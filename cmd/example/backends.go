@@ -2,57 +2,46 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"os"
-	"strconv"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host/hostfx"
+	"github.com/servicewright/servicewright/pgkit"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 // backends are the real services the example uses when their variables are set:
-// REDIS_URL, DATABASE_URL, KAFKA_BROKERS. Unset, it runs on embedded stand-ins. No
-// error about them echoes a password: what they say of a URL goes through fault.Redact.
+// REDIS_URL, DATABASE_URL, KAFKA_BROKERS. Unset, it runs on embedded stand-ins.
+//
+// The URLs are held as fault.Secret, which prints as a mask wherever it is
+// formatted, and revealed only to the client that connects. No error about them
+// carries their text: the parsers' errors, which quote it, are replaced by ones
+// naming the variable and what is wrong (rediskit.ParseURL, pgkit.ParseConfig).
 type backends struct {
-	redisURL    string
-	databaseURL string
+	redisURL    fault.Secret
+	databaseURL fault.Secret
+	pool        *pgxpool.Config // parsed from databaseURL
 }
 
 func readBackends(l *fault.Problems) backends {
-	b := backends{redisURL: os.Getenv("REDIS_URL"), databaseURL: os.Getenv("DATABASE_URL")}
+	b := backends{redisURL: fault.Secret(os.Getenv("REDIS_URL")), databaseURL: fault.Secret(os.Getenv("DATABASE_URL"))}
 	if b.redisURL != "" {
-		opts, err := redis.ParseURL(b.redisURL)
-		switch {
-		case err != nil:
-			// The parse error quotes the URL: only its redacted form may be echoed.
-			l.Addf("REDIS_URL", "not a Redis URL: %s", fault.Redact(err.Error()))
-		case opts.Network == "tcp" && !validPort(opts.Addr):
-			l.Addf("REDIS_URL", "port must be a number from 1 to 65535")
+		if _, err := rediskit.ParseURL("REDIS_URL", b.redisURL.Reveal()); err != nil {
+			l.Merge("", err)
 		}
 	}
 	if b.databaseURL != "" {
-		if _, err := pgxpool.ParseConfig(b.databaseURL); err != nil {
-			l.Addf("DATABASE_URL", "not a PostgreSQL URL or DSN")
+		if _, err := pgkit.ParseConfig("DATABASE_URL", b.databaseURL.Reveal()); err != nil {
+			l.Merge("", err)
+		} else if b.pool, err = pgxpool.ParseConfig(b.databaseURL.Reveal()); err != nil {
+			l.Addf("DATABASE_URL", "the pool settings (pool_max_conns, pool_min_conns, …) are malformed")
 		}
 	}
 	return b
-}
-
-// validPort reports whether addr is host:port with a port from 1 to 65535, which
-// redis.ParseURL does not check.
-func validPort(addr string) bool {
-	_, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return false
-	}
-	n, err := strconv.Atoi(port)
-	return err == nil && n >= 1 && n <= 65535
 }
 
 // module provides a PostgreSQL pool when DATABASE_URL is set, closes it with the
@@ -60,12 +49,14 @@ func validPort(addr string) bool {
 func (b backends) module() fx.Option {
 	var opts []fx.Option
 	// The Redis client comes with the leader module (digest.go).
-	if b.databaseURL != "" {
+	if b.pool != nil {
 		opts = append(opts,
 			fx.Provide(func(lc fx.Lifecycle) (*pgxpool.Pool, error) {
-				p, err := pgxpool.New(context.Background(), b.databaseURL)
+				p, err := pgxpool.NewWithConfig(context.Background(), b.pool)
 				if err != nil {
-					return nil, fmt.Errorf("DATABASE_URL: %s", fault.Redact(err.Error()))
+					// A parsed config fails only on its own checks (pool sizes), which
+					// readBackends has passed; the error is not echoed all the same.
+					return nil, fault.Invalid("DATABASE_URL", "the pool cannot be made from it")
 				}
 				lc.Append(fx.StopHook(p.Close))
 				return p, nil

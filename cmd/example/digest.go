@@ -114,9 +114,9 @@ func leaderModule(k knobs) fx.Option {
 	var lk fx.Option
 	switch {
 	case k.redisURL != "":
-		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL})
+		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL.Reveal()})
 	case k.databaseURL != "":
-		lk = pgfx.Module(pgfx.ModuleConfig{URL: k.databaseURL})
+		lk = pgfx.Module(pgfx.ModuleConfig{URL: k.databaseURL.Reveal()})
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,9 +15,12 @@ import (
 // secret is the password every case below carries; no output may contain it.
 const secret = "s3cretpw"
 
-// TestNoSecretInOutput runs the example with a password in each backend variable,
-// malformed and unreachable: no stderr line and no /readyz or /debug/lifecycle body
-// contains the password, and a malformed value exits 78 naming its variable.
+// TestNoSecretInOutput runs the example with a password in each variable that may
+// carry one, in every shape a user may write it (an empty user, percent-escapes, IPv6
+// hosts, key=value DSNs, query parameters, rediss, header lists, endpoints with user
+// info), malformed and well-formed but unreachable: no stderr line and no /readyz or
+// /debug/lifecycle body contains the password, and a malformed value exits 78 naming
+// its variable.
 //
 // A broker list has no place for credentials (its entries are host:port), so every
 // KAFKA_BROKERS value that carries one is malformed; the unreachable Kafka case is a
@@ -26,11 +30,31 @@ func TestNoSecretInOutput(t *testing.T) {
 		{"REDIS_URL", "redis://u:" + secret + "@[bad/"},
 		{"REDIS_URL", "redis://u:" + secret + "@127.0.0.1:99999/0"},
 		{"REDIS_URL", "http://u:" + secret + "@127.0.0.1:6379"},
+		{"REDIS_URL", "redis://:" + secret + "@[bad/"},
+		{"REDIS_URL", "redis://:" + secret + "@127.0.0.1:99999/0"},
+		{"REDIS_URL", "rediss://:" + secret + "@[::1:6379/0"},
+		{"REDIS_URL", "redis://:" + secret + "@::1:6379/0"},
+		{"REDIS_URL", "redis://:%zz" + secret + "@127.0.0.1:6379"},
+		{"REDIS_URL", "redis://127.0.0.1:bad/0?password=" + secret},
 		{"DATABASE_URL", "postgres://u:" + secret + "@127.0.0.1:badport/db"},
 		{"DATABASE_URL", "postgres://u:" + secret + "@[bad/db"},
+		{"DATABASE_URL", "postgres://u:%zz" + secret + "@127.0.0.1/db"},
+		{"DATABASE_URL", "postgres://u@127.0.0.1:x/db?password=" + secret},
 		{"DATABASE_URL", "host=127.0.0.1 port=x user=u password=" + secret},
+		{"DATABASE_URL", "host=127.0.0.1 user=u password='" + secret},
+		{"DATABASE_URL", "host=127.0.0.1 user=u password=" + secret + " sslmode=bogus"},
 		{"KAFKA_BROKERS", "u:" + secret + "@127.0.0.1:1"},
+		{"KAFKA_BROKERS", ":" + secret + "@127.0.0.1:1"},
 		{"KAFKA_BROKERS", "127.0.0.1:9092,kafka://u:" + secret + "@127.0.0.1:1"},
+		{"SENTRY_DSN", "https://" + secret + "@sentry.example"},
+		{"SENTRY_DSN", "https://" + secret + "@[sentry.example/1"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer " + secret + ",x-key"},
+		{"OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%zz" + secret},
+		{"OTEL_EXPORTER_OTLP_TRACES_HEADERS", "Bearer " + secret + "=x"},
+		{"OTEL_EXPORTER_OTLP_METRICS_HEADERS", "api-key=%zz" + secret},
+		{"OTEL_EXPORTER_OTLP_LOGS_HEADERS", "api-key " + secret},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT", "https://u:" + secret + "@127.0.0.1:4318"},
+		{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://u:" + secret + "@[127.0.0.1:4318"},
 	}
 	for _, c := range malformed {
 		t.Run("malformed "+c.name+"="+c.value, func(t *testing.T) {
@@ -56,6 +80,21 @@ func TestNoSecretInOutput(t *testing.T) {
 		{"DATABASE_URL", []string{"DATABASE_URL=postgres://u:" + secret + "@127.0.0.1:1/db?connect_timeout=1"}},
 		{"DATABASE_URL DSN", []string{"DATABASE_URL=host=127.0.0.1 port=1 user=u dbname=db password=" + secret + " connect_timeout=1"}},
 		{"KAFKA_BROKERS", []string{"KAFKA_BROKERS=127.0.0.1:1", "REDIS_URL=redis://u:" + secret + "@127.0.0.1:1/0"}},
+		{"REDIS_URL empty user", []string{"REDIS_URL=redis://:" + secret + "@127.0.0.1:1/0"}},
+		{"REDIS_URL empty user, wrong password", []string{"REDIS_URL=redis://:" + secret + "@" + env.Redis(t).Addr() + "/0"}},
+		{"REDIS_URL rediss", []string{"REDIS_URL=rediss://:" + secret + "@127.0.0.1:1/0"}},
+		{"REDIS_URL IPv6", []string{"REDIS_URL=redis://:" + secret + "@[::1]:1/0"}},
+		{"DATABASE_URL query password", []string{"DATABASE_URL=postgres://u@127.0.0.1:1/db?connect_timeout=1&password=" + secret}},
+		{"DATABASE_URL percent-escape, IPv6", []string{"DATABASE_URL=postgres://u:p%40" + secret + "@[::1]:1/db?connect_timeout=1"}},
+		{"DATABASE_URL DSN, refused role", []string{"DATABASE_URL=host=127.0.0.1 port=" + strconv.Itoa(env.Postgres(t).Port()) +
+			" user=nosuchrole dbname=postgres sslmode=disable connect_timeout=1 password=" + secret}},
+		{"SENTRY_DSN", []string{"SENTRY_DSN=http://" + secret + "@127.0.0.1:1/1"}},
+		{"OTLP headers", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_METRICS_EXPORTER=otlp",
+			"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20" + secret + ",x-key=" + secret,
+			"OTEL_EXPORTER_OTLP_TRACES_HEADERS=x-trace-key=" + secret, "OTEL_EXPORTER_OTLP_METRICS_HEADERS=x-metric-key=" + secret}},
+		{"OTLP gRPC headers", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+			"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer%20" + secret}},
+		{"OTLP endpoint query", []string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:1/v1/traces?token=" + secret}},
 	}
 	for _, c := range unreachable {
 		t.Run("unreachable "+c.what, func(t *testing.T) {

@@ -24,6 +24,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/otlpenv"
 )
 
 // FromEnv returns the host.Option that exports as the OTEL_* variables ask. A
@@ -36,9 +37,18 @@ type env struct{}
 // Export builds the exporters through autoexport. autoexport falls back to OTLP on
 // localhost when OTEL_TRACES_EXPORTER is unset, so a span exporter is built only
 // when OTEL_TRACES_EXPORTER or an OTLP endpoint is set: a service nobody configured
-// exports nothing. Problems are recorded in l under the variable's name.
+// exports nothing. Problems are recorded in l under the variable's name; a malformed
+// OTLP header list or endpoint (an endpoint with user:password@, say) is one, named
+// without its value, and no exporter is built then.
 func (env) Export(ctx context.Context, l *fault.Problems) host.Exports {
 	var x host.Exports
+	// The exporters would log a malformed header list (the token in it) and start
+	// without the header: refuse it first, without quoting it, and build none.
+	n := l.Len()
+	otlpenv.Check(os.LookupEnv, l)
+	if l.Len() > n {
+		return x
+	}
 	if os.Getenv("OTEL_TRACES_EXPORTER") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" ||
 		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
 		exp, err := autoexport.NewSpanExporter(ctx)

@@ -41,7 +41,7 @@ type ModuleConfig struct {
 // itself is never echoed, as it may carry a password. Nothing is sent to Redis until
 // the client is used.
 func Module(cfg ModuleConfig) fx.Option {
-	opts, err := rediskit.ParseURL(cfg.URL)
+	opts, err := rediskit.ParseURL("REDIS_URL", cfg.URL)
 	if err != nil {
 		return fx.Error(err)
 	}
