@@ -12,15 +12,22 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // serveHTTP is the root handler of every request: admission through the Gate, stream
 // tracking, panic recovery and metrics, around the user's handler. Past the Gate, a
 // plain request allocates nothing of its own: its response wrapper comes from a pool.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	leave, ok := s.gate.Enter()
-	if !ok {
+	isStream := s.isStream != nil && s.isStream(r)
+	t, verdict := s.gate.Admit(s.classOf(r, isStream))
+	switch verdict {
+	case entrypoint.Draining:
 		s.refuse(w)
+		return
+	case entrypoint.Overloaded:
+		s.shed(w)
 		return
 	}
 	var start time.Time
@@ -29,8 +36,8 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := s.responses.Get().(*response)
 	*rw = response{ResponseWriter: w, srv: s, req: r}
-	defer s.finish(rw, leave, start)
-	if s.isStream != nil && s.isStream(r) {
+	defer s.finish(rw, t, start)
+	if isStream {
 		rw.stream = s.streams.newStream(r.Context(), true)
 		r = r.WithContext(rw.stream.ctx)
 	}
@@ -46,6 +53,7 @@ func (s *Server) refuse(w http.ResponseWriter) {
 	s.refused.Add(1)
 	if s.metrics != nil {
 		s.metrics.refused.Inc()
+		s.metrics.shedDraining.Inc()
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -61,13 +69,13 @@ func (s *Server) refuse(w http.ResponseWriter) {
 // sent yet; when the response had started, the connection is aborted instead, so
 // that the client cannot take a cut-short body for a whole one. ErrAbortHandler is
 // re-panicked, as net/http expects, once the request is accounted for.
-func (s *Server) finish(w *response, leave func(), start time.Time) {
+func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Time) {
 	v := recover()
 	abort := v != nil && v == http.ErrAbortHandler
 	if v != nil && !abort {
 		abort = s.recovered(w, caught(v, w.req))
 	}
-	w.release(leave)
+	w.release(t)
 	if s.metrics != nil {
 		s.metrics.observe(w, start, abort)
 	}
@@ -137,18 +145,18 @@ type response struct {
 
 // release gives back the request's Gate unit once its handler returned. A hijacked
 // connection keeps the unit until it is closed, so Drain waits for it and InFlight
-// counts it.
-func (w *response) release(leave func()) {
+// counts it, but no longer counts against the admission limit.
+func (w *response) release(t entrypoint.Ticket) {
 	st := w.stream
 	switch {
 	case st == nil:
-		leave()
+		t.Leave()
 	case w.hijacked:
-		st.handOver(leave)
+		st.handOver(t.Detach())
 	default:
 		st.detach()
 		st.end(context.Canceled)
-		leave()
+		t.Leave()
 	}
 }
 

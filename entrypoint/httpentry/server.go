@@ -45,6 +45,7 @@ type Server struct {
 	own        options        // what the options gave; SetDefaults fills in the rest
 	regErr     error          // SetDefaults' registration failed; Bind reports it
 	isStream   func(*http.Request) bool
+	classes    *classes // nil: every request not a stream is Ordinary (admission.go)
 	retryAfter string
 
 	gate      entrypoint.Gate
@@ -82,10 +83,6 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		l.Addf("handler", "must not be nil")
 	}
 	l.Merge("", o.problems.Err())
-	if err := l.Err(); err != nil {
-		return nil, err
-	}
-
 	s := &Server{
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
@@ -98,6 +95,10 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		draining:   make(chan struct{}),
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
+	}
+	s.useAdmission(o.admission, &l)
+	if err := l.Err(); err != nil {
+		return nil, err
 	}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -186,7 +187,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.AdmissionLimit)
 	if err != nil {
 		if transport.AlreadyRegistered(err) {
 			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)
