@@ -115,10 +115,12 @@ func (g *Gate) Admit(c Class) (Ticket, Verdict) {
 		return Ticket{}, Draining
 	case unit == gateOne:
 		return Ticket{g: g, unit: unit}, Admitted
-	case c == Ordinary && limited(s) > uint64(lim.Limit()):
+	}
+	n, limit := limited(s), lim.Limit()
+	if c == Ordinary && n > uint64(limit) {
 		g.release(unit)
 		lim.Shed()
 		return Ticket{}, Overloaded
 	}
-	return Ticket{g: g, lim: lim, unit: unit, start: lim.Start()}, Admitted
+	return Ticket{g: g, lim: lim, unit: unit, start: lim.Start(int(n), limit)}, Admitted
 }

@@ -10,9 +10,11 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// sampleEvery is how many admitted units share one latency sample: the clock costs
-// some 80 ns a read on a virtual machine, so timing every unit would cost more than
-// the rest of the Gate. It is a power of two.
+// sampleEvery is how many admitted units share one latency sample while less than
+// half the limit is in use: the clock costs some 80 ns a read on a virtual machine,
+// so timing every unit would cost more than the rest of the Gate. Once half the
+// limit is in use, every unit is timed: the limit is then about to matter. It is a
+// power of two.
 const sampleEvery = 16
 
 // minSamples is how many samples a window needs before the limit moves on it.
@@ -24,6 +26,10 @@ const (
 	smoothDown = 0.5
 	smoothUp   = 0.2
 )
+
+// probeAfter is how many consecutive windows must shed before a probe: a burst
+// that shed once is no reason to drop to the floor.
+const probeAfter = 3
 
 // probe phases: the Limiter drops to MinLimit, lets one window drain what was
 // admitted above it, and measures the next.
@@ -50,7 +56,7 @@ const (
 // base is the lowest window mean seen. Because a long overload never shows the
 // no-load latency, and a service may become slower for good, the Limiter measures it
 // afresh as Envoy's adaptive concurrency filter measures its minRTT: every
-// ProbeInterval in which it shed, it drops the limit to MinLimit for two windows and
+// ProbeInterval in which it kept shedding, it drops the limit to MinLimit for two windows and
 // takes the latency of the second as the new base. At MinLimit itself the latency
 // measured is by definition the no-load one.
 //
@@ -80,6 +86,7 @@ type Limiter struct {
 	phase     int        // probe phase
 	saved     float64    // the limit before the probe
 	nextProbe int64      // ns since epoch
+	shedding  int        // consecutive windows that shed
 }
 
 // New checks cfg and returns a Limiter at cfg.InitialLimit. A *fault.ConfigError
@@ -114,10 +121,11 @@ func (l *Limiter) Shed() {
 // ShedCount is how many units were refused for overload since New.
 func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
 
-// Start is called when a unit is admitted. It returns 0 for a unit that is not
-// sampled, and a clock reading to hand to Finish for one that is.
-func (l *Limiter) Start() int64 {
-	if rand.Uint32()&(sampleEvery-1) != 0 {
+// Start is called when a unit is admitted with inFlight ordinary units in flight,
+// itself included, under limit (what Limit returned). It returns 0 for a unit that
+// is not sampled, and a clock reading to hand to Finish for one that is.
+func (l *Limiter) Start(inFlight, limit int) int64 {
+	if 2*inFlight < limit && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
 	return l.now() | 1 // never 0
@@ -179,7 +187,12 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 	if l.base == 0 || rtt < l.base || l.est <= lo {
 		l.base = rtt
 	}
-	if shed > 0 && now >= l.nextProbe && l.est > lo {
+	if shed > 0 {
+		l.shedding++
+	} else {
+		l.shedding = 0
+	}
+	if l.shedding >= probeAfter && now >= l.nextProbe && l.est > lo {
 		l.nextProbe = now + int64(l.cfg.ProbeInterval)
 		l.phase, l.saved = probeSettle, l.est
 		l.set(lo)
