@@ -31,7 +31,16 @@ func main() {
 	servers := flag.String("servers", "bare,httpentry,go-zero,kratos", "servers to compare")
 	loads := flag.String("loads", "0.5,1,2,4", "offered load, in multiples of capacity")
 	capFlag := flag.Float64("capacity", 0, "capacity in req/s (0: measure it)")
+	idle := flag.Int("idle", 0, "instead: the cost below capacity, as this many interleaved closed-loop runs of bare, httpentry and httpentry-off on a trivial handler")
 	flag.Parse()
+	if *idle > 0 {
+		self, err := os.Executable()
+		if err != nil {
+			fatal(err)
+		}
+		idleCost(self, *idle)
+		return
+	}
 	if *serveKind != "" {
 		if err := serve(*serveKind, *work); err != nil {
 			fatal(err)
