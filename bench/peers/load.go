@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -95,35 +94,4 @@ func openLoop(url string, rate float64, warm, measure time.Duration) result {
 		r.p99 = lat[len(lat)*99/100]
 	}
 	return r
-}
-
-// closedLoop measures capacity: conns clients each sending their next request as
-// soon as the last is answered, for d; it returns answers per second.
-func closedLoop(url string, conns int, d time.Duration) float64 {
-	tr := &http.Transport{MaxIdleConnsPerHost: conns}
-	defer tr.CloseIdleConnections()
-	client := &http.Client{Transport: tr}
-	end := time.Now().Add(d)
-	var n sync.Mutex
-	count := 0
-	var wg sync.WaitGroup
-	for range conns {
-		wg.Go(func() {
-			for time.Now().Before(end) {
-				resp, err := client.Get(url)
-				if err != nil {
-					continue
-				}
-				io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					n.Lock()
-					count++
-					n.Unlock()
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return float64(count) / d.Seconds()
 }

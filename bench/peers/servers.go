@@ -87,6 +87,7 @@ func serve(kind string, work int) error {
 		wrapped = h
 	case "go-zero":
 		logx.Disable()
+		logx.DisableStat()
 		shedder := load.NewAdaptiveShedder() // go-zero's defaults: CPU threshold 90 %, 5s window
 		wrapped = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			p, err := shedder.Allow()
