@@ -20,12 +20,9 @@ const sampleEvery = 16
 // minSamples is how many samples a window needs before the limit moves on it.
 const minSamples = 8
 
-// Smoothing of the limit's steps (as Gradient2Limit's smoothing): a fall is taken
-// half at once, a rise a fifth, so that the limit falls faster than it climbs.
-const (
-	smoothDown = 0.5
-	smoothUp   = 0.2
-)
+// smoothing is the share of a window's step the limit takes (as Gradient2Limit's
+// smoothing), so that one odd window moves it only half way.
+const smoothing = 0.5
 
 // probeAfter is how many consecutive windows must shed before a probe: a burst
 // that shed once is no reason to drop to the floor.
@@ -46,11 +43,11 @@ const (
 // limit as Netflix's gradient limiters do:
 //
 //	gradient = clamp(Tolerance·base / rtt, 0.5, 1)
-//	target   = limit·gradient + √limit        (√limit is the queue it allows)
-//	limit    = limit + smoothing·(target − limit), within [MinLimit, MaxLimit]
+//	target   = limit·gradient + queue(limit)     (queue: log2(limit)/2, at least 1)
+//	limit    = limit + ½·(target − limit), within [MinLimit, MaxLimit]
 //
 // so the limit falls while latency is above Tolerance times the no-load latency and
-// climbs by √limit per window while it is not. It does not climb while less than
+// climbs by half a queue per window while it is not. It does not climb while less than
 // half of it is used: an idle service keeps the limit it had.
 //
 // base is the lowest window mean seen. Because a long overload never shows the
@@ -199,16 +196,19 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 		return
 	}
 	gradient := max(0.5, min(1, l.cfg.Tolerance*l.base/rtt))
-	target := l.est*gradient + math.Sqrt(l.est)
-	smooth := smoothDown
-	if target > l.est {
-		if float64(peak) < l.est/2 {
-			return // not using what it has: no reason to climb
-		}
-		smooth = smoothUp
+	target := l.est*gradient + queue(l.est)
+	if target > l.est && float64(peak) < l.est/2 {
+		return // not using what it has: no reason to climb
 	}
-	l.set(max(lo, min(hi, l.est+smooth*(target-l.est))))
+	l.set(max(lo, min(hi, l.est+smoothing*(target-l.est))))
 }
+
+// queue is how many units beyond the no-load concurrency a limit of est allows to
+// wait: log2(est)/2, at least 1. Gradient2Limit allows a constant 4 and Vegas-style
+// limiters a multiple of log10(limit); a small queue keeps a CPU-bound service at a
+// few units in flight (its latency near the no-load one), and a logarithm lets a
+// large limit still climb a unit or more per window.
+func queue(est float64) float64 { return max(1, math.Log2(est)/2) }
 
 func (l *Limiter) set(est float64) {
 	l.est = est
