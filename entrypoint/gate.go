@@ -39,6 +39,10 @@ func limited(s uint64) uint64 { return s >> limShift }
 // admitted is still in flight. The fast path (Enter and leave, gate open, nobody
 // waiting) takes no lock and allocates nothing.
 //
+// Given an admission.Limiter (SetLimiter), the Gate also refuses ordinary work
+// beyond an adaptive concurrency limit: see Admit, which tells a refusal for
+// overload from one for draining. Enter is never refused for overload.
+//
 // The zero value is an open Gate with nothing in flight. A Gate must not be copied
 // after first use.
 type Gate struct {

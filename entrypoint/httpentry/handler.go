@@ -19,6 +19,10 @@ import (
 // serveHTTP is the root handler of every request: admission through the Gate, stream
 // tracking, panic recovery and metrics, around the user's handler. Past the Gate, a
 // plain request allocates nothing of its own: its response wrapper comes from a pool.
+// Without tracing the user's handler is called directly, so that one recover (in
+// finish) serves: it runs on the panicking stack and sees the request ServeMux
+// stamped with its pattern. Tracing puts otelhttp in between, and serveGuarded then
+// carries the panic out.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	isStream := s.isStream != nil && s.isStream(r)
 	t, verdict := s.gate.Admit(s.classOf(r, isStream))
@@ -40,6 +44,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if isStream {
 		rw.stream = s.streams.newStream(r.Context(), true)
 		r = r.WithContext(rw.stream.ctx)
+		rw.req = r // the request the handler sees, so that a panic's report has its pattern
 	}
 	s.next.ServeHTTP(rw, r)
 }
@@ -137,7 +142,7 @@ func (s *Server) recovered(w *response, p *handlerPanic) (abort bool) {
 type response struct {
 	http.ResponseWriter
 	srv      *Server
-	req      *http.Request // as it reached the Server
+	req      *http.Request // as the handler got it (a stream: with the stream ctx)
 	stream   *stream       // nil unless the request is a stream or hijacked
 	status   int           // 0 until the response's header is committed
 	hijacked bool

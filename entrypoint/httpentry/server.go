@@ -36,7 +36,7 @@ type Server struct {
 	srv        *http.Server
 	handler    http.Handler // the user's handler
 	guarded    http.Handler // handler, its panics carried out with its own request (report.go)
-	next       http.Handler // guarded, wrapped by otelhttp when tracing
+	next       http.Handler // handler, or guarded wrapped by otelhttp when tracing
 	log        *zap.Logger
 	metrics    *metrics             // nil without a registerer
 	tracing    trace.TracerProvider // nil without a tracer provider
@@ -111,7 +111,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnState:         s.conns.track,
 	}
 	s.guarded = http.HandlerFunc(s.serveGuarded)
-	s.next = s.guarded
+	s.next = handler // no layer between: finish's recover sees the panic as raised
 	s.useLogger(o.log)
 	s.useTracerProvider(o.tracer)
 	if o.reg != nil {
