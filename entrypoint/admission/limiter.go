@@ -125,15 +125,22 @@ func (l *Limiter) Start(inFlight, limit int) int64 {
 	if 2*inFlight < limit && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
-	return l.now() | 1 // never 0
+	return l.stamp()
 }
+
+// stamp is a sample's start: the clock, never 0. It is apart from Start so that
+// Start's unsampled path is inlined.
+func (l *Limiter) stamp() int64 { return l.now() | 1 }
 
 // Finish is called when a unit admitted with start (from Start) is done; inFlight is
 // the number of ordinary units in flight including it.
 func (l *Limiter) Finish(start int64, inFlight int) {
-	if start == 0 {
-		return
+	if start != 0 {
+		l.finish(start, inFlight)
 	}
+}
+
+func (l *Limiter) finish(start int64, inFlight int) {
 	now := l.now()
 	l.record(now, now-start, inFlight)
 }
