@@ -9,15 +9,22 @@ import (
 	"time"
 )
 
-// client is a minimal HTTP/1.1 client for the load generator: keep-alive
-// connections reused from an idle pool, one request at a time each, a new
-// connection when none is idle. net/http's client costs several times the CPU per
-// request, and on a small machine the generator must not be what saturates.
+// client is a minimal HTTP/1.1 client for the load generator: at most maxConns
+// keep-alive connections, one request at a time each, reused from an idle pool; a
+// request that finds none idle and the pool full waits for one (as wrk2 does: its
+// latency still counts from its scheduled instant). net/http's client costs several
+// times the CPU per request, and a client that dials without bound turns a slow
+// server into a storm of SYNs the kernel's accept queue drops (each retried a second
+// later), which measures the kernel rather than the server.
 type client struct {
-	addr string
-	idle chan *conn
-	req  []byte
+	addr  string
+	idle  chan *conn
+	slots chan struct{} // one per open connection
+	req   []byte
 }
+
+// maxConns bounds the generator's connections.
+const maxConns = 512
 
 type conn struct {
 	c net.Conn
@@ -25,7 +32,7 @@ type conn struct {
 }
 
 func newClient(addr string) *client {
-	return &client{addr: addr, idle: make(chan *conn, 8192),
+	return &client{addr: addr, idle: make(chan *conn, maxConns), slots: make(chan struct{}, maxConns),
 		req: []byte("GET / HTTP/1.1\r\nHost: " + addr + "\r\nUser-Agent: peers\r\n\r\n")}
 }
 
@@ -34,6 +41,7 @@ func (cl *client) close() {
 		select {
 		case c := <-cl.idle:
 			c.c.Close()
+			<-cl.slots
 		default:
 			return
 		}
@@ -49,24 +57,30 @@ func (cl *client) do(deadline time.Time) (int, error) {
 	select {
 	case c = <-cl.idle:
 	default:
-		nc, err := net.DialTimeout("tcp", cl.addr, time.Until(deadline))
-		if err != nil {
-			return 0, err
+		select {
+		case c = <-cl.idle:
+		case cl.slots <- struct{}{}:
+			nc, err := net.DialTimeout("tcp", cl.addr, time.Until(deadline))
+			if err != nil {
+				<-cl.slots
+				return 0, err
+			}
+			c = &conn{c: nc, r: bufio.NewReaderSize(nc, 4096)}
+		case <-time.After(time.Until(deadline)):
+			return 0, errNoConn
 		}
-		c = &conn{c: nc, r: bufio.NewReaderSize(nc, 4096)}
 	}
 	code, keep, err := c.roundTrip(cl.req, deadline)
 	if err != nil || !keep {
 		c.c.Close()
+		<-cl.slots
 		return code, err
 	}
-	select {
-	case cl.idle <- c:
-	default:
-		c.c.Close()
-	}
+	cl.idle <- c // never blocks: at most maxConns exist
 	return code, nil
 }
+
+var errNoConn = errors.New("no connection free before the deadline")
 
 func (c *conn) roundTrip(req []byte, deadline time.Time) (code int, keep bool, err error) {
 	c.c.SetDeadline(deadline)
