@@ -4,18 +4,32 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+
+	"github.com/servicewright/servicewright/entrypoint/admission"
 )
 
 // The Gate's whole state is one word, so that admission and counting are a single
 // atomic step: an Enter either lands before Close's flag (and is counted before Close
-// returns) or sees the flag (and is refused). The flags sit in the low bits and the
-// count above them, so a count that wraps below zero never touches the flags.
+// returns) or sees the flag (and is refused). The flags sit in the low bits, the
+// count of every unit in flight above them, and the count of the units the limiter
+// limits (see Admit) in the top bits, so that one atomic add admits and counts a
+// limited unit too. A count that wraps below zero borrows from the field above it,
+// never from the flags, and adding the unit back restores both.
 const (
 	gateClosed  uint64 = 1 << 0 // Close was called
 	gateWaiting uint64 = 1 << 1 // a Wait is parked on zeroCh
 	gateShift          = 2
 	gateOne     uint64 = 1 << gateShift // one unit of the in-flight count
+	countBits          = 31
+	countMask   uint64 = 1<<countBits - 1
+	limShift           = gateShift + countBits
+	limOne      uint64 = 1 << limShift // one unit of the limited count
 )
+
+// count is the number of units in flight in state s; limited the number of them the
+// limiter limits.
+func count(s uint64) uint64   { return s >> gateShift & countMask }
+func limited(s uint64) uint64 { return s >> limShift }
 
 // A Gate admits work into an entrypoint and counts what is in flight, so that Drain
 // can stop intake and then wait for the work already admitted.
@@ -25,11 +39,16 @@ const (
 // admitted is still in flight. The fast path (Enter and leave, gate open, nobody
 // waiting) takes no lock and allocates nothing.
 //
+// Given an admission.Limiter (SetLimiter), the Gate also refuses ordinary work
+// beyond an adaptive concurrency limit: see Admit, which tells a refusal for
+// overload from one for draining. Enter is never refused for overload.
+//
 // The zero value is an open Gate with nothing in flight. A Gate must not be copied
 // after first use.
 type Gate struct {
-	state atomic.Uint64          // count<<gateShift | gateWaiting | gateClosed
+	state atomic.Uint64          // limited<<limShift | count<<gateShift | gateWaiting | gateClosed
 	leave atomic.Pointer[func()] // the one leave func handed to every Enter, made on first use
+	lim   atomic.Pointer[admission.Limiter]
 
 	mu     sync.Mutex    // guards zeroCh and clearing gateWaiting
 	zeroCh chan struct{} // closed to wake every Wait parked for the current zero
@@ -55,7 +74,7 @@ func (g *Gate) Enter() (leave func(), ok bool) {
 	}
 	if g.state.Add(gateOne)&gateClosed != 0 {
 		// Close won the race: undo our count, which may be the one a Wait is on.
-		g.release()
+		g.release(gateOne)
 		return noLeave, false
 	}
 	if p := g.leave.Load(); p != nil {
@@ -67,30 +86,32 @@ func (g *Gate) Enter() (leave func(), ok bool) {
 // leaveFunc makes the Gate's leave func on first use; a method value allocates, so it
 // is made once per Gate rather than once per Enter.
 func (g *Gate) leaveFunc() func() {
-	f := g.release
+	f := func() { g.release(gateOne) }
 	if g.leave.CompareAndSwap(nil, &f) {
 		return f
 	}
 	return *g.leave.Load()
 }
 
-// release takes one unit off the count and, when that empties a Gate someone waits
-// on, wakes the waiters. Nobody waiting means no lock and no channel operation.
-func (g *Gate) release() {
-	s := g.state.Add(^(gateOne - 1)) // minus one unit
-	if s>>gateShift == ^uint64(0)>>gateShift {
-		g.surplusLeave()
+// release takes unit (gateOne, limOne or both) off the counts and, when that empties
+// a Gate someone waits on, wakes the waiters. Nobody waiting means no lock and no
+// channel operation. It returns the state it left.
+func (g *Gate) release(unit uint64) uint64 {
+	s := g.state.Add(-unit)
+	if unit&gateOne != 0 && count(s) == countMask || unit&limOne != 0 && limited(s) == countMask {
+		g.surplusLeave(unit)
 	}
-	if s>>gateShift == 0 && s&gateWaiting != 0 {
+	if count(s) == 0 && s&gateWaiting != 0 {
 		g.wake()
 	}
+	return s
 }
 
-// surplusLeave handles a leave that wrapped the count below zero: it restores the
-// count, so the Gate stays usable after a recover and a Wait that parked on the
+// surplusLeave handles a leave that wrapped a count below zero: it restores the
+// counts, so the Gate stays usable after a recover and a Wait that parked on the
 // wrapped count still wakes, then panics.
-func (g *Gate) surplusLeave() {
-	if s := g.state.Add(gateOne); s>>gateShift == 0 && s&gateWaiting != 0 {
+func (g *Gate) surplusLeave(unit uint64) {
+	if s := g.state.Add(unit); count(s) == 0 && s&gateWaiting != 0 {
 		g.wake()
 	}
 	panic("entrypoint: Gate leave called more times than Enter admitted")
@@ -102,7 +123,7 @@ func (g *Gate) surplusLeave() {
 func (g *Gate) wake() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	if g.state.Load()>>gateShift != 0 {
+	if count(g.state.Load()) != 0 {
 		return
 	}
 	g.state.And(^gateWaiting)
@@ -126,7 +147,7 @@ func (g *Gate) Closed() bool {
 // InFlight reports how many admitted units have not left yet. It may briefly count an
 // Enter that is in the middle of being refused by a concurrent Close.
 func (g *Gate) InFlight() int {
-	return int(g.state.Load() >> gateShift)
+	return int(count(g.state.Load()))
 }
 
 // Wait blocks until nothing is in flight and returns nil; when nothing is in flight
@@ -138,13 +159,13 @@ func (g *Gate) InFlight() int {
 // normally calls Close and then Wait. Wait does not poll; the leave that empties the
 // Gate wakes it. Any number of goroutines may Wait at once.
 func (g *Gate) Wait(ctx context.Context) error {
-	if g.state.Load()>>gateShift == 0 {
+	if count(g.state.Load()) == 0 {
 		return nil
 	}
 	g.mu.Lock()
 	// Setting the flag and reading the count in one step means that the release which
 	// later empties the Gate is sure to see the flag and call wake.
-	if g.state.Or(gateWaiting)>>gateShift == 0 {
+	if count(g.state.Or(gateWaiting)) == 0 {
 		if g.zeroCh == nil {
 			g.state.And(^gateWaiting) // nobody else parked; keep release's fast path
 		}

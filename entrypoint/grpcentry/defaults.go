@@ -11,6 +11,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 var _ entrypoint.DefaultsUser = (*Server)(nil)
@@ -53,11 +54,16 @@ func (s *Server) SetDefaults(d entrypoint.Defaults) {
 
 // useRegisterer registers the metrics with reg.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	shed, err := transport.NewShed(reg, s.cfg.Name, "grpc", s.AdmissionLimit)
 	if err != nil {
 		return err
 	}
-	s.metrics = m
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	if err != nil {
+		shed.Unregister()
+		return err
+	}
+	s.metrics, s.adm.shed = m, &shed
 	return nil
 }
 

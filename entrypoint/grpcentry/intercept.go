@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // errDraining is what an RPC that arrives after the Gate closed gets: UNAVAILABLE,
@@ -29,12 +31,11 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		}()
 		return handler(ctx, req)
 	}
-	leave, ok := s.gate.Enter()
-	if !ok {
-		s.refuse()
-		return nil, errDraining
+	t, verdict := s.gate.Admit(s.classOf(info.FullMethod))
+	if verdict != entrypoint.Admitted {
+		return nil, s.refuseFor(ctx, nil, verdict)
 	}
-	defer leave()
+	defer t.Leave()
 	start := time.Now()
 	defer func() {
 		if r := recover(); r != nil {
@@ -56,12 +57,11 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		}()
 		return handler(srv, ss)
 	}
-	leave, ok := s.gate.Enter()
-	if !ok {
-		s.refuse()
-		return errDraining
+	t, verdict := s.gate.Admit(entrypoint.Exempt) // a stream's length says nothing of load
+	if verdict != entrypoint.Admitted {
+		return s.refuseFor(nil, ss, verdict)
 	}
-	defer leave()
+	defer t.Leave()
 	start := time.Now()
 	st, ctx := s.streams.add(ss.Context())
 	defer func() {

@@ -27,6 +27,7 @@ type options struct {
 	services    []string
 	servicesSet bool
 	serverOpts  []grpc.ServerOption
+	admission   admissionOptions // admission.go
 	problems    fault.Problems
 }
 

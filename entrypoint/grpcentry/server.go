@@ -54,6 +54,7 @@ type Server struct {
 	monitor  *health.Monitor               // WithHealth's, or the Host's (UseMonitor); nil without either
 
 	gate    entrypoint.Gate
+	adm     admissionState // admission.go
 	streams streamSet
 	panics  atomic.Uint64
 	refused atomic.Uint64
@@ -99,6 +100,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 
 	s := &Server{cfg: cfg, guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
 		prop: o.prop, reporter: o.reporter}
+	s.useAdmission(o.admission, &l)
 	if o.log != nil {
 		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
 	}

@@ -12,15 +12,26 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // serveHTTP is the root handler of every request: admission through the Gate, stream
 // tracking, panic recovery and metrics, around the user's handler. Past the Gate, a
 // plain request allocates nothing of its own: its response wrapper comes from a pool.
+// The user's handler is called directly, so that one recover (in finish) serves: it
+// runs on the panicking stack and sees the request ServeMux stamped with its
+// pattern. With tracing, the request's span (trace.go) is started here and ended in
+// finish, once the answer to a panic is known.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	leave, ok := s.gate.Enter()
-	if !ok {
+	isStream := s.isStream != nil && s.isStream(r)
+	t, verdict := s.gate.Admit(s.classOf(r, isStream))
+	switch verdict {
+	case entrypoint.Draining:
 		s.refuse(w)
+		return
+	case entrypoint.Overloaded:
+		s.shed(w)
 		return
 	}
 	var start time.Time
@@ -34,10 +45,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		r, span = s.trace.start(r)
 		rw.req = r
 	}
-	defer s.finish(rw, leave, start, span)
-	if s.isStream != nil && s.isStream(r) {
+	defer s.finish(rw, t, start, span)
+	if isStream {
 		rw.stream = s.streams.newStream(r.Context(), true)
 		r = r.WithContext(rw.stream.ctx)
+		rw.req = r // the request the handler sees, so that a panic's report has its pattern
 	}
 	s.next.ServeHTTP(rw, r)
 }
@@ -51,6 +63,7 @@ func (s *Server) refuse(w http.ResponseWriter) {
 	s.refused.Add(1)
 	if s.metrics != nil {
 		s.metrics.refused.Inc()
+		s.metrics.shedDraining.Inc()
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
@@ -67,7 +80,7 @@ func (s *Server) refuse(w http.ResponseWriter) {
 // sent yet; when the response had started, the connection is aborted instead, so
 // that the client cannot take a cut-short body for a whole one. ErrAbortHandler is
 // re-panicked, as net/http expects, once the request is accounted for.
-func (s *Server) finish(w *response, leave func(), start time.Time, span trace.Span) {
+func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Time, span trace.Span) {
 	v := recover()
 	abort := v != nil && v == http.ErrAbortHandler
 	var p *handlerPanic
@@ -78,7 +91,7 @@ func (s *Server) finish(w *response, leave func(), start time.Time, span trace.S
 	if span != nil {
 		end(span, w.req, w.status, p)
 	}
-	w.release(leave)
+	w.release(t)
 	if s.metrics != nil {
 		s.metrics.observe(w, start, abort)
 	}
@@ -140,7 +153,7 @@ func (s *Server) recovered(w *response, p *handlerPanic) (abort bool) {
 type response struct {
 	http.ResponseWriter
 	srv      *Server
-	req      *http.Request // as it reached the Server
+	req      *http.Request // as the handler got it (a stream: with the stream ctx)
 	stream   *stream       // nil unless the request is a stream or hijacked
 	status   int           // 0 until the response's header is committed
 	hijacked bool
@@ -148,18 +161,18 @@ type response struct {
 
 // release gives back the request's Gate unit once its handler returned. A hijacked
 // connection keeps the unit until it is closed, so Drain waits for it and InFlight
-// counts it.
-func (w *response) release(leave func()) {
+// counts it, but no longer counts against the admission limit.
+func (w *response) release(t entrypoint.Ticket) {
 	st := w.stream
 	switch {
 	case st == nil:
-		leave()
+		t.Leave()
 	case w.hijacked:
-		st.handOver(leave)
+		st.handOver(t.Detach())
 	default:
 		st.detach()
 		st.end(context.Canceled)
-		leave()
+		t.Leave()
 	}
 }
 

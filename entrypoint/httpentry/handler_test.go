@@ -142,11 +142,13 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 		want := []string{
+			"servicewright_http_admission_limit",
 			"servicewright_http_in_flight",
 			"servicewright_http_panics_total",
 			"servicewright_http_refused_draining_total",
 			"servicewright_http_request_duration_seconds",
 			"servicewright_http_requests_total",
+			"servicewright_http_shed_total",
 		}
 		if !slices.Equal(names, want) {
 			t.Errorf("metric names = %v, want %v", names, want)
@@ -163,13 +165,16 @@ func TestMetrics(t *testing.T) {
 			`servicewright_http_refused_draining_total{entrypoint="http"}`:                           1,
 			`servicewright_http_panics_total{entrypoint="http"}`:                                     1,
 			`servicewright_http_in_flight{entrypoint="http"}`:                                        0,
+			`servicewright_http_shed_total{entrypoint="http",reason="draining"}`:                     1,
+			`servicewright_http_shed_total{entrypoint="http",reason="overload"}`:                     0,
+			`servicewright_http_admission_limit{entrypoint="http"}`:                                  20,
 		} {
 			if v, ok := got[series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
 		}
-		if len(got) != 7 {
-			t.Errorf("gathered %d series, want 7: %v", len(got), got)
+		if len(got) != 10 {
+			t.Errorf("gathered %d series, want 10: %v", len(got), got)
 		}
 	})
 

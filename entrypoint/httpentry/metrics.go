@@ -17,7 +17,9 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	refused  prometheus.Counter
 	panics   prometheus.Counter
-	codes    [600]string // status code → label, made once so observing allocates nothing
+
+	shedDraining, shedOverload prometheus.Counter // shed_total by reason
+	codes                      [600]string        // status code → label, made once so observing allocates nothing
 
 	// cache holds, per method and status code, the series a request is counted in, so
 	// that a request costs no label hashing once its combination was seen. Each
@@ -41,7 +43,11 @@ var methodLabels = [...]string{
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() int) (*metrics, error) {
+	shed, err := transport.NewShed(reg, name, "http", limit)
+	if err != nil {
+		return nil, err
+	}
 	red, err := transport.NewRED(reg, name, transport.REDOpts{
 		Protocol:       "http",
 		RequestLabels:  []string{"code", "method"},
@@ -53,9 +59,11 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*m
 		InFlightHelp:   "HTTP requests whose handler runs, plus hijacked connections still open.",
 	}, inFlight)
 	if err != nil {
+		shed.Unregister()
 		return nil, err
 	}
-	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics}
+	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics,
+		shedDraining: shed.Draining, shedOverload: shed.Overload}
 	for code := 100; code < len(m.codes); code++ {
 		m.codes[code] = strconv.Itoa(code)
 	}

@@ -18,14 +18,15 @@ import (
 type Option func(*options)
 
 type options struct {
-	listener net.Listener
-	log      *zap.Logger
-	reg      prometheus.Registerer
-	tracer   trace.TracerProvider
-	prop     propagation.TextMapPropagator
-	reporter fault.Reporter
-	isStream func(*http.Request) bool
-	problems fault.Problems
+	listener  net.Listener
+	log       *zap.Logger
+	reg       prometheus.Registerer
+	tracer    trace.TracerProvider
+	prop      propagation.TextMapPropagator
+	reporter  fault.Reporter
+	isStream  func(*http.Request) bool
+	admission admissionOptions
+	problems  fault.Problems
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then
@@ -59,9 +60,14 @@ func WithLogger(l *zap.Logger) Option {
 //	servicewright_http_in_flight                              gauge
 //	servicewright_http_refused_draining_total                 counter
 //	servicewright_http_panics_total                           counter
+//	servicewright_http_shed_total{reason}                     counter
+//	servicewright_http_admission_limit                        gauge
 //
 // requests_total and the histogram count admitted requests, when their handler
-// returns; a refused request is counted only in refused_draining_total. method is
+// returns; a refused request is counted only in refused_draining_total and in
+// shed_total{reason="draining"}, one shed for overload only in
+// shed_total{reason="overload"}. admission_limit is the adaptive concurrency limit
+// (0 when WithAdmission turned it off). method is
 // the request's method when it is a standard one and "other" otherwise; code is
 // the status sent, "101" for a hijacked connection and "aborted" when the handler
 // aborted the response. in_flight counts admitted requests whose handler runs and

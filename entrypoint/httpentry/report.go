@@ -17,38 +17,20 @@ const (
 	TagMethod = "method" // the request's method
 )
 
-// handlerPanic carries a handler's panic out to the Server's recovery, through
-// otelhttp, with what only the handler's own request knows: the pattern ServeMux
-// matched and the span otelhttp started. The stack is taken where the panic is
-// caught, before anything returns.
+// handlerPanic is a handler's panic as the Server's recovery caught it, with the
+// request the handler saw (the pattern ServeMux matched, the request's span). The
+// stack is taken where the panic is caught, on the panicking goroutine before
+// anything returns.
 type handlerPanic struct {
 	value any
 	stack []byte
 	req   *http.Request
 }
 
-// serveGuarded runs the user's handler; a panic other than http.ErrAbortHandler
-// goes on as a *handlerPanic.
-func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
-	defer func() {
-		if v := recover(); v != nil {
-			if v == http.ErrAbortHandler {
-				panic(v)
-			}
-			panic(&handlerPanic{value: v, stack: debug.Stack(), req: r})
-		}
-	}()
-	s.handler.ServeHTTP(w, r)
-}
-
-// caught turns what finish recovered into the panic as the handler raised it.
-// A panic from outside the guard (the stream matcher, the response wrapper) is
-// taken as it is, with the stack here and the request as it reached the Server.
-func caught(v any, outer *http.Request) *handlerPanic {
-	if hp, ok := v.(*handlerPanic); ok {
-		return hp
-	}
-	return &handlerPanic{value: v, stack: debug.Stack(), req: outer}
+// caught turns what finish recovered into a handlerPanic with the stack here and
+// req, the request the handler was given.
+func caught(v any, req *http.Request) *handlerPanic {
+	return &handlerPanic{value: v, stack: debug.Stack(), req: req}
 }
 
 // route is the pattern ServeMux matched, or the request's path.

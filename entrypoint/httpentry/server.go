@@ -33,8 +33,7 @@ type Server struct {
 	cfg        Config
 	srv        *http.Server
 	handler    http.Handler // the user's handler
-	guarded    http.Handler // handler, its panics carried out with its own request (report.go)
-	next       http.Handler // guarded
+	next       http.Handler // the user's handler, called directly (handler.go)
 	trace      tracing      // the server span of each request (trace.go); zero: none
 	log        *zap.Logger
 	metrics    *metrics             // nil without a registerer
@@ -44,6 +43,7 @@ type Server struct {
 	own        options        // what the options gave; SetDefaults fills in the rest
 	regErr     error          // SetDefaults' registration failed; Bind reports it
 	isStream   func(*http.Request) bool
+	classes    *classes // nil: every request not a stream is Ordinary (admission.go)
 	retryAfter string
 
 	gate      entrypoint.Gate
@@ -81,10 +81,6 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		l.Addf("handler", "must not be nil")
 	}
 	l.Merge("", o.problems.Err())
-	if err := l.Err(); err != nil {
-		return nil, err
-	}
-
 	s := &Server{
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
@@ -98,6 +94,10 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
 	}
+	s.useAdmission(o.admission, &l)
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
 		TLSConfig:         tlsCfg,
@@ -108,8 +108,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ConnState:         s.conns.track,
 	}
-	s.guarded = http.HandlerFunc(s.serveGuarded)
-	s.next = s.guarded
+	s.next = handler // no layer between: finish's recover sees the panic as raised
 	s.useLogger(o.log)
 	s.useTracerProvider(o.tracer)
 	if o.reg != nil {
@@ -181,7 +180,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.AdmissionLimit)
 	if err != nil {
 		if transport.AlreadyRegistered(err) {
 			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// result is what one open-loop run measured.
+type result struct {
+	offered  float64 // requests per second sent
+	goodput  float64 // 2xx answered within deadline, per second
+	refused  float64 // 503s per second
+	failed   float64 // errors and late answers per second
+	p50, p99 time.Duration
+}
+
+// deadline is how late a 2xx may be and still count as goodput.
+const deadline = time.Second
+
+// openLoop sends rate requests per second to url for warm+measure, each at its
+// scheduled instant whatever the server's pace (an open loop: a slow server does not
+// slow the arrivals), and measures what answered during measure. A request's latency
+// counts from its scheduled instant, so a late sender does not hide queueing.
+func openLoop(url string, rate float64, warm, measure time.Duration) result {
+	cl := newClient(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
+	defer cl.close()
+	interval := time.Duration(float64(time.Second) / rate)
+	start := time.Now()
+	measureFrom := start.Add(warm)
+	end := measureFrom.Add(measure)
+
+	var mu sync.Mutex
+	var lat []time.Duration
+	var ok, refused, failed int
+	var firstErr string
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8192) // beyond this many outstanding, a request counts as failed unsent
+	for i := 0; ; i++ {
+		at := start.Add(time.Duration(i) * interval)
+		if !at.Before(end) {
+			break
+		}
+		if d := time.Until(at); d > 0 {
+			time.Sleep(d)
+		}
+		counted := !at.Before(measureFrom)
+		select {
+		case sem <- struct{}{}:
+		default:
+			if counted {
+				mu.Lock()
+				failed++
+				mu.Unlock()
+			}
+			continue
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			code, err := cl.do(at.Add(2 * deadline))
+			took := time.Since(at)
+			if !counted {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case code >= 200 && code < 300 && took <= deadline:
+				ok++
+				lat = append(lat, took)
+			case code == http.StatusServiceUnavailable:
+				refused++
+			default:
+				failed++
+				if firstErr == "" {
+					firstErr = fmt.Sprintf("code %d after %v, error %v", code, took, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != "" {
+		fmt.Fprintf(os.Stderr, "%s at %.0f/s: %d failed, the first: %s\n", url, rate, failed, firstErr)
+	}
+	secs := measure.Seconds()
+	r := result{offered: rate, goodput: float64(ok) / secs, refused: float64(refused) / secs, failed: float64(failed) / secs}
+	if len(lat) > 0 {
+		slices.Sort(lat)
+		r.p50 = lat[len(lat)/2]
+		r.p99 = lat[len(lat)*99/100]
+	}
+	return r
+}

@@ -1,0 +1,187 @@
+// Command peers measures overload protection: one CPU-bound handler (about 2 ms of
+// CPU per request) in one server process at GOMAXPROCS=1, offered an open-loop load
+// at 0.5×, 1×, 2× and 4× its measured capacity, served bare by net/http, by
+// httpentry (adaptive admission on by default), behind go-zero's adaptive shedder
+// and behind kratos's BBR limiter. It prints goodput (2xx answered within 1 s, per
+// second) and the p99 of the admitted requests, as a markdown table.
+//
+// It is its own module so that the framework's go.mod never requires the peers.
+//
+//	cd bench/peers && go run .
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	serveKind := flag.String("serve", "", "internal: run this server (bare, httpentry, httpentry-off, go-zero, kratos)")
+	work := flag.Int("work", 0, "rounds of hashing per request (0: calibrate to -cpu)")
+	cpu := flag.Duration("cpu", 2*time.Millisecond, "CPU per request to calibrate to")
+	measure := flag.Duration("measure", 4*time.Second, "measured span of each cell")
+	warm := flag.Duration("warm", 2*time.Second, "unmeasured span before it, for the limiters to settle")
+	servers := flag.String("servers", "bare,httpentry,go-zero,kratos", "servers to compare")
+	loads := flag.String("loads", "0.5,1,2,4", "offered load, in multiples of capacity")
+	capFlag := flag.Float64("capacity", 0, "capacity in req/s (0: measure it)")
+	idle := flag.Int("idle", 0, "instead: the cost below capacity, as this many interleaved closed-loop runs of bare, httpentry and httpentry-off on a trivial handler")
+	flag.Parse()
+	if *idle > 0 {
+		self, err := os.Executable()
+		if err != nil {
+			fatal(err)
+		}
+		idleCost(self, *idle)
+		return
+	}
+	if *serveKind != "" {
+		if err := serve(*serveKind, *work); err != nil {
+			fatal(err)
+		}
+		return
+	}
+	if *work == 0 {
+		*work = calibrate(*cpu)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		fatal(err)
+	}
+	// Capacity is measured again before each load level, with a closed loop on the
+	// bare server: on a shared machine it drifts, and the levels are multiples of
+	// what the machine gives at that moment.
+	measureCapacity := func() float64 {
+		if *capFlag > 0 {
+			return *capFlag
+		}
+		p := start(self, "bare", *work)
+		defer p.stop()
+		addr := strings.TrimSuffix(strings.TrimPrefix(p.url, "http://"), "/")
+		closedLoopRaw(addr, 4, 500*time.Millisecond) // warm up
+		return closedLoopRaw(addr, 4, 2*time.Second)
+	}
+	fmt.Printf("handler: %d hash rounds ≈ %v of CPU; servers at GOMAXPROCS=1; open loop, %v measured after %v\n\n", *work, *cpu, *measure, *warm)
+
+	var levels []float64
+	for _, f := range strings.Split(*loads, ",") {
+		var x float64
+		fmt.Sscan(f, &x)
+		levels = append(levels, x)
+	}
+	kinds := strings.Split(*servers, ",")
+	res := map[string]map[float64]result{}
+	for _, k := range kinds {
+		res[k] = map[float64]result{}
+	}
+	// Load level by load level, every server in turn, each in a fresh process, so
+	// that a backlog left by one cell does not burden the next.
+	caps := map[float64]float64{}
+	for _, x := range levels {
+		caps[x] = measureCapacity()
+		for _, k := range kinds {
+			p := start(self, k, *work)
+			res[k][x] = openLoop(p.url, x*caps[x], *warm, *measure)
+			p.stop()
+		}
+	}
+
+	fmt.Print("| server |")
+	for _, x := range levels {
+		fmt.Printf(" %.1f× (%.0f/s) goodput | p99 |", x, x*caps[x])
+	}
+	fmt.Print("\n|---|")
+	for range levels {
+		fmt.Print("---|---|")
+	}
+	fmt.Println()
+	for _, k := range kinds {
+		fmt.Printf("| %s |", k)
+		for _, x := range levels {
+			r := res[k][x]
+			fmt.Printf(" %.0f/s (%.2f×) | %s |", r.goodput, r.goodput/caps[x], ms(r.p99))
+		}
+		fmt.Println()
+	}
+	fmt.Println()
+	fmt.Println("refused (503/s) and failed (errors or later than 1 s, /s) per cell:")
+	for _, k := range kinds {
+		fmt.Printf("  %-14s", k)
+		for _, x := range levels {
+			r := res[k][x]
+			fmt.Printf("  %.1f×: %5.0f refused %5.0f failed, p50 %s", x, r.refused, r.failed, ms(r.p50))
+		}
+		fmt.Println()
+	}
+	if e, ok := res["httpentry"]; ok && len(levels) > 0 {
+		top := levels[len(levels)-1]
+		lo, hi := e[levels[0]], e[top]
+		fmt.Printf("\nhttpentry at %.1f×: goodput %.2f× capacity (goal ≥ 0.90), p99 %.1f× its p99 at %.1f× (goal ≤ 3)\n",
+			top, hi.goodput/caps[top], float64(hi.p99)/float64(max(lo.p99, 1)), levels[0])
+	}
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
+
+// calibrate finds how many hash rounds take d of CPU on this machine, timed with
+// the thread's CPU clock so that a busy neighbour does not skew it.
+func calibrate(d time.Duration) int {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cpu := func() time.Duration {
+		var ru syscall.Rusage
+		syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	n := 1000
+	for {
+		t := cpu()
+		burn(n)
+		if took := cpu() - t; took > 200*time.Millisecond {
+			return int(float64(n) * float64(d) / float64(took))
+		}
+		n *= 2
+	}
+}
+
+// proc is a server process.
+type proc struct {
+	cmd *exec.Cmd
+	url string
+}
+
+func start(self, kind string, work int) *proc {
+	cmd := exec.Command(self, "-serve", kind, "-work", fmt.Sprint(work))
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		fatal(fmt.Errorf("server %s did not start: %v", kind, err))
+	}
+	return &proc{cmd: cmd, url: "http://" + strings.TrimSpace(line) + "/"}
+}
+
+func (p *proc) stop() {
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+	}
+}

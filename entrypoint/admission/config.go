@@ -1,0 +1,140 @@
+package admission
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/servicewright/servicewright/fault"
+)
+
+// Defaults for the fields of Config left at their zero value.
+const (
+	DefaultMinLimit      = 1
+	DefaultMaxLimit      = 1000
+	DefaultInitialLimit  = 20
+	DefaultWindow        = 100 * time.Millisecond
+	DefaultTolerance     = 1.5
+	DefaultProbeInterval = 30 * time.Second
+)
+
+// The environment variables that override Config's fields (see Config.FromEnv).
+const (
+	EnvOff           = "SW_ADMISSION_OFF"
+	EnvMinLimit      = "SW_ADMISSION_MIN_LIMIT"
+	EnvMaxLimit      = "SW_ADMISSION_MAX_LIMIT"
+	EnvWindow        = "SW_ADMISSION_WINDOW"
+	EnvProbeInterval = "SW_ADMISSION_PROBE_INTERVAL"
+)
+
+// Config bounds a Limiter. Every zero field takes the default named after it, so the
+// zero Config is protection on with the defaults.
+type Config struct {
+	// Off turns overload protection off: nothing is refused for overload, only while
+	// draining. Env SW_ADMISSION_OFF (a Go bool: 1, true, 0, false).
+	Off bool
+	// MinLimit is the floor of the limit: however slow the service gets, this many
+	// ordinary units are admitted at once. Default 1. Env SW_ADMISSION_MIN_LIMIT.
+	MinLimit int
+	// MaxLimit is the ceiling of the limit. Default 1000. Env SW_ADMISSION_MAX_LIMIT.
+	MaxLimit int
+	// InitialLimit is the limit before the first measurement, clamped to the bounds.
+	// Default 20.
+	InitialLimit int
+	// Window is the shortest span over which latency is averaged before the limit
+	// moves; a window also waits for enough samples. Default 100ms. Env
+	// SW_ADMISSION_WINDOW.
+	Window time.Duration
+	// Tolerance is how much slower than the no-load latency the service may answer
+	// before the limit falls: 1.5 lets latency grow by half. Must be at least 1.
+	// Default 1.5.
+	Tolerance float64
+	// ProbeInterval is how often, while it sheds, the Limiter drops to MinLimit for
+	// two windows to measure the no-load latency afresh. Default 30s. Env
+	// SW_ADMISSION_PROBE_INTERVAL.
+	ProbeInterval time.Duration
+}
+
+// FromEnv returns cfg with the fields that lookup (os.LookupEnv in production)
+// overrides. A malformed value is a problem naming the field and the variable.
+func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
+	var l fault.Problems
+	if v, ok := lookup(EnvOff); ok {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			l.Addf("Off", "%s=%q is not a bool", EnvOff, v)
+		}
+		cfg.Off = b
+	}
+	ints := []struct {
+		env, field string
+		v          *int
+	}{{EnvMinLimit, "MinLimit", &cfg.MinLimit}, {EnvMaxLimit, "MaxLimit", &cfg.MaxLimit}}
+	for _, e := range ints {
+		if v, ok := lookup(e.env); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				l.Addf(e.field, "%s=%q is not an integer", e.env, v)
+			}
+			*e.v = n
+		}
+	}
+	durs := []struct {
+		env, field string
+		v          *time.Duration
+	}{{EnvWindow, "Window", &cfg.Window}, {EnvProbeInterval, "ProbeInterval", &cfg.ProbeInterval}}
+	for _, e := range durs {
+		if v, ok := lookup(e.env); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				l.Addf(e.field, "%s=%q is not a duration", e.env, v)
+			}
+			*e.v = d
+		}
+	}
+	return cfg, l.Err()
+}
+
+// resolve fills in the defaults and records every problem in l, each naming its
+// field and the variable that can set it.
+func (cfg Config) resolve(l *fault.Problems) Config {
+	if cfg.MinLimit == 0 {
+		cfg.MinLimit = DefaultMinLimit
+	}
+	if cfg.MaxLimit == 0 {
+		cfg.MaxLimit = DefaultMaxLimit
+	}
+	if cfg.InitialLimit == 0 {
+		cfg.InitialLimit = DefaultInitialLimit
+	}
+	if cfg.Window == 0 {
+		cfg.Window = DefaultWindow
+	}
+	if cfg.Tolerance == 0 {
+		cfg.Tolerance = DefaultTolerance
+	}
+	if cfg.ProbeInterval == 0 {
+		cfg.ProbeInterval = DefaultProbeInterval
+	}
+	switch {
+	case cfg.MinLimit < 0:
+		l.Addf("MinLimit", "must be positive, got %d (%s)", cfg.MinLimit, EnvMinLimit)
+	case cfg.MaxLimit < 0:
+		l.Addf("MaxLimit", "must be positive, got %d (%s)", cfg.MaxLimit, EnvMaxLimit)
+	case cfg.MinLimit > cfg.MaxLimit:
+		l.Addf("MinLimit", "must not exceed MaxLimit %d, got %d (%s, %s)", cfg.MaxLimit, cfg.MinLimit, EnvMinLimit, EnvMaxLimit)
+	}
+	if cfg.InitialLimit < 0 {
+		l.Addf("InitialLimit", "must be positive, got %d", cfg.InitialLimit)
+	}
+	cfg.InitialLimit = max(cfg.MinLimit, min(cfg.MaxLimit, cfg.InitialLimit))
+	if cfg.Window < 0 {
+		l.Addf("Window", "must be positive, got %v (%s)", cfg.Window, EnvWindow)
+	}
+	if cfg.ProbeInterval < 0 {
+		l.Addf("ProbeInterval", "must be positive, got %v (%s)", cfg.ProbeInterval, EnvProbeInterval)
+	}
+	if cfg.Tolerance < 1 {
+		l.Addf("Tolerance", "must be at least 1, got %v", cfg.Tolerance)
+	}
+	return cfg
+}

@@ -1,0 +1,23 @@
+// Package admission decides how much concurrent work an entrypoint admits, so that
+// under overload it refuses the surplus at once instead of queueing it until every
+// client times out.
+//
+// A Limiter keeps a concurrency limit that adapts to the latency it measures; an
+// entrypoint.Gate given a Limiter (Gate.SetLimiter) refuses an ordinary unit of work
+// while the units in flight are at the limit, and feeds the latency of a sample of
+// the admitted ones back to the Limiter. httpentry and grpcentry do this by default;
+// a custom entrypoint uses the same Gate and Limiter.
+//
+// The controller is a gradient limiter after Netflix's concurrency-limits
+// (GradientLimit and Gradient2Limit, github.com/Netflix/concurrency-limits) with the
+// no-load latency measured as Envoy's adaptive concurrency filter measures its
+// minRTT (at the minimum concurrency, periodically): see Limiter.
+//
+// Why not a library. failsafe-go's adaptivelimiter allocates a permit per request,
+// reads the wall clock twice per request, takes one mutex per completion and brings
+// a t-digest and failsafe-go's policy packages (its module requires gRPC);
+// go-concurrency-limits likewise allocates a listener per request behind a mutex and
+// is not obtainable from the module proxy this project builds against. Neither fits
+// a lock-free gate whose enter+leave costs a few atomic operations; the controller
+// itself is some eighty lines.
+package admission

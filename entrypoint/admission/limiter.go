@@ -1,0 +1,223 @@
+package admission
+
+import (
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/servicewright/servicewright/fault"
+)
+
+// sampleEvery is how many admitted units share one latency sample while less than
+// half the limit is in use: the clock costs some 80 ns a read on a virtual machine,
+// so timing every unit would cost more than the rest of the Gate. Once half the
+// limit is in use, every unit is timed: the limit is then about to matter. It is a
+// power of two.
+const sampleEvery = 16
+
+// minSamples is how many samples a window needs before the limit moves on it.
+const minSamples = 8
+
+// smoothing is the share of a window's step the limit takes (as Gradient2Limit's
+// smoothing), so that one odd window moves it only half way.
+const smoothing = 0.5
+
+// probeAfter is how many consecutive windows must shed before a probe: a burst
+// that shed once is no reason to drop to the floor.
+const probeAfter = 3
+
+// probe phases: the Limiter drops to MinLimit, lets one window drain what was
+// admitted above it, and measures the next.
+const (
+	probeNone = iota
+	probeSettle
+	probeMeasure
+)
+
+// A Limiter keeps the adaptive concurrency limit of an entrypoint.Gate.
+//
+// Each window (Config.Window, and at least a few samples) it compares the mean
+// latency of the sampled units, rtt, with the no-load latency, base, and moves the
+// limit as Netflix's gradient limiters do:
+//
+//	gradient = clamp(Tolerance·base / rtt, 0.5, 1)
+//	target   = limit·gradient + queue(limit)     (queue: log2(limit)/2, at least 1)
+//	limit    = limit + ½·(target − limit), within [MinLimit, MaxLimit]
+//
+// so the limit falls while latency is above Tolerance times the no-load latency and
+// climbs by half a queue per window while it is not. It does not climb while less than
+// half of it is used: an idle service keeps the limit it had.
+//
+// base is the lowest window mean seen. Because a long overload never shows the
+// no-load latency, and a service may become slower for good, the Limiter measures it
+// afresh as Envoy's adaptive concurrency filter measures its minRTT: every
+// ProbeInterval in which it kept shedding, it drops the limit to MinLimit for two windows and
+// takes the latency of the second as the new base. At MinLimit itself the latency
+// measured is by definition the no-load one.
+//
+// The hot path (Limit, Start, Finish of an unsampled unit) takes no lock and
+// allocates nothing; one unit in eight reads the clock twice. The window's
+// arithmetic runs in the Finish that closes it, under a lock the others skip.
+//
+// A Limiter does not queue: a unit over the limit is refused at once. It does not
+// see what never reaches it (the listener's backlog, the TLS handshake).
+type Limiter struct {
+	cfg   Config
+	epoch time.Time
+
+	limit     atomic.Int64
+	shedTotal atomic.Uint64
+
+	// The window being filled.
+	sum   atomic.Int64 // sampled latencies, ns
+	n     atomic.Int64 // samples
+	peak  atomic.Int64 // highest in-flight count a sample saw
+	shed  atomic.Int64 // units refused
+	close atomic.Int64 // when the window may close, ns since epoch
+
+	mu        sync.Mutex // one window's arithmetic at a time; guards the fields below
+	est       float64    // the limit, unrounded
+	base      float64    // no-load latency, ns; 0 until measured
+	phase     int        // probe phase
+	saved     float64    // the limit before the probe
+	nextProbe int64      // ns since epoch
+	shedding  int        // consecutive windows that shed
+}
+
+// New checks cfg and returns a Limiter at cfg.InitialLimit. A *fault.ConfigError
+// lists every problem, each naming its field and environment variable. With
+// cfg.Off it returns nil and no error: a nil *Limiter limits nothing, and a Gate
+// given one behaves as a Gate given none.
+func New(cfg Config) (*Limiter, error) {
+	var l fault.Problems
+	cfg = cfg.resolve(&l)
+	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	if cfg.Off {
+		return nil, nil
+	}
+	lim := &Limiter{cfg: cfg, epoch: time.Now(), est: float64(cfg.InitialLimit)}
+	lim.limit.Store(int64(cfg.InitialLimit))
+	lim.close.Store(int64(cfg.Window))
+	lim.nextProbe = int64(cfg.Window) * 10 // the first probe comes early, then every ProbeInterval
+	return lim, nil
+}
+
+// Limit is how many ordinary units may be in flight at once.
+func (l *Limiter) Limit() int { return int(l.limit.Load()) }
+
+// Shed records a unit refused because the limit was reached.
+func (l *Limiter) Shed() {
+	l.shed.Add(1)
+	l.shedTotal.Add(1)
+}
+
+// ShedCount is how many units were refused for overload since New.
+func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
+
+// Start is called when a unit is admitted with inFlight ordinary units in flight,
+// itself included, under limit (what Limit returned). It returns 0 for a unit that
+// is not sampled, and a clock reading to hand to Finish for one that is.
+func (l *Limiter) Start(inFlight, limit int) int64 {
+	if 2*inFlight < limit && rand.Uint32()&(sampleEvery-1) != 0 {
+		return 0
+	}
+	return l.stamp()
+}
+
+// stamp is a sample's start: the clock, never 0. It is apart from Start so that
+// Start's unsampled path is inlined.
+func (l *Limiter) stamp() int64 { return l.now() | 1 }
+
+// Finish is called when a unit admitted with start (from Start) is done; inFlight is
+// the number of ordinary units in flight including it.
+func (l *Limiter) Finish(start int64, inFlight int) {
+	if start != 0 {
+		l.finish(start, inFlight)
+	}
+}
+
+func (l *Limiter) finish(start int64, inFlight int) {
+	now := l.now()
+	l.record(now, now-start, inFlight)
+}
+
+// Sample feeds the latency of one admitted unit, measured by the caller, and the
+// number of ordinary units in flight when it ended (itself included). A custom
+// entrypoint that times its units itself calls it instead of Start and Finish.
+func (l *Limiter) Sample(rtt time.Duration, inFlight int) {
+	l.record(l.now(), int64(rtt), inFlight)
+}
+
+func (l *Limiter) now() int64 { return int64(time.Since(l.epoch)) }
+
+func (l *Limiter) record(now, rtt int64, inFlight int) {
+	l.sum.Add(rtt)
+	n := l.n.Add(1)
+	for p := l.peak.Load(); int64(inFlight) > p && !l.peak.CompareAndSwap(p, int64(inFlight)); p = l.peak.Load() {
+	}
+	if n < minSamples || now < l.close.Load() || !l.mu.TryLock() {
+		return
+	}
+	defer l.mu.Unlock()
+	if now < l.close.Load() { // another Finish closed this window first
+		return
+	}
+	l.close.Store(now + int64(l.cfg.Window))
+	l.step(now, l.sum.Swap(0), l.n.Swap(0), l.peak.Swap(0), l.shed.Swap(0))
+}
+
+// step closes one window: sum and n are its samples, peak its highest in-flight
+// count and shed how many units it refused.
+func (l *Limiter) step(now, sum, n, peak, shed int64) {
+	if n == 0 {
+		return
+	}
+	rtt := float64(sum) / float64(n)
+	lo, hi := float64(l.cfg.MinLimit), float64(l.cfg.MaxLimit)
+	switch l.phase {
+	case probeSettle:
+		l.phase = probeMeasure
+		return
+	case probeMeasure:
+		l.phase = probeNone
+		l.base = rtt
+		l.set(l.saved)
+		return
+	}
+	if l.base == 0 || rtt < l.base || l.est <= lo {
+		l.base = rtt
+	}
+	if shed > 0 {
+		l.shedding++
+	} else {
+		l.shedding = 0
+	}
+	if l.shedding >= probeAfter && now >= l.nextProbe && l.est > lo {
+		l.nextProbe = now + int64(l.cfg.ProbeInterval)
+		l.phase, l.saved = probeSettle, l.est
+		l.set(lo)
+		return
+	}
+	gradient := max(0.5, min(1, l.cfg.Tolerance*l.base/rtt))
+	target := l.est*gradient + queue(l.est)
+	if target > l.est && float64(peak) < l.est/2 {
+		return // not using what it has: no reason to climb
+	}
+	l.set(max(lo, min(hi, l.est+smoothing*(target-l.est))))
+}
+
+// queue is how many units beyond the no-load concurrency a limit of est allows to
+// wait: log2(est)/2, at least 1. Gradient2Limit allows a constant 4 and Vegas-style
+// limiters a multiple of log10(limit); a small queue keeps a CPU-bound service at a
+// few units in flight (its latency near the no-load one), and a logarithm lets a
+// large limit still climb a unit or more per window.
+func queue(est float64) float64 { return max(1, math.Log2(est)/2) }
+
+func (l *Limiter) set(est float64) {
+	l.est = est
+	l.limit.Store(int64(est))
+}

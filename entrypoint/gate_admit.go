@@ -1,0 +1,126 @@
+package entrypoint
+
+import "github.com/servicewright/servicewright/entrypoint/admission"
+
+// A Class says how the Gate's limiter treats a unit of work (see Gate.Admit).
+type Class uint8
+
+const (
+	// Ordinary work counts against the limit and is refused once the limit is
+	// reached; a sample of its latency drives the limit.
+	Ordinary Class = iota
+	// Critical work counts against the limit, and its latency drives it, but it is
+	// never refused for overload: declare so the routes whose refusal costs more
+	// than their load (a payment's confirmation, a lease renewal).
+	Critical
+	// Exempt work is outside the limiter: it is neither limited nor counted against
+	// the limit, and its latency is not sampled. Streams, long polls and hijacked
+	// connections are exempt, since how long they last says nothing of load.
+	Exempt
+)
+
+// A Verdict is the Gate's answer to Admit.
+type Verdict uint8
+
+const (
+	Admitted   Verdict = iota // counted; call the Ticket's Leave when done
+	Draining                  // refused: the Gate is closed
+	Overloaded                // refused: the limiter's limit is reached
+)
+
+func (v Verdict) String() string {
+	switch v {
+	case Admitted:
+		return "admitted"
+	case Draining:
+		return "draining"
+	case Overloaded:
+		return "overload"
+	}
+	return "unknown"
+}
+
+// A Ticket is one admitted unit of work. Its zero value, what a refused Admit
+// returns, has a Leave that does nothing.
+type Ticket struct {
+	g     *Gate
+	lim   *admission.Limiter // nil unless the unit counts against the limit
+	start int64              // the limiter's sample start; 0 when not sampled
+	unit  uint64             // what Leave takes off the Gate's counts
+}
+
+// Leave marks the unit done, exactly once, and feeds its latency to the limiter when
+// it was sampled. Calling Leave twice on an admitted Ticket panics or, when other
+// work is in flight, makes Wait return early (see Enter).
+func (t Ticket) Leave() {
+	if t.unit == 0 {
+		return
+	}
+	s := t.g.release(t.unit)
+	if t.lim != nil {
+		t.lim.Finish(t.start, int(limited(s))+1)
+	}
+}
+
+// Detach takes the unit out of the limiter at once, without a sample, and returns
+// the function that ends its count in the Gate, for work that outlives its request
+// (a hijacked connection): Drain still waits for it, the limit no longer counts it.
+// Neither Leave nor Detach may be called on the Ticket afterwards.
+func (t Ticket) Detach() (leave func()) {
+	switch {
+	case t.unit == 0:
+		return noLeave
+	case t.unit&limOne != 0:
+		t.g.release(limOne)
+	}
+	if p := t.g.leave.Load(); p != nil {
+		return *p
+	}
+	return t.g.leaveFunc()
+}
+
+// SetLimiter makes the Gate refuse Ordinary work beyond lim's limit (see Admit). A
+// nil lim, the zero Gate's, limits nothing. It may be called at any time; units
+// admitted before it keep the limiter they were admitted under.
+func (g *Gate) SetLimiter(lim *admission.Limiter) { g.lim.Store(lim) }
+
+// Limiter returns what SetLimiter set, or nil.
+func (g *Gate) Limiter() *admission.Limiter { return g.lim.Load() }
+
+// Admit asks to admit one unit of work of class c. It returns Draining once the Gate
+// is closed, Overloaded when c is Ordinary and the limiter's limit of units in
+// flight is reached, and otherwise Admitted with the Ticket whose Leave the caller
+// must call when the unit is done. A refused Admit returns the zero Ticket, so that
+// `t, v := g.Admit(c); defer t.Leave()` is always safe.
+//
+// Admission and counting are one atomic add, as in Enter; with a limiter, an
+// admitted unit of class Ordinary or Critical also counts against the limit, and
+// one in sixteen reads the clock to feed the limiter a latency sample. Admit never
+// queues and never blocks: a refusal costs what an admission does. It does not
+// refuse the work of Enter (counted as Exempt), nor Critical or Exempt work for
+// overload.
+func (g *Gate) Admit(c Class) (Ticket, Verdict) {
+	if g.state.Load()&gateClosed != 0 {
+		return Ticket{}, Draining
+	}
+	lim := g.lim.Load()
+	unit := gateOne
+	if lim != nil && c != Exempt {
+		unit |= limOne
+	}
+	s := g.state.Add(unit)
+	switch {
+	case s&gateClosed != 0:
+		g.release(unit) // Close won the race; see Enter
+		return Ticket{}, Draining
+	case unit == gateOne:
+		return Ticket{g: g, unit: unit}, Admitted
+	}
+	n, limit := limited(s), lim.Limit()
+	if c == Ordinary && n > uint64(limit) {
+		g.release(unit)
+		lim.Shed()
+		return Ticket{}, Overloaded
+	}
+	return Ticket{g: g, lim: lim, unit: unit, start: lim.Start(int(n), limit)}, Admitted
+}

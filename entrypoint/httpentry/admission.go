@@ -1,0 +1,150 @@
+package httpentry
+
+import (
+	"io"
+	"net/http"
+	"os"
+	"strconv"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/admission"
+	"github.com/servicewright/servicewright/fault"
+)
+
+// overloadBody is the JSON body of a request shed for overload.
+const overloadBody = `{"code":"overloaded","message":"the server is at capacity; retry the request shortly"}` + "\n"
+
+// overloadRetryAfter is the Retry-After of a request shed for overload, in seconds:
+// a limit moves every window (100ms by default), so a second is long enough for
+// the client's next try to find room and short enough not to idle it.
+const overloadRetryAfter = "1"
+
+// admissionOptions are what WithAdmission, WithCritical and WithExempt gave.
+type admissionOptions struct {
+	cfg      admission.Config
+	critical []string
+	exempt   []string
+}
+
+// WithAdmission configures the adaptive admission limit (see the admission
+// package): a Server sheds ordinary requests beyond a concurrency limit that adapts
+// to the latency it measures, with 503 and Retry-After, before they queue. It is on
+// by default, with admission.Config's defaults; admission.Config{Off: true} turns it
+// off. The SW_ADMISSION_* variables (admission.Config.FromEnv) override cfg; a
+// malformed one, or bounds that do not fit, make New fail with a ConfigError naming
+// the field ("Admission.MinLimit") and the variable.
+//
+// Shedding is not unreadiness: the Host's /readyz does not change, and its probes
+// and PreStop are served on their own port, outside this Server's Gate. Streams
+// (see WithStreamMatcher) and hijacked connections are never shed nor counted
+// against the limit; neither are the routes of WithCritical and WithExempt.
+func WithAdmission(cfg admission.Config) Option {
+	return func(o *options) { o.admission.cfg = cfg }
+}
+
+// WithCritical declares routes that are never shed for overload: a request that
+// matches one of patterns, read as http.ServeMux patterns ("POST /pay/{id}"), is
+// counted against the limit and its latency drives it, but it is admitted whatever
+// the limit (it is still refused while draining). Use it for the requests whose
+// refusal costs more than their load. Matching costs a ServeMux lookup per request,
+// only when some pattern is declared. An invalid pattern makes New fail.
+func WithCritical(patterns ...string) Option {
+	return func(o *options) { o.admission.critical = append(o.admission.critical, patterns...) }
+}
+
+// WithExempt declares routes outside the limiter altogether: neither shed, nor
+// counted against the limit, nor sampled for latency — long polls, say, whose
+// duration says nothing of load. They are still refused while draining. Patterns
+// are read as in WithCritical.
+func WithExempt(patterns ...string) Option {
+	return func(o *options) { o.admission.exempt = append(o.admission.exempt, patterns...) }
+}
+
+// classes maps a request to its admission class by the patterns of WithCritical and
+// WithExempt; a nil classes makes every request Ordinary.
+type classes struct {
+	mux *http.ServeMux
+}
+
+// class marks a ServeMux entry with its class.
+type class entrypoint.Class
+
+func (class) ServeHTTP(http.ResponseWriter, *http.Request) {}
+
+// useAdmission builds the limiter and the route classes from o, recording problems
+// in l under "Admission", "WithCritical" and "WithExempt".
+func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
+	cfg, err := o.cfg.FromEnv(os.LookupEnv)
+	l.Merge("Admission", err)
+	lim, err := admission.New(cfg)
+	l.Merge("Admission", err)
+	s.gate.SetLimiter(lim)
+	if len(o.critical)+len(o.exempt) == 0 {
+		return
+	}
+	mux := http.NewServeMux()
+	add := func(option string, c entrypoint.Class, patterns []string) {
+		for _, p := range patterns {
+			func() {
+				defer func() {
+					if r := recover(); r != nil { // ServeMux panics on a bad or duplicate pattern
+						l.Addf(option, "pattern %q: %v", p, r)
+					}
+				}()
+				mux.Handle(p, class(c))
+			}()
+		}
+	}
+	add("WithCritical", entrypoint.Critical, o.critical)
+	add("WithExempt", entrypoint.Exempt, o.exempt)
+	s.classes = &classes{mux: mux}
+}
+
+// classOf is r's admission class: Exempt for a stream, the class of the first
+// pattern of WithCritical or WithExempt that matches, else Ordinary.
+func (s *Server) classOf(r *http.Request, stream bool) entrypoint.Class {
+	switch {
+	case stream:
+		return entrypoint.Exempt
+	case s.classes == nil:
+		return entrypoint.Ordinary
+	}
+	if h, pattern := s.classes.mux.Handler(r); pattern != "" {
+		if c, ok := h.(class); ok {
+			return entrypoint.Class(c)
+		}
+	}
+	return entrypoint.Ordinary
+}
+
+// shed answers a request refused for overload: a complete 503 with Retry-After, on a
+// connection kept open — the client's next request may well find room, and a new
+// connection would cost more than this answer.
+func (s *Server) shed(w http.ResponseWriter) {
+	if s.metrics != nil {
+		s.metrics.shedOverload.Inc()
+	}
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Retry-After", overloadRetryAfter)
+	h.Set("Content-Length", strconv.Itoa(len(overloadBody)))
+	w.WriteHeader(http.StatusServiceUnavailable)
+	io.WriteString(w, overloadBody)
+}
+
+// ShedOverload reports how many requests were shed for overload since New.
+func (s *Server) ShedOverload() uint64 {
+	if lim := s.gate.Limiter(); lim != nil {
+		return lim.ShedCount()
+	}
+	return 0
+}
+
+// AdmissionLimit reports the current adaptive concurrency limit, or 0 when
+// admission is off.
+func (s *Server) AdmissionLimit() int {
+	if lim := s.gate.Limiter(); lim != nil {
+		return lim.Limit()
+	}
+	return 0
+}
