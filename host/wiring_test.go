@@ -153,7 +153,9 @@ func TestHostMonitor(t *testing.T) {
 				ServiceName: "orders",
 				Entrypoints: []host.Registration{{Entrypoint: ep}},
 				Container: fx.Options(
-					host.Check("db", func() health.Check { return health.Gating(health.CheckFunc(func(context.Context) error { return failing })) }),
+					host.Check("db", func() health.Check {
+						return health.Gating(health.CheckFunc(func(context.Context) error { return failing }))
+					}),
 					fx.Invoke(func(m *health.Monitor) { fromFx = m }),
 				),
 			})
