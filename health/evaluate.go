@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -58,6 +60,25 @@ type evaluator struct {
 	checks  []namedCheck // sorted by name
 	timeout time.Duration
 	log     *zap.Logger
+	failing *prometheus.GaugeVec // nil: no metric (see newFailingGauge)
+}
+
+// newFailingGauge registers with reg the gauge servicewright_readiness_check_failing
+// {check, gates}: 1 while the check's last run failed, 0 once it passed; gates says
+// whether the check was declared with Gating (a failure withdraws readiness) or not
+// (it only degrades it). A nil reg gives nil.
+func newFailingGauge(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "servicewright_readiness_check_failing",
+		Help: "1 while the readiness check's last run failed. gates=\"false\": a shared dependency, readiness degraded but kept; gates=\"true\": readiness withdrawn.",
+	}, []string{"check", "gates"})
+	if err := reg.Register(g); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // validateChecks records every unusable entry of checks. Names must be non-empty,
@@ -203,6 +224,13 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 	for i, res := range e.run(ctx, run) {
 		res.Gates = run[i].gates
 		rep.Checks[run[i].name] = res
+		if e.failing != nil {
+			v := 0.0
+			if !res.OK {
+				v = 1
+			}
+			e.failing.WithLabelValues(run[i].name, strconv.FormatBool(res.Gates)).Set(v)
+		}
 		switch {
 		case res.OK:
 		case res.Gates:

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
@@ -21,7 +23,8 @@ func TestReadinessSharedDegradesGatingWithdraws(t *testing.T) {
 
 	t.Run("a failing shared check degrades without withdrawing readiness", func(t *testing.T) {
 		core, logs := observer.New(zap.DebugLevel)
-		h := newReadiness(t, ready(), health.ReadinessOptions{Logger: zap.New(core),
+		reg := prometheus.NewPedanticRegistry()
+		h := newReadiness(t, ready(), health.ReadinessOptions{Logger: zap.New(core), Registerer: reg,
 			Checks: map[string]health.Check{"postgres": down, "disk": health.Gating(up)}})
 		a := get(t, h, "/readyz")
 		if a.code != 200 || a.report.Status != health.ReportDegraded {
@@ -35,6 +38,15 @@ func TestReadinessSharedDegradesGatingWithdraws(t *testing.T) {
 		}
 		if !a.report.Serving() {
 			t.Error("a degraded report is not Serving: transports would withdraw the replica")
+		}
+		want := `
+# HELP servicewright_readiness_check_failing 1 while the readiness check's last run failed. gates="false": a shared dependency, readiness degraded but kept; gates="true": readiness withdrawn.
+# TYPE servicewright_readiness_check_failing gauge
+servicewright_readiness_check_failing{check="disk",gates="true"} 0
+servicewright_readiness_check_failing{check="postgres",gates="false"} 1
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "servicewright_readiness_check_failing"); err != nil {
+			t.Error(err)
 		}
 		line := logs.FilterMessage("readiness check failed").All()
 		if len(line) != 1 || line[0].ContextMap()["check"] != "postgres" || line[0].ContextMap()["readiness"] != "degraded" {

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -60,6 +61,10 @@ type ReadinessOptions struct {
 	// Logger receives check failures (with their messages), panics and timeouts. nil
 	// logs nothing.
 	Logger *zap.Logger
+	// Registerer, when set, receives the gauge servicewright_readiness_check_failing
+	// {check, gates}, set at each probe: 1 for a check whose run failed, with gates
+	// "false" when it only degrades readiness (see Gating). nil registers nothing.
+	Registerer prometheus.Registerer
 }
 
 // NewReadiness returns the readiness probe handler (/readyz), mountable on any mux and
@@ -93,7 +98,14 @@ func NewReadiness(src Source, opts ReadinessOptions) (http.Handler, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	return &readiness{newEvaluator(src, opts.Checks, opts.CheckTimeout, opts.Logger)}, nil
+	failing, err := newFailingGauge(opts.Registerer)
+	if err != nil {
+		l.Addf("Registerer", "%v", err)
+		return nil, l.Err()
+	}
+	e := newEvaluator(src, opts.Checks, opts.CheckTimeout, opts.Logger)
+	e.failing = failing
+	return &readiness{e}, nil
 }
 
 type readiness struct{ e *evaluator }

@@ -58,24 +58,13 @@ type backlogListener struct {
 
 // takeOver returns the listener for the http.Server to serve in place of ln, and a
 // func to call once Serve returned, which closes the socket if it is still open. It
-// records the listener in s.backlog for Drain. Without TLS, each connection is
-// wrapped so that the requests pipelined on it and left unanswered by the drain are
-// counted (pipelineListener).
+// records the listener in s.backlog for Drain.
 //
 // When ln is not a socket it can take over (any other net.Listener, such as one
 // made by tls.NewListener and given with WithListener, or on a platform without a
 // non-blocking accept(2)), it returns ln itself and a func that does nothing:
 // Drain then closes ln through http.Server.Shutdown, resetting its backlog.
 func (s *Server) takeOver(ln net.Listener) (net.Listener, func()) {
-	ln, served := s.takeOverSocket(ln)
-	if s.srv.TLSConfig == nil {
-		ln = &pipelineListener{Listener: ln, cs: &s.conns, draining: s.draining}
-	}
-	return ln, served
-}
-
-// takeOverSocket is takeOver without the counting of pipelined requests.
-func (s *Server) takeOverSocket(ln net.Listener) (net.Listener, func()) {
 	var deadline interface{ SetDeadline(time.Time) error }
 	var sc syscall.Conn
 	switch l := ln.(type) {

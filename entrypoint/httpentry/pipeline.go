@@ -24,6 +24,15 @@ type pipelineListener struct {
 	draining <-chan struct{} // closed when Drain began
 }
 
+// countPipelined returns ln wrapped in a pipelineListener, or ln itself when the
+// Server serves TLS.
+func (s *Server) countPipelined(ln net.Listener) net.Listener {
+	if s.srv.TLSConfig != nil {
+		return ln
+	}
+	return &pipelineListener{Listener: ln, cs: &s.conns, draining: s.draining}
+}
+
 func (l *pipelineListener) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err != nil {
