@@ -88,13 +88,17 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	end := len(c.pending)
+	end, found := len(c.pending), false
 	if i := firstHeadEnd(c.tail, c.pending); i >= 0 {
-		end = i
+		end, found = i, true
 	}
 	n := copy(p, c.pending[:end])
 	handed := c.pending[:n]
 	c.pending = c.pending[n:]
+	if found && n == end { // a head ended: the next one starts afresh
+		c.tail = c.tail[:0]
+		return n, nil
+	}
 	c.tail = append(c.tail, handed[max(0, len(handed)-3):]...)
 	c.tail = c.tail[max(0, len(c.tail)-3):]
 	return n, nil
