@@ -8,6 +8,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -35,7 +36,7 @@ func TestPermanentStopsCampaigning(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				spy := &spyLock{Lock: lock.NewMemory()}
 				s := vSpec(spy, "a")
-				s.Retry = Retry{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}
+				s.Retry = entrypoint.Backoff{Initial: 100 * time.Millisecond, Max: 100 * time.Millisecond}
 				var calls atomic.Int32
 				var g termLog
 				lead := g.untilEnded

@@ -13,7 +13,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // backends are the real services the example uses when their variables are set:
@@ -73,7 +73,7 @@ func (b backends) module() fx.Option {
 			// Every replica shares the database: its check degrades readiness and never
 			// withdraws it (no health.Gating), so a PostgreSQL blip does not take the
 			// whole fleet out of the load balancer; the same holds for Redis and Kafka.
-			host.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
+			hostfx.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
 		)
 	}
 	return fx.Options(opts...)
