@@ -121,6 +121,7 @@ type Loop struct {
 	runs       atomic.Uint64
 	failures   atomic.Uint64
 	failStreak atomic.Uint64
+	permanent  error // the fault.Permanent failure that ended the loop; written before done closes
 
 	mu     sync.Mutex
 	guard  Guard
@@ -131,7 +132,9 @@ type Loop struct {
 
 // NewLoop checks cfg and returns a Loop that runs unit repeatedly, waiting
 // cfg.Every ± cfg.Jitter after each unit that succeeds and a growing backoff after
-// each that fails or panics. Every problem with cfg or unit is reported in one
+// each that fails or panics. A unit that fails with an error marked by
+// fault.Permanent ("retrying cannot fix it") is not retried: the loop stops, and
+// Serve returns the error (see Serve). Every problem with cfg or unit is reported in one
 // *fault.ConfigError naming its field; nothing is started until Serve.
 func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...LoopOption) (*Loop, error) {
 	var o loopOptions
@@ -190,6 +193,11 @@ func (r *Loop) Bind(context.Context) error {
 // says otherwise. Units get a ctx carrying ctx's values but not its cancellation;
 // Stop cancels it.
 //
+// If a unit fails with an error marked by fault.Permanent before stop, the loop ends
+// and Serve returns that error, still marked, so that the Host stops the service as
+// for any failed entrypoint instead of retrying what cannot succeed. After stop such a
+// failure ends the loop too (the drain finds it ended) and is logged only.
+//
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cancels
 // the running unit, waits for the loop to exit and returns ctx.Err(). Serve before
 // Bind, or twice, returns an error wrapping ErrOutOfTurn. It does not start the loop,
@@ -205,7 +213,20 @@ func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
 	r.mu.Unlock()
-	return wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { return r.halt(haltStop) })
+	err := wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { return r.halt(haltStop) })
+	if err == nil && closed(done) && r.permanent != nil { // done closed after r.permanent was written
+		return fmt.Errorf("loop %q: %w", r.cfg.Name, r.permanent)
+	}
+	return err
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 // Drain stops the loop between units: a unit that is running is left to finish, and
@@ -301,6 +322,12 @@ func (r *Loop) run(ctx context.Context, cancel context.CancelFunc, quit <-chan s
 		}
 		r.failures.Add(1)
 		streak := r.failStreak.Add(1)
+		if fault.IsPermanent(err) {
+			r.permanent = err
+			log.Error("loop unit failed permanently; the loop stops", zap.Error(err),
+				zap.Uint64("consecutive_failures", streak))
+			return
+		}
 		next = backoff.Next()
 		fields := []zap.Field{zap.Error(err), zap.Uint64("consecutive_failures", streak), zap.Duration("retry_in", next)}
 		if pe, ok := errors.AsType[*fault.PanicError](err); ok {

@@ -2,8 +2,11 @@ package entrypoint
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
+
+	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
@@ -35,7 +38,11 @@ type Finite interface {
 	Finished() bool
 }
 
-var _ Finite = (*Task)(nil)
+var _ interface {
+	Finite
+	InFlighter
+	DefaultsUser
+} = (*Task)(nil)
 
 // TaskConfig configures a Task.
 type TaskConfig struct {
@@ -45,6 +52,9 @@ type TaskConfig struct {
 	// marked by fault.Permanent. 0 means DefaultPermanentExitCode (3). It must be
 	// from 2 to 127 and must not be 75 or 78, which mean other things.
 	PermanentExitCode int
+	// Logger receives the line that says how a stop ended the work. nil: the Host's
+	// logger (see DefaultsUser), or none outside a Host.
+	Logger *zap.Logger
 }
 
 // TaskError is how a task's failure reaches the Host, wrapped in the Host's
@@ -89,21 +99,27 @@ func (e *TaskError) ExitCode() int { return e.Code }
 // A task cannot be resumed in-process: a rerun starts the work again, so each unit
 // must be idempotent (an upsert, ON CONFLICT DO NOTHING, a checkpoint row) for the
 // rerun to complete the rest. A task is always essential: its failure ends the
-// service whatever its Registration says. It takes no traffic, so it has no
-// in-flight count and nothing to refuse.
+// service whatever its Registration says. It takes no traffic and has nothing to
+// refuse; its in-flight count (InFlight) is its work, 1 while it runs, so a drain
+// that finds it mid-unit says so in the shutdown report. A stop that reaches the
+// work is always logged, once the work returns, with what it returned: the unit's
+// error when the stop cut a unit, the cause when the work stopped at a checkpoint.
 type Task struct {
-	name string
-	code int
-	work func(ctx context.Context) error
+	name   string
+	code   int
+	work   func(ctx context.Context) error
+	ownLog bool // TaskConfig.Logger was given; SetDefaults keeps it
 
 	mu          sync.Mutex
 	guard       Guard
 	returned    bool                    // the work returned
 	finished    bool                    // the work returned nil before any stop
 	interrupted bool                    // a stop arrived before the work returned
+	accounted   bool                    // Drain or Stop saw the interrupted work return
 	err         error                   // the work's error, if it returned one
 	cancel      context.CancelCauseFunc // set by Serve when the work starts
 	done        chan struct{}           // closed when the work has returned
+	log         *zap.Logger
 }
 
 // NewTask returns a Task that runs work once. It returns a *fault.ConfigError naming
@@ -129,7 +145,35 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	return &Task{name: cfg.Name, code: code, work: work, guard: NewGuard(cfg.Name), done: make(chan struct{})}, nil
+	t := &Task{name: cfg.Name, code: code, work: work, guard: NewGuard(cfg.Name), done: make(chan struct{}),
+		ownLog: cfg.Logger != nil, log: zap.NewNop()}
+	if cfg.Logger != nil {
+		t.log = cfg.Logger
+	}
+	return t, nil
+}
+
+// SetDefaults takes the Host's logger unless TaskConfig.Logger gave one. It does
+// nothing once the Task is bound.
+func (t *Task) SetDefaults(d Defaults) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.ownLog || d.Logger == nil || t.guard.Phase() != PhaseNew {
+		return
+	}
+	t.log = d.Logger
+}
+
+// InFlight reports 1 while the work runs (started and not returned), and while a
+// unit the stop interrupted has not been accounted for by Drain or Stop, even when the
+// cut unit returned at once: the drain's report counts it. 0 otherwise.
+func (t *Task) InFlight() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.cancel != nil && (!t.returned || (t.interrupted && !t.accounted)) {
+		return 1
+	}
+	return 0
 }
 
 // Name returns the task's name.
@@ -187,14 +231,27 @@ func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
 	}
 }
 
-// run calls the work and records how it ended.
+// run calls the work and records how it ended. When a stop reached the work, it
+// logs the stop with what the work returned, before Drain or Stop can see it done.
 func (t *Task) run(ctx context.Context) {
 	err := safe.Call(fmt.Sprintf("task %q", t.name), func() error { return t.work(ctx) })
 	t.mu.Lock()
 	t.returned = true
 	t.err = err
 	t.finished = err == nil && !t.interrupted
+	interrupted, log := t.interrupted, t.log
 	t.mu.Unlock()
+	if interrupted {
+		how := "its work returned nil after the stop"
+		switch {
+		case errors.Is(err, fault.ErrInterrupted):
+			how = "its work stopped at a unit boundary"
+		case err != nil:
+			how = "the stop cut a unit; its error follows"
+		}
+		log.Warn("task stopped before its work was done; the run counts as interrupted",
+			zap.String("task", t.name), zap.String("how", how), zap.Error(err))
+	}
 	close(t.done)
 }
 
@@ -224,17 +281,39 @@ func (t *Task) Drain(ctx context.Context) error {
 		return nil
 	}
 	t.interrupt()
-	return wait.Await(ctx, t.done)
+	err := wait.Await(ctx, t.done)
+	t.account(err)
+	return err
+}
+
+// account records that Drain or Stop saw the work return (err nil): from then on its
+// interrupted unit is no longer in flight.
+func (t *Task) account(err error) {
+	if err == nil {
+		t.mu.Lock()
+		t.accounted = true
+		t.mu.Unlock()
+	}
 }
 
 // Stop waits for the work to return until ctx's deadline. It cannot cut off work that
-// ignores its ctx: that goroutine is left behind, and Stop returns ctx.Err().
+// ignores its ctx: that goroutine is left behind, Stop logs that it was, and returns
+// ctx.Err().
 func (t *Task) Stop(ctx context.Context) error {
 	if !t.halt(true) {
 		return nil
 	}
 	t.interrupt()
-	return wait.Await(ctx, t.done)
+	err := wait.Await(ctx, t.done)
+	t.account(err)
+	if err != nil {
+		t.mu.Lock()
+		log := t.log
+		t.mu.Unlock()
+		log.Error("task stopped with its work still running; it is abandoned mid-unit",
+			zap.String("task", t.name), zap.Error(err))
+	}
+	return err
 }
 
 // halt moves the guard to stopped (stop) or draining and reports whether the work

@@ -12,13 +12,24 @@ type Problem struct {
 	// "Budgets.DrainGrace" or "SW_DRAIN_DELAY". Nested configurations join their
 	// field names with dots. It may be empty for a problem of the whole.
 	Field string
+	// Variable is the environment variable the value came from, e.g. "PROBE_ADDR"
+	// for the field "Probes.Addr", when it was read from one; empty otherwise. A
+	// user who set the variable finds it named even when the field is not.
+	Variable string
 	// Reason says what is wrong, e.g. "must be positive, got -1s". It never
 	// carries a secret: values that may hold credentials are redacted first.
 	Reason string
 }
 
+// String is "Field: Reason", or "VARIABLE (Field): Reason" when the value came from
+// an environment variable.
 func (p Problem) String() string {
-	if p.Field == "" {
+	switch {
+	case p.Variable != "" && p.Field != "" && p.Variable != p.Field:
+		return p.Variable + " (" + p.Field + "): " + p.Reason
+	case p.Variable != "":
+		return p.Variable + ": " + p.Reason
+	case p.Field == "":
 		return p.Reason
 	}
 	return p.Field + ": " + p.Reason
@@ -62,8 +73,15 @@ func (l *Problems) Addf(field, format string, args ...any) {
 	l.list = append(l.list, Problem{Field: field, Reason: fmt.Sprintf(format, args...)})
 }
 
+// AddEnvf records a problem with field whose value came from the environment
+// variable variable, so that the error names both: the field a reader of the code
+// knows and the variable the user set.
+func (l *Problems) AddEnvf(field, variable, format string, args ...any) {
+	l.list = append(l.list, Problem{Field: field, Variable: variable, Reason: fmt.Sprintf(format, args...)})
+}
+
 // Merge records the problems of err when it is a *ConfigError, prefixing each field
-// with prefix (joined with a dot); any other non-nil error is recorded under prefix.
+// with prefix (joined with a dot) and keeping its Variable; any other non-nil error is recorded under prefix.
 func (l *Problems) Merge(prefix string, err error) {
 	if err == nil {
 		return

@@ -6,7 +6,10 @@ import "errors"
 // the work does not understand, a record that violates a rule. A task that returns it
 // ends the service with the task's permanent exit code instead of the retriable 1, so
 // a Kubernetes Job's podFailurePolicy can fail the Job at once rather than spend its
-// backoffLimit. Permanent(nil) is nil. The mark survives further wrapping with %w.
+// backoffLimit. No servicewright component retries it: the Kafka consumer
+// dead-letters the message at once (no retry, no outage pause, labelled
+// "permanent"), entrypoint.Loop ends and its Serve returns it, and leadership stops
+// campaigning. Permanent(nil) is nil. The mark survives further wrapping with %w.
 func Permanent(err error) error {
 	if err == nil {
 		return nil

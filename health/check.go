@@ -7,8 +7,10 @@ import (
 	"sync"
 )
 
-// Check answers whether one dependency the process cannot serve without is reachable.
-// Health returns nil when it is. It should return soon after ctx is done: the evaluator
+// Check answers whether one dependency the process needs is reachable. Health returns
+// nil when it is. A failing check degrades readiness (200 "degraded") unless it is
+// declared with Gating, which makes it withdraw readiness (503): see Gating for the
+// rule and its reason. It should return soon after ctx is done: the evaluator
 // stops waiting at the check's timeout and cancels ctx then, but the goroutine running
 // Health ends only when Health returns.
 //
@@ -17,6 +19,40 @@ import (
 type Check interface {
 	Health(ctx context.Context) error
 }
+
+// Gating declares that c's failure means this replica cannot take traffic, so that
+// readiness is withdrawn (503) while it fails. Use it for what belongs to this
+// replica alone: its own sidecar, its local disk, a cache it must load, a pool it
+// exhausted. Gating(nil) is nil, which NewReadiness and NewListener refuse.
+//
+// A check not declared gating only degrades readiness: while it fails /readyz answers
+// 200 with status "degraded" and the check named, and the failure is logged. That is
+// the default because the dependencies a service checks are nearly always shared by
+// every replica — the database, the cache, the broker — and a check on a shared
+// dependency fails on every replica at once: withdrawing readiness for it takes the
+// whole fleet out of the load balancer together, including the routes that do not
+// need the dependency, and leaves callers no backend at all instead of a fast error
+// from the one route that does. Readiness answers "can this replica take traffic?";
+// whether the dependency is up is the same answer on every replica, and belongs to
+// the status, the logs and the dependency's own alerts.
+func Gating(c Check) Check {
+	if isNil(c) {
+		return nil
+	}
+	if IsGating(c) {
+		return c
+	}
+	return gating{c}
+}
+
+// IsGating reports whether c was declared with Gating.
+func IsGating(c Check) bool {
+	_, ok := c.(gating)
+	return ok
+}
+
+// gating is a Check declared with Gating; it delegates to the check it wraps.
+type gating struct{ Check }
 
 // CheckFunc adapts a function to Check.
 type CheckFunc func(ctx context.Context) error

@@ -12,8 +12,10 @@
 //
 //   - Readiness (/readyz, NewReadiness): may traffic be routed here? 503
 //     "unavailable" before Ready, 503 "draining" for the whole drain, so routing stops
-//     before in-flight work is drained; when Ready, 200 "ok" or 503 "degraded"
-//     according to the dependency checks, with a per-check breakdown.
+//     before in-flight work is drained; when Ready, 200 "ok" when every check
+//     passes, 200 "degraded" when a check on a shared dependency fails, and 503
+//     "failing" when a check declared with Gating fails, with a per-check
+//     breakdown (see "Readiness is about this replica" below).
 //   - Liveness (/livez): is the process alive? Always 200, no check. Point liveness
 //     here and not at readiness: a draining process is alive but not ready, and one
 //     endpoint answering both gets the pod killed mid-drain.
@@ -30,6 +32,26 @@
 // an empty breakdown in exactly the situation the breakdown is for. Per check, a hanging
 // dependency is one failed entry with its name on it, and the answer comes at
 // CheckTimeout whatever it does.
+//
+// # Readiness is about this replica
+//
+// Readiness answers one question: can this replica take traffic? A load balancer
+// acts on it per replica, so it must not depend on anything every replica shares.
+// A check on a shared dependency (the database, the cache, the broker) fails on
+// every replica at the same moment; if it withdrew readiness, a blip of that
+// dependency would take the whole fleet out of rotation at once — the routes that do
+// not need it included — and leave callers with no backend at all instead of a fast
+// error from the one route that does. So a failing check degrades: /readyz still
+// answers 200, with status "degraded", the check named and its failure type in the
+// body, a Warn line naming it with readiness=degraded, and (through a Monitor)
+// transports still serving. That is the default, because the checks a service
+// registers are nearly always on shared dependencies.
+//
+// A check on something this replica alone has — its sidecar, its local disk, a cache
+// it must load, a pool it exhausted — is declared with Gating: its failure withdraws
+// readiness (503 "failing", readiness=withdrawn in the log), and the load balancer
+// moves the traffic to the replicas that can take it. Before Ready and while
+// draining the state alone decides, as before.
 //
 // A check reports failure and never becomes one: its panic is recovered, and its error
 // is reported by type (*net.OpError), not by message. A driver's message routinely

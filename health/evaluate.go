@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -20,8 +22,9 @@ const DefaultCheckTimeout = 2 * time.Second
 
 // The values of Report.Status.
 const (
-	ReportOK          = "ok"          // Ready, and every check that ran passed
-	ReportDegraded    = "degraded"    // Ready, but at least one check failed
+	ReportOK          = "ok"          // Ready, and every check that ran passed: 200
+	ReportDegraded    = "degraded"    // Ready, but a check not declared Gating failed: still 200
+	ReportFailing     = "failing"     // Ready, but a check declared with Gating failed: 503
 	ReportDraining    = "draining"    // shutting down or announced as leaving
 	ReportUnavailable = "unavailable" // not ready yet (or the Source failed)
 )
@@ -32,6 +35,9 @@ type CheckResult struct {
 	// Detail is "ok"; or, for a failure, "timed out after 2s", "panic", or the Go type
 	// of the error (see Readiness) — never the error's message.
 	Detail string `json:"detail"`
+	// Gates is true for a check declared with Gating, whose failure withdraws
+	// readiness; absent from the body otherwise.
+	Gates bool `json:"gates,omitempty"`
 }
 
 // Report is the readiness body: {"status": …, "checks": {name: {"ok", "detail"}}}.
@@ -44,6 +50,7 @@ type Report struct {
 type namedCheck struct {
 	name  string
 	check Check
+	gates bool // declared with Gating
 }
 
 // evaluator answers readiness from a Source and a set of checks. The Readiness handler
@@ -53,6 +60,25 @@ type evaluator struct {
 	checks  []namedCheck // sorted by name
 	timeout time.Duration
 	log     *zap.Logger
+	failing *prometheus.GaugeVec // nil: no metric (see newFailingGauge)
+}
+
+// newFailingGauge registers with reg the gauge servicewright_readiness_check_failing
+// {check, gates}: 1 while the check's last run failed, 0 once it passed; gates says
+// whether the check was declared with Gating (a failure withdraws readiness) or not
+// (it only degrades it). A nil reg gives nil.
+func newFailingGauge(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
+	if reg == nil {
+		return nil, nil
+	}
+	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "servicewright_readiness_check_failing",
+		Help: "1 while the readiness check's last run failed. gates=\"false\": a shared dependency, readiness degraded but kept; gates=\"true\": readiness withdrawn.",
+	}, []string{"check", "gates"})
+	if err := reg.Register(g); err != nil {
+		return nil, err
+	}
+	return g, nil
 }
 
 // validateChecks records every unusable entry of checks. Names must be non-empty,
@@ -118,7 +144,7 @@ func newEvaluator(src Source, checks map[string]Check, timeout time.Duration, lo
 	}
 	e := &evaluator{src: src, timeout: timeout, log: log}
 	for _, name := range slices.Sorted(mapKeys(checks)) {
-		e.checks = append(e.checks, namedCheck{name, checks[name]})
+		e.checks = append(e.checks, namedCheck{name, checks[name], IsGating(checks[name])})
 	}
 	return e
 }
@@ -196,15 +222,27 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 	}
 	rep.Status = ReportOK
 	for i, res := range e.run(ctx, run) {
+		res.Gates = run[i].gates
 		rep.Checks[run[i].name] = res
-		if !res.OK {
+		if e.failing != nil {
+			v := 0.0
+			if !res.OK {
+				v = 1
+			}
+			e.failing.WithLabelValues(run[i].name, strconv.FormatBool(res.Gates)).Set(v)
+		}
+		switch {
+		case res.OK:
+		case res.Gates:
+			rep.Status = ReportFailing
+		case rep.Status == ReportOK:
 			rep.Status = ReportDegraded
 		}
 	}
-	if rep.Status != ReportOK {
+	if rep.Status == ReportFailing {
 		return 503, rep
 	}
-	return 200, rep
+	return 200, rep // ok, or degraded by a check that does not gate traffic
 }
 
 // run runs checks concurrently, each under its own timeout, and returns their results
@@ -223,7 +261,7 @@ func (e *evaluator) run(ctx context.Context, checks []namedCheck) []CheckResult 
 		go func() {
 			defer cancel()
 			err := safe.Call(fmt.Sprintf("health check %q", c.name), func() error { return c.check.Health(cctx) })
-			out <- outcome{i, e.judge(c.name, cctx, err)}
+			out <- outcome{i, e.judge(c, cctx, err)}
 		}()
 	}
 	// Started after every check's context, so no check is cut before its own deadline.
@@ -255,21 +293,26 @@ wait:
 }
 
 // judge turns a check's outcome into its entry, logging failures (with the error's
-// message: logs are not served to whoever reaches the probe).
-func (e *evaluator) judge(name string, ctx context.Context, err error) CheckResult {
+// message: logs are not served to whoever reaches the probe) and whether they
+// withdraw readiness or only degrade it.
+func (e *evaluator) judge(c namedCheck, ctx context.Context, err error) CheckResult {
 	if err == nil {
 		return CheckResult{OK: true, Detail: "ok"}
+	}
+	effect := zap.String("readiness", ReportDegraded) // kept: a shared dependency
+	if c.gates {
+		effect = zap.String("readiness", "withdrawn")
 	}
 	res := CheckResult{Detail: ErrorType(err)}
 	if _, ok := errors.AsType[*fault.PanicError](err); ok {
 		res.Detail = "panic"
-		logPanic(e.log, "readiness check panicked", err, zap.String("check", name))
+		logPanic(e.log, "readiness check panicked", err, zap.String("check", c.name), effect)
 		return res
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		res.Detail = "timed out after " + e.timeout.String()
 	}
-	e.log.Warn("readiness check failed", zap.String("check", name), zap.String("detail", res.Detail), zap.Error(err))
+	e.log.Warn("readiness check failed", zap.String("check", c.name), zap.String("detail", res.Detail), effect, zap.Error(err))
 	return res
 }
 

@@ -15,7 +15,9 @@ func ExampleNewReadiness() {
 	var state health.State
 	readyz, err := health.NewReadiness(&state, health.ReadinessOptions{
 		Checks: map[string]health.Check{
-			"cache": health.CheckFunc(func(context.Context) error { return nil }),
+			// This replica's own spool directory: its failure withdraws readiness.
+			"spool": health.Gating(health.CheckFunc(func(context.Context) error { return nil })),
+			// The database every replica shares: its failure only degrades.
 			"db": health.CheckFunc(func(context.Context) error {
 				return fmt.Errorf("connect postgres://app:secret@db/orders: %w", errors.ErrUnsupported)
 			}),
@@ -36,7 +38,7 @@ func ExampleNewReadiness() {
 	probe()
 	// Output:
 	// 503 {"status":"unavailable","checks":{}}
-	// 503 {"status":"degraded","checks":{"cache":{"ok":true,"detail":"ok"},"db":{"ok":false,"detail":"*errors.errorString"}}}
+	// 200 {"status":"degraded","checks":{"db":{"ok":false,"detail":"*errors.errorString"},"spool":{"ok":true,"detail":"ok","gates":true}}}
 	// 503 {"status":"draining","checks":{}}
 }
 

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -50,7 +51,8 @@ func (f funcSource) Started() bool {
 
 // ReadinessOptions configures NewReadiness.
 type ReadinessOptions struct {
-	// Checks are the dependencies the process cannot serve without, by name. Names
+	// Checks are the dependencies the process needs, by name; a failing one
+	// degrades readiness unless declared with Gating. Names
 	// appear in the body and in ?exclude=; they must be non-empty, without commas.
 	Checks map[string]Check
 	// CheckTimeout is each check's own budget (not the sweep's). 0 means 2s;
@@ -59,6 +61,10 @@ type ReadinessOptions struct {
 	// Logger receives check failures (with their messages), panics and timeouts. nil
 	// logs nothing.
 	Logger *zap.Logger
+	// Registerer, when set, receives the gauge servicewright_readiness_check_failing
+	// {check, gates}, set at each probe: 1 for a check whose run failed, with gates
+	// "false" when it only degrades readiness (see Gating). nil registers nothing.
+	Registerer prometheus.Registerer
 }
 
 // NewReadiness returns the readiness probe handler (/readyz), mountable on any mux and
@@ -67,8 +73,9 @@ type ReadinessOptions struct {
 // While src is Unavailable it answers 503 {"status": "unavailable"}; while Draining, 503
 // {"status": "draining"}; in both cases without running a check and with "checks": {}.
 // When Ready it runs every check concurrently, each under its own CheckTimeout, and
-// answers 200 "ok" when all pass (or there are none) and 503 "degraded" otherwise, with
-// one entry per check either way. A check that has not returned at its timeout is
+// answers 200 "ok" when all pass (or there are none), 200 "degraded" when only checks
+// not declared with Gating fail (a shared dependency: see Gating), and 503 "failing"
+// when a Gating check fails, with one entry per check either way. A check that has not returned at its timeout is
 // reported as {"ok": false, "detail": "timed out after 2s"}; the response does not wait
 // for it, and its ctx is cancelled then. A failing check's detail is the error's type
 // (see ErrorType), never its message, which may carry a DSN or a password; a panicking
@@ -91,7 +98,14 @@ func NewReadiness(src Source, opts ReadinessOptions) (http.Handler, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	return &readiness{newEvaluator(src, opts.Checks, opts.CheckTimeout, opts.Logger)}, nil
+	failing, err := newFailingGauge(opts.Registerer)
+	if err != nil {
+		l.Addf("Registerer", "%v", err)
+		return nil, l.Err()
+	}
+	e := newEvaluator(src, opts.Checks, opts.CheckTimeout, opts.Logger)
+	e.failing = failing
+	return &readiness{e}, nil
 }
 
 type readiness struct{ e *evaluator }

@@ -84,8 +84,9 @@ func NewMonitor(src Source, cfg MonitorConfig) (*Monitor, error) {
 	return m, nil
 }
 
-// Serving reports whether r lets the process take work: Status is ReportOK.
-func (r Report) Serving() bool { return r.Status == ReportOK }
+// Serving reports whether r lets the process take work: Status is ReportOK, or
+// ReportDegraded (a check that does not gate traffic failed; see Gating).
+func (r Report) Serving() bool { return r.Status == ReportOK || r.Status == ReportDegraded }
 
 // Evaluate answers readiness now, exactly as the readiness probe would: without
 // running a check while the Source is not Ready, and otherwise running every check

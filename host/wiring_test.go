@@ -154,7 +154,9 @@ func TestHostMonitor(t *testing.T) {
 				ServiceName: "orders",
 				Entrypoints: []host.Registration{{Entrypoint: ep}},
 				Container: hostfx.Container(fx.Options(
-					hostfx.Check("db", func() health.Check { return health.CheckFunc(func(context.Context) error { return failing }) }),
+					hostfx.Check("db", func() health.Check {
+						return health.Gating(health.CheckFunc(func(context.Context) error { return failing }))
+					}),
 					fx.Invoke(func(m *health.Monitor) { fromFx = m }),
 				)),
 			})
@@ -173,7 +175,7 @@ func TestHostMonitor(t *testing.T) {
 			x.WaitStage(host.StageServe)
 			r := h.Monitor().Evaluate(t.Context())
 			if r.Serving() || len(r.Checks) != 1 {
-				t.Errorf("with the container's check failing: %+v, want degraded by it", r)
+				t.Errorf("with the container's gating check failing: %+v, want not serving", r)
 			}
 			x.Stop()
 			if err := x.Wait(); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/wait"
 )
@@ -100,7 +101,7 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lea
 	s := &l.conf
 	if s.MayCampaign != nil {
 		ok, err := call(&l.bg, ctx, s.CampaignEvery, "MayCampaign", s.MayCampaign)
-		if isFatal(err) {
+		if isFatal(err) || fault.IsPermanent(err) {
 			return nil, time.Time{}, err
 		}
 		if err != nil || !ok {

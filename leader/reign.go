@@ -122,7 +122,7 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 		kept = true
 	} else if res.err != nil {
 		switch {
-		case isFatal(res.err):
+		case isFatal(res.err), fault.IsPermanent(res.err): // retrying cannot fix it: stop campaigning
 			fatal = errors.Join(fatal, res.err)
 		case reason == ReasonFailed:
 			fields := []zap.Field{zap.Error(res.err)}

@@ -61,6 +61,9 @@ func (b backends) module() fx.Option {
 				lc.Append(fx.StopHook(p.Close))
 				return p, nil
 			}),
+			// Every replica shares the database: its check degrades readiness and never
+			// withdraws it (no health.Gating), so a PostgreSQL blip does not take the
+			// whole fleet out of the load balancer; the same holds for Redis and Kafka.
 			hostfx.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
 		)
 	}

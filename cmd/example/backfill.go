@@ -81,7 +81,7 @@ func backfillSpec(k knobs, b backfillKnobs) host.AppSpec {
 			Name:  "prime-cache",
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
-		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
+		Probes: health.ListenerConfig{Addr: k.probeAddr},
 		// No traffic to drain: no DrainDelay. DrainGrace is how long the work gets to
 		// reach its next unit boundary after a stop.
 		Budgets: host.Budgets{DrainGrace: 5 * time.Second, StepTimeout: 1500 * time.Millisecond},

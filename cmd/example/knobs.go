@@ -12,6 +12,7 @@ import (
 // its lifecycle observable (documented in the README as test knobs).
 type knobs struct {
 	backends
+	addrs
 	brokers []string // KAFKA_BROKERS; empty: an embedded broker
 
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
@@ -27,7 +28,7 @@ type knobs struct {
 
 // defaultKnobs are the knobs with no environment.
 func defaultKnobs() knobs {
-	return knobs{cronEvery: 10 * time.Second, publishEvery: time.Second,
+	return knobs{addrs: addrs{httpAddr: ":8080", grpcAddr: ":9090", probeAddr: ":8079"}, cronEvery: 10 * time.Second, publishEvery: time.Second,
 		leaderTTL: leader.DefaultTTL, campaignEvery: leader.DefaultCampaignEvery}
 }
 
@@ -76,6 +77,7 @@ func readKnobs() (knobs, error) {
 		}
 	}
 	k.backends = readBackends(&l)
+	k.addrs = readAddrs(&l)
 	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
 	return k, l.Err()
 }

@@ -57,7 +57,7 @@ func main() {
 func spec(k knobs) host.AppSpec {
 	lc := &hooks.Registry{}
 	lc.AddPostStart("print-hints", func(context.Context) error {
-		printHints(os.Stdout, envOr("HTTP_ADDR", ":8080"), envOr("PROBE_ADDR", ":8079"))
+		printHints(os.Stdout, k.httpAddr, k.probeAddr)
 		return nil
 	})
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
@@ -88,10 +88,10 @@ func spec(k knobs) host.AppSpec {
 			kafkaModule(k.brokers, k.handleDelay),
 			leaderModule(k),
 			cronModule(k),
-			httpModule(envOr("HTTP_ADDR", ":8080")),
-			grpcModule(envOr("GRPC_ADDR", ":9090")),
+			httpModule(k.httpAddr),
+			grpcModule(k.grpcAddr),
 		),
-		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
+		Probes: health.ListenerConfig{Addr: k.probeAddr},
 		// Sized so the worst-case exit fits the manifest's 45s grace period with 10%
 		// headroom (testdata/k8s/orders.yaml, held to it by k8s_test.go); the startup
 		// log lists it figure by figure.

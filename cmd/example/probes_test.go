@@ -116,16 +116,19 @@ func TestProbes(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = r.Restart() })
 		a = mustGet(t, "http://"+probe+"/readyz")
-		if a.code != 503 || a.body["status"] != "degraded" || strings.Contains(a.raw, r.URL()) {
-			t.Errorf("/readyz with Redis down = %d %s", a.code, a.raw)
+		// Redis is shared by every replica: degraded, named, still in rotation.
+		checks, _ = a.body["checks"].(map[string]any)
+		if c, _ := checks["redis"].(map[string]any); a.code != 200 || a.body["status"] != "degraded" ||
+			c["ok"] != false || strings.Contains(a.raw, r.URL()) {
+			t.Errorf("/readyz with Redis down = %d %s, want 200 degraded naming redis", a.code, a.raw)
 		}
 		if err := r.Restart(); err != nil {
 			t.Fatal(err)
 		}
 		deadline := time.Now().Add(10 * time.Second)
-		for a = mustGet(t, "http://"+probe+"/readyz"); a.code != 200 && time.Now().Before(deadline); a = mustGet(t, "http://"+probe+"/readyz") {
+		for a = mustGet(t, "http://"+probe+"/readyz"); a.body["status"] != "ok" && time.Now().Before(deadline); a = mustGet(t, "http://"+probe+"/readyz") {
 		}
-		if a.code != 200 {
+		if a.code != 200 || a.body["status"] != "ok" {
 			t.Errorf("/readyz after Redis returned = %d %s", a.code, a.raw)
 		}
 		_ = p.Signal(syscall.SIGTERM)

@@ -38,3 +38,33 @@ func acceptQueued(raw syscall.RawConn) (net.Conn, error) {
 	f.Close()
 	return c, err
 }
+
+// readQueued returns what is waiting in c's receive queue, at most limit bytes, with
+// non-blocking read(2)s on the socket (Go's sockets are non-blocking). It does not
+// take the conn's read lock, so it never waits for a Read in progress. A conn that
+// is not a socket gives nothing.
+func readQueued(c net.Conn, limit int) []byte {
+	sc, ok := c.(syscall.Conn)
+	if !ok {
+		return nil
+	}
+	raw, err := sc.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	var out []byte
+	buf := make([]byte, 4096)
+	_ = raw.Control(func(fd uintptr) {
+		for len(out) < limit {
+			n, err := syscall.Read(int(fd), buf)
+			if err == syscall.EINTR {
+				continue
+			}
+			if n <= 0 || err != nil {
+				return
+			}
+			out = append(out, buf[:n]...)
+		}
+	})
+	return out
+}

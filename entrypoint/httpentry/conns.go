@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"github.com/servicewright/servicewright/entrypoint"
 )
@@ -29,6 +30,9 @@ type connSet struct {
 	leave   func()                // the Gate's leave, the same for every unit
 	h1      entrypoint.Gate       // one unit per busy connection not known to be HTTP/2
 	h1Leave func()
+	// unanswered counts the pipelined requests left unread on connections the
+	// drain closed (pipeConn).
+	unanswered atomic.Uint64
 }
 
 type connInfo struct {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/internal/transport"
 	"github.com/servicewright/servicewright/internal/wait"
@@ -84,6 +86,13 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // much is still in flight, and leaves it to Stop; the listener is closed by then, or
 // Stop closes it.
 //
+// A client that pipelined HTTP/1.1 requests behind the one being answered when Drain
+// began gets that answer, with Connection: close, and then the end of the
+// connection (a FIN, not a reset, so that no answer already sent is lost): the
+// requests behind it are not answered, as RFC 9112 §9.3.2 allows, and the client
+// may retry them. They are counted in DrainReport and logged, so that they appear
+// in the shutdown report. Over TLS they are not counted.
+//
 // Drain cancels the ctx of streams only, not of other requests, and closes no
 // hijacked connection whose handler watches StreamContext: it waits for them. A
 // client slow to send its request is bounded by ReadHeaderTimeout and ReadTimeout,
@@ -147,6 +156,10 @@ func (s *Server) Drain(ctx context.Context) error {
 			s.cfg.Name, s.InFlight()+s.conns.busyCount(), ctx.Err())
 	}
 	s.srv.Close() // the idle connections; none is busy, so nothing is cut
+	if n := s.conns.unanswered.Load(); n > 0 {
+		s.log.Warn("pipelined HTTP/1.1 requests left unanswered by the drain; their clients may retry them",
+			zap.Uint64("pipelined_unanswered", n))
+	}
 	if shutErr != nil && !errors.Is(shutErr, context.Canceled) && !errors.Is(shutErr, context.DeadlineExceeded) {
 		return fmt.Errorf("%s: drain: %w", s.cfg.Name, shutErr)
 	}
@@ -203,3 +216,14 @@ func (s *Server) cutAll() {
 }
 
 func (s *Server) closeListener() error { return transport.CloseListener(s.ln, s.cfg.Name) }
+
+var _ entrypoint.DrainReporter = (*Server)(nil)
+
+// DrainReport says what the drain refused and left unanswered, for the shutdown
+// report: "refused_draining=3 pipelined_unanswered=95". refused_draining counts the
+// requests answered 503 draining; pipelined_unanswered the HTTP/1.1 requests a
+// client had pipelined behind one the drain answered, which the connection's close
+// left unanswered (see Drain).
+func (s *Server) DrainReport() string {
+	return fmt.Sprintf("refused_draining=%d pipelined_unanswered=%d", s.refused.Load(), s.conns.unanswered.Load())
+}

@@ -291,6 +291,7 @@ func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 	defer close(done)
 	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
 	defer served()
+	ln = s.countPipelined(ln) // so that Drain counts the pipelined requests it leaves unanswered
 	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
 		if s.srv.TLSConfig != nil {
 			return s.srv.ServeTLS(ln, "", "")

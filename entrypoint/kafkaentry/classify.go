@@ -13,14 +13,18 @@ import (
 
 // ErrUndecodable marks a message that no retry can fix, e.g. one whose value does not
 // decode. A handler error wrapping it skips the remaining attempts and goes straight
-// to Config.OnFailure.
+// to Config.OnFailure, labelled "undecodable" (HeaderErrorType).
+//
+// An error marked with fault.Permanent does the same for a message that decodes but
+// that retrying cannot fix (it breaks a rule, it names an order that does not exist):
+// no retry, no outage pause, straight to Config.OnFailure, labelled "permanent".
 var ErrUndecodable = errors.New("kafkaentry: undecodable message")
 
-// Permanent marks err as a failure of the message itself, never of the world: it is
+// Poison marks err as a failure of the message itself, never of the world: it is
 // retried up to Retry.Attempts and then goes to Config.OnFailure, whatever
-// IsTransient would say of it (a timeout caused by the message's size, say).
-// Permanent(nil) is nil.
-func Permanent(err error) error {
+// IsTransient would say of it (a timeout caused by the message's size, say). To skip
+// the retries, mark it with fault.Permanent instead. Poison(nil) is nil.
+func Poison(err error) error {
 	if err == nil {
 		return nil
 	}
@@ -37,7 +41,7 @@ func Transient(err error) error {
 	return &classified{err: err, transient: true}
 }
 
-// classified is an error marked by Permanent or Transient.
+// classified is an error marked by Poison or Transient.
 type classified struct {
 	err       error
 	transient bool
@@ -49,7 +53,8 @@ func (e *classified) Unwrap() error { return e.err }
 // IsTransient is the default Outage.Classify: it reports whether a handler error is
 // about the world rather than the message. In order:
 //
-//   - an error marked with Permanent, ErrUndecodable or a panic: false;
+//   - an error marked with Poison, fault.Permanent, ErrUndecodable or a panic:
+//     false;
 //   - an error marked with Transient: true;
 //   - context.DeadlineExceeded (a call to a dependency timed out): true;
 //   - a net.Error (a refused or reset connection, a dial or read timeout, a name that
@@ -72,7 +77,7 @@ func IsTransient(err error) bool {
 	if c, ok := errors.AsType[*classified](err); ok {
 		return c.transient
 	}
-	if errors.Is(err, ErrUndecodable) {
+	if errors.Is(err, ErrUndecodable) || fault.IsPermanent(err) {
 		return false
 	}
 	if _, ok := errors.AsType[*fault.PanicError](err); ok {
@@ -107,11 +112,18 @@ func IsTransient(err error) bool {
 	return false
 }
 
-// markedPermanent reports whether err was marked as the message's own fault
-// (Permanent or ErrUndecodable), which no outage rule may override.
-func markedPermanent(err error) bool {
-	if c, ok := errors.AsType[*classified](err); ok {
-		return !c.transient
+// markedOwn reports whether err was marked as the message's own fault (Poison,
+// fault.Permanent or ErrUndecodable), which no outage rule may override.
+func markedOwn(err error) bool {
+	if noRetry(err) {
+		return true
 	}
-	return errors.Is(err, ErrUndecodable)
+	c, ok := errors.AsType[*classified](err)
+	return ok && !c.transient
+}
+
+// noRetry reports whether err says that retrying the message cannot help
+// (fault.Permanent or ErrUndecodable): it goes to Config.OnFailure at once.
+func noRetry(err error) bool {
+	return errors.Is(err, ErrUndecodable) || fault.IsPermanent(err)
 }

@@ -39,7 +39,7 @@ func TestIsTransient(t *testing.T) {
 		{"SQLSTATE 57P01 admin shutdown", fmt.Errorf("exec: %w", sqlErr("57P01")), true},
 		{"SQLSTATE 22003 out of range", sqlErr("22003"), false},
 		{"SQLSTATE 23505 unique violation", sqlErr("23505"), false},
-		{"Permanent wins over a transient cause", kafkaentry.Permanent(refused), false},
+		{"Poison wins over a transient cause", kafkaentry.Poison(refused), false},
 		{"Transient marks any error", kafkaentry.Transient(errors.New("HTTP 503 from the pricing service")), true},
 		{"undecodable", fmt.Errorf("%w: bad JSON", kafkaentry.ErrUndecodable), false},
 		{"panic", &fault.PanicError{Value: "boom"}, false},

@@ -94,8 +94,8 @@ type Config struct {
 	Outage Outage
 
 	// OnFailure is what happens to a message whose attempts are exhausted (or whose
-	// handler returned ErrUndecodable): DeadLetter(topic) or StopEntrypoint(), the
-	// default.
+	// handler returned ErrUndecodable or a fault.Permanent error): DeadLetter(topic)
+	// or StopEntrypoint(), the default.
 	OnFailure FailurePolicy
 
 	// DialTimeout bounds each broker dial: the reachability checks of Bind and

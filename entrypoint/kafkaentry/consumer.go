@@ -24,9 +24,11 @@ import (
 // and only then may its offset be committed. An error (or a panic) about the message
 // makes the consumer retry it, and then apply Config.OnFailure; an error about the
 // world (a dependency outage, see Outage) pauses the partition on the message until
-// it succeeds. Return an error wrapping ErrUndecodable for a message that can never
-// succeed, so that it is not retried, and mark others with Permanent or Transient
-// when the default classification (IsTransient) would get them wrong.
+// it succeeds. Return an error wrapping ErrUndecodable for a message that does not
+// decode, or one marked with fault.Permanent for a message that retrying cannot fix,
+// so that it goes to OnFailure at once (no retry, no outage pause); mark others with
+// Poison or Transient when the default classification (IsTransient) would get them
+// wrong.
 //
 // ctx is cancelled by Stop (not by Drain, which waits for the handler), and when a
 // rebalance takes the message's partition away while the handler runs past half the

@@ -24,7 +24,7 @@ const (
 	HeaderOffset    = "x-original-offset"    // its offset, in decimal
 	HeaderGroup     = "x-consumer-group"     // the group that gave up on it
 	HeaderAttempts  = "x-attempts"           // how many times the handler was called, in decimal
-	HeaderErrorType = "x-error-type"         // "panic", "undecodable", "timeout", "canceled" or the error's Go type
+	HeaderErrorType = "x-error-type"         // "panic", "undecodable", "permanent", "timeout", "canceled" or the error's Go type
 	HeaderError     = "x-error"              // the error's message, cut to MaxErrorHeaderBytes
 	HeaderFailedAt  = "x-failed-at"          // when the consumer gave up, RFC 3339 in UTC
 )
@@ -64,6 +64,8 @@ func errorType(err error) string {
 	switch {
 	case errors.Is(err, ErrUndecodable):
 		return "undecodable"
+	case fault.IsPermanent(err):
+		return "permanent"
 	case errors.Is(err, context.DeadlineExceeded):
 		return "timeout"
 	case errors.Is(err, context.Canceled):

@@ -54,8 +54,8 @@
 //
 // A handler failure is about the message (poison) or about the world (a dependency
 // outage), and only the first may be dead-lettered. The consumer tells them apart
-// with Config.Outage: an error the handler marks Permanent, ErrUndecodable or a
-// panic is the message's; one it marks Transient, or that IsTransient recognises
+// with Config.Outage: an error the handler marks Poison, fault.Permanent,
+// ErrUndecodable or a panic is the message's; one it marks Transient, or that IsTransient recognises
 // (network errors, timeouts, a database connection lost), is the world's; an
 // unclassified failure is an outage when Outage.Check says the dependency is down or
 // when Outage.DistinctFailures distinct messages failed in a row. During an outage
@@ -69,7 +69,10 @@
 //
 // A poison failure or panic (recovered into a *fault.PanicError) is retried on a
 // jittered exponential schedule (Config.Retry), except an error wrapping
-// ErrUndecodable, which is never retried. Then Config.OnFailure applies:
+// ErrUndecodable or marked with fault.Permanent ("retrying cannot fix it", the mark
+// every servicewright component honours), which is never retried and never taken for
+// an outage; its HeaderErrorType says "undecodable" or "permanent". Then
+// Config.OnFailure applies:
 // DeadLetter(topic) writes the message to topic with headers saying where it came
 // from and why it failed (HeaderTopic, …) and moves on; StopEntrypoint() leaves the
 // offset uncommitted and makes Serve return a *HandlerError, so the Host stops the

@@ -45,7 +45,7 @@ var ErrPaused = errors.New("consumption paused by a dependency outage")
 // Attempts made during an outage do not count against Retry.Attempts.
 //
 // A failure is taken for an outage when, in order: it is not marked as the message's
-// own (Permanent, ErrUndecodable, a panic), and Classify says so (default
+// own (Poison, fault.Permanent, ErrUndecodable, a panic), and Classify says so (default
 // IsTransient); or Check is set and fails; or DistinctFailures distinct messages
 // failed in a row, across the consumer's partitions, with no success between. The
 // last rule needs as many partitions failing at once (one partition tries one message
@@ -162,7 +162,7 @@ func (o *outageState) forget(msg *kafka.Message) {
 // said so; "" means it is the message's own failure.
 func (c *Consumer) outageCause(ctx context.Context, msg *kafka.Message, err error) string {
 	o := &c.cfg.Outage
-	if markedPermanent(err) {
+	if markedOwn(err) {
 		return ""
 	}
 	if o.Classify(err) {

@@ -186,7 +186,7 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			c.resumed(h, msg, "failing on its own")
 			ob = wait.Backoff{}
 		}
-		if errors.Is(err, ErrUndecodable) || attempts >= c.cfg.Retry.Attempts {
+		if noRetry(err) || attempts >= c.cfg.Retry.Attempts {
 			break
 		}
 		next := b.Next()
