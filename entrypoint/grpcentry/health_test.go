@@ -94,7 +94,7 @@ func TestHealthNotServingWhileDegraded(t *testing.T) {
 		}
 		return nil
 	})
-	m := monitor(t, &st, health.MonitorConfig{Checks: map[string]health.Check{"db": check}, CheckInterval: 20 * time.Millisecond})
+	m := monitor(t, &st, health.MonitorConfig{Checks: map[string]health.Check{"db": health.Gating(check)}, CheckInterval: 20 * time.Millisecond})
 	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(m))
 	got, _ := x.watch(ctxT(t))
 	serving(t, got)
