@@ -53,7 +53,7 @@ func (s *Server) SetDefaults(d entrypoint.Defaults) {
 
 // useRegisterer registers the metrics with reg.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.Connections)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,197 @@
+package grpcentry
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+)
+
+// errResetAbuse is what the grpc.Server reads from a connection cut for resetting
+// too many streams.
+var errResetAbuse = errors.New("grpcentry: connection closed: too many stream resets")
+
+// The HTTP/2 frames the reset guard reads or writes (RFC 9113 §6).
+const (
+	frameHeaders   = 0x1
+	frameRSTStream = 0x3
+	frameGoAway    = 0x7
+
+	errCodeEnhanceYourCalm = 0xb
+	clientPrefaceLen       = 24 // "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+)
+
+// goAwayDebug is the debug data of the GOAWAY sent to a connection cut for resets.
+const goAwayDebug = "too many stream resets"
+
+// resetGuard is the transport credentials the grpc.Server is built with: those of
+// the Config (TLS) or none (plaintext), and around every connection they hand over
+// a guardedConn that counts the streams the client resets. It exists because
+// grpc-go bounds the handlers a connection runs at once (MaxConcurrentStreams) but
+// neither closes nor counts a connection that opens and resets streams without end.
+type resetGuard struct {
+	inner        credentials.TransportCredentials // nil: plaintext
+	burst, rate  float64
+	onAbuse      func(remote net.Addr)
+}
+
+func (g *resetGuard) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	if g.inner == nil {
+		return g.wrap(raw), nil, nil
+	}
+	conn, auth, err := g.inner.ServerHandshake(raw)
+	if err != nil {
+		return nil, nil, err
+	}
+	return g.wrap(conn), auth, nil
+}
+
+func (g *resetGuard) wrap(c net.Conn) net.Conn {
+	gc := &guardedConn{Conn: c, g: g, tokens: g.burst, last: time.Now()}
+	gc.in.skip = clientPrefaceLen
+	return gc
+}
+
+func (g *resetGuard) ClientHandshake(context.Context, string, net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	return nil, nil, errors.New("grpcentry: server credentials used by a client")
+}
+
+func (g *resetGuard) Info() credentials.ProtocolInfo {
+	if g.inner == nil {
+		return credentials.ProtocolInfo{}
+	}
+	return g.inner.Info()
+}
+
+func (g *resetGuard) Clone() credentials.TransportCredentials {
+	c := *g
+	if g.inner != nil {
+		c.inner = g.inner.Clone()
+	}
+	return &c
+}
+
+// OverrideServerName is a client's concern; the guard ignores it.
+func (g *resetGuard) OverrideServerName(string) error { return nil }
+
+// guardedConn is a server connection whose reads are scanned for HTTP/2 frame
+// headers. Every RST_STREAM the client sends takes a token from a bucket of
+// resetGuard.burst refilled at resetGuard.rate a second; a reset that finds the
+// bucket empty gets the connection a GOAWAY (ENHANCE_YOUR_CALM, naming the last
+// stream the client opened) and closes it. The GOAWAY is written between two of the
+// server's own frames: the writes are scanned too, and when the server is in the
+// middle of a frame the connection is closed without it.
+type guardedConn struct {
+	net.Conn
+	g *resetGuard
+
+	// Read's, on the grpc.Server's reading goroutine alone.
+	in     frameScanner
+	tokens float64
+	last   time.Time
+
+	lastStream atomic.Uint32 // the highest stream the client opened
+	cut        atomic.Bool   // set once the client reset too many streams
+
+	mu  sync.Mutex   // serialises the server's writes and the GOAWAY
+	out frameScanner // the server's frames, for the GOAWAY's place
+}
+
+func (c *guardedConn) Read(p []byte) (int, error) {
+	if c.cut.Load() {
+		return 0, errResetAbuse
+	}
+	n, err := c.Conn.Read(p)
+	resets, opened := c.in.scan(p[:n])
+	if opened > c.lastStream.Load() {
+		c.lastStream.Store(opened)
+	}
+	if resets > 0 && !c.take(resets, time.Now()) {
+		c.abuse()
+	}
+	return n, err
+}
+
+// take spends n tokens, refilled since the last reset; it reports false when the
+// bucket ran dry.
+func (c *guardedConn) take(n int, now time.Time) bool {
+	c.tokens = min(c.g.burst, c.tokens+now.Sub(c.last).Seconds()*c.g.rate)
+	c.last = now
+	c.tokens -= float64(n)
+	return c.tokens >= 0
+}
+
+// abuse cuts the connection, once: a GOAWAY if the server is between frames, then
+// the close, which ends the grpc.Server's reading and writing on it.
+func (c *guardedConn) abuse() {
+	if c.cut.Swap(true) {
+		return
+	}
+	c.g.onAbuse(c.RemoteAddr())
+	if c.mu.TryLock() {
+		if c.out.boundary() {
+			var f [9 + 8 + len(goAwayDebug)]byte
+			binary.BigEndian.PutUint32(f[0:4], uint32(len(f)-9)<<8|frameGoAway)
+			binary.BigEndian.PutUint32(f[9:13], c.lastStream.Load())
+			binary.BigEndian.PutUint32(f[13:17], errCodeEnhanceYourCalm)
+			copy(f[17:], goAwayDebug)
+			_ = c.Conn.SetWriteDeadline(time.Now().Add(time.Second))
+			_, _ = c.Conn.Write(f[:])
+		}
+		c.mu.Unlock()
+	}
+	_ = c.Conn.Close()
+}
+
+func (c *guardedConn) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n, err := c.Conn.Write(p)
+	c.out.scan(p[:n])
+	return n, err
+}
+
+// frameScanner follows the frame headers of one direction of an HTTP/2 connection
+// without copying the payloads. The zero frameScanner expects a frame; set skip to
+// pass over the client preface first.
+type frameScanner struct {
+	skip int     // bytes of the current payload (or the preface) still to pass
+	hdr  [9]byte // the frame header being read
+	n    int     // bytes of hdr read
+}
+
+// scan passes over b and returns how many RST_STREAM frames began in it and the
+// highest stream a HEADERS frame in it opened (0 if none).
+func (s *frameScanner) scan(b []byte) (resets int, opened uint32) {
+	for len(b) > 0 {
+		if s.skip > 0 {
+			k := min(s.skip, len(b))
+			s.skip -= k
+			b = b[k:]
+			continue
+		}
+		k := copy(s.hdr[s.n:], b)
+		s.n += k
+		b = b[k:]
+		if s.n < len(s.hdr) {
+			break
+		}
+		s.n = 0
+		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
+		switch s.hdr[3] {
+		case frameRSTStream:
+			resets++
+		case frameHeaders:
+			opened = max(opened, binary.BigEndian.Uint32(s.hdr[5:9])&(1<<31-1))
+		}
+	}
+	return resets, opened
+}
+
+// boundary tells whether the bytes scanned end with a whole frame.
+func (s *frameScanner) boundary() bool { return s.skip == 0 && s.n == 0 }
