@@ -35,9 +35,9 @@ const goAwayDebug = "too many stream resets"
 // grpc-go bounds the handlers a connection runs at once (MaxConcurrentStreams) but
 // neither closes nor counts a connection that opens and resets streams without end.
 type resetGuard struct {
-	inner        credentials.TransportCredentials // nil: plaintext
-	burst, rate  float64
-	onAbuse      func(remote net.Addr)
+	inner       credentials.TransportCredentials // nil: plaintext
+	burst, rate float64
+	onAbuse     func(remote net.Addr)
 }
 
 func (g *resetGuard) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {

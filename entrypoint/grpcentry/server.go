@@ -63,7 +63,7 @@ type Server struct {
 	mu          sync.Mutex
 	guard       entrypoint.Guard // the lifecycle phase
 	ln          net.Listener
-	conns       *connLimiter // ln, capped; nil before Bind
+	conns       *connLimiter  // ln, capped; nil before Bind
 	serveDone   chan struct{} // closed when grpc.Server.Serve has returned
 	serveErr    error         // what it returned, until reported
 	unsubscribe func()        // ends the health subscription; nil when none
