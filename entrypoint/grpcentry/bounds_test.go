@@ -39,7 +39,7 @@ type h2 struct {
 	goAways []http2.ErrCode
 }
 
-func dialH2(t *testing.T, conn net.Conn) *h2 {
+func dialH2(t testing.TB, conn net.Conn) *h2 {
 	t.Helper()
 	c := &h2{conn: conn, fr: http2.NewFramer(conn, conn), next: 1, closed: make(chan struct{})}
 	c.enc = hpack.NewEncoder(&c.buf)
