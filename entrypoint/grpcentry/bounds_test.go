@@ -131,7 +131,7 @@ func TestBoundsBadInput(t *testing.T) {
 // A client that opens and resets streams past the bucket gets a GOAWAY with
 // ENHANCE_YOUR_CALM and its connection closed, counted in Stats and the metrics; the
 // server goes on serving, and a connection that resets within the bucket is left
-// alone.
+// alone; the abuser's next connection is cut sooner.
 func TestRapidResetIsCut(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	x := run(t, grpcentry.Config{MaxStreamResets: 50, StreamResetRate: 1}, &service{}, grpcentry.WithRegisterer(reg))
@@ -160,6 +160,17 @@ func TestRapidResetIsCut(t *testing.T) {
 	case <-polite.closed:
 		t.Error("the connection that reset 40 streams was closed too")
 	default:
+	}
+
+	// The abuser's host is suspected: its next connection starts with a second's
+	// worth of resets (StreamResetRate, 1), not the whole bucket.
+	again := dialH2(t, dialTCP(t, x.s.Addr()))
+	if err := again.resetN(5); err != nil {
+		t.Logf("resetting 5 streams: %v", err)
+	}
+	waitFor(t, again.closed, "the abuser's next connection closed")
+	if got := x.s.Stats().ResetAbuses; got != 2 {
+		t.Errorf("Stats().ResetAbuses = %d, want 2", got)
 	}
 }
 

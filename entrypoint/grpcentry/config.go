@@ -71,8 +71,11 @@ type Config struct {
 	// StreamResetRate a second, per connection. A connection that resets more (an
 	// HTTP/2 "rapid reset" flood, CVE-2023-44487) is sent a GOAWAY with
 	// ENHANCE_YOUR_CALM and closed, and counted (Stats.ResetAbuses,
-	// servicewright_grpc_reset_abuse_closed_total). Defaults 1000 and 33, those of
-	// nghttp2: a client that cancels a few RPCs a second is never cut.
+	// servicewright_grpc_reset_abuse_closed_total). For a minute after, a new
+	// connection from the same IP starts with StreamResetRate resets in its bucket
+	// rather than MaxStreamResets, so that an attacker who reconnects costs a few
+	// streams a connection. Defaults 1000 and 33, those of nghttp2: a client that
+	// cancels a few RPCs a second is never cut.
 	MaxStreamResets, StreamResetRate int
 
 	// KeepaliveTime is how long a connection may be silent before the server pings

@@ -55,7 +55,8 @@
 // bucket of MaxStreamResets refilled at StreamResetRate a second. A connection that
 // resets more — an HTTP/2 "rapid reset" flood, which grpc-go slows by not reading
 // while MaxConcurrentStreams handlers run but never cuts off — is sent a GOAWAY with
-// ENHANCE_YOUR_CALM and closed, logged with its address and counted. The reset guard
+// ENHANCE_YOUR_CALM and closed, logged with its address and counted; for a minute,
+// a new connection from its IP starts with a smaller bucket. The reset guard
 // is the server's transport credentials, wrapped around TLS when there is a key pair:
 // a grpc.Creds given with WithServerOptions replaces it, and with it the guard.
 //

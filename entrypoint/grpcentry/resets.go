@@ -38,6 +38,7 @@ type resetGuard struct {
 	inner       credentials.TransportCredentials // nil: plaintext
 	burst, rate float64
 	onAbuse     func(remote net.Addr)
+	suspects    suspects
 }
 
 func (g *resetGuard) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -51,8 +52,16 @@ func (g *resetGuard) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthIn
 	return g.wrap(conn), auth, nil
 }
 
+// wrap guards c. A connection from a host that had one cut in the last
+// suspectFor starts with a second's worth of resets (StreamResetRate) rather than the
+// whole bucket, so that an attacker who reconnects costs the server a few streams a
+// connection instead of MaxStreamResets.
 func (g *resetGuard) wrap(c net.Conn) net.Conn {
-	gc := &guardedConn{Conn: c, g: g, tokens: g.burst, last: time.Now()}
+	now := time.Now()
+	gc := &guardedConn{Conn: c, g: g, tokens: g.burst, last: now}
+	if g.suspects.has(host(c.RemoteAddr()), now) {
+		gc.tokens = min(g.rate, g.burst)
+	}
 	gc.in.skip = clientPrefaceLen
 	return gc
 }
@@ -68,12 +77,13 @@ func (g *resetGuard) Info() credentials.ProtocolInfo {
 	return g.inner.Info()
 }
 
+// Clone returns a guard with the same limits; the hosts suspected are not copied.
 func (g *resetGuard) Clone() credentials.TransportCredentials {
-	c := *g
+	c := &resetGuard{inner: g.inner, burst: g.burst, rate: g.rate, onAbuse: g.onAbuse}
 	if g.inner != nil {
 		c.inner = g.inner.Clone()
 	}
-	return &c
+	return c
 }
 
 // OverrideServerName is a client's concern; the guard ignores it.
@@ -132,6 +142,7 @@ func (c *guardedConn) abuse() {
 	if c.cut.Swap(true) {
 		return
 	}
+	c.g.suspects.add(host(c.RemoteAddr()), time.Now())
 	c.g.onAbuse(c.RemoteAddr())
 	if c.mu.TryLock() {
 		if c.out.boundary() {
@@ -195,3 +206,55 @@ func (s *frameScanner) scan(b []byte) (resets int, opened uint32) {
 
 // boundary tells whether the bytes scanned end with a whole frame.
 func (s *frameScanner) boundary() bool { return s.skip == 0 && s.n == 0 }
+
+// suspectFor is how long a host whose connection was cut for resets is suspected, and
+// maxSuspects how many hosts are remembered at most (past it, new ones are not).
+const (
+	suspectFor  = time.Minute
+	maxSuspects = 4096
+)
+
+// suspects are the hosts that had a connection cut for resets, each until its
+// suspicion expires. The zero value is empty and ready to use.
+type suspects struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+}
+
+func (s *suspects) add(h string, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.until == nil {
+		s.until = make(map[string]time.Time)
+	}
+	if len(s.until) >= maxSuspects {
+		for k, t := range s.until {
+			if !now.Before(t) {
+				delete(s.until, k)
+			}
+		}
+		if len(s.until) >= maxSuspects {
+			return
+		}
+	}
+	s.until[h] = now.Add(suspectFor)
+}
+
+func (s *suspects) has(h string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.until[h]
+	return ok && now.Before(t)
+}
+
+// host is addr's IP, or the whole address when it has no port.
+func host(addr net.Addr) string {
+	if addr == nil {
+		return ""
+	}
+	h, _, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	return h
+}
