@@ -28,12 +28,14 @@ import (
 // opens and resets streams at will, never answers a PING and ignores GOAWAY. Its
 // frames are read on a goroutine of its own, which ends when the connection closes.
 type h2 struct {
-	conn   net.Conn
-	fr     *http2.Framer
-	enc    *hpack.Encoder
-	buf    bytes.Buffer
-	next   uint32
-	closed chan struct{}
+	conn     net.Conn
+	fr       *http2.Framer
+	enc      *hpack.Encoder
+	buf      bytes.Buffer
+	next     uint32
+	settings chan struct{} // closed at the server's first SETTINGS: the server holds the connection
+	acks     chan struct{} // a token per PING ack: the server read everything before the PING
+	closed   chan struct{}
 
 	mu      sync.Mutex
 	goAways []http2.ErrCode
@@ -41,7 +43,7 @@ type h2 struct {
 
 func dialH2(t testing.TB, conn net.Conn) *h2 {
 	t.Helper()
-	c := &h2{conn: conn, fr: http2.NewFramer(conn, conn), next: 1, closed: make(chan struct{})}
+	c := &h2{conn: conn, fr: http2.NewFramer(conn, conn), next: 1, settings: make(chan struct{}), acks: make(chan struct{}, 8), closed: make(chan struct{})}
 	c.enc = hpack.NewEncoder(&c.buf)
 	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
 		t.Fatal(err)
@@ -51,10 +53,17 @@ func dialH2(t testing.TB, conn net.Conn) *h2 {
 	}
 	go func() {
 		defer close(c.closed)
+		var once sync.Once
 		for {
 			f, err := c.fr.ReadFrame()
 			if err != nil {
 				return
+			}
+			if s, ok := f.(*http2.SettingsFrame); ok && !s.IsAck() {
+				once.Do(func() { close(c.settings) })
+			}
+			if p, ok := f.(*http2.PingFrame); ok && p.IsAck() {
+				c.acks <- struct{}{}
 			}
 			if g, ok := f.(*http2.GoAwayFrame); ok {
 				c.mu.Lock()
@@ -137,6 +146,7 @@ func TestRapidResetIsCut(t *testing.T) {
 	x := run(t, grpcentry.Config{MaxStreamResets: 50, StreamResetRate: 1}, &service{}, grpcentry.WithRegisterer(reg))
 
 	polite := dialH2(t, dialTCP(t, x.s.Addr()))
+	waitFor(t, polite.settings, "the server's SETTINGS") // its bucket is full, before any cut
 	if err := polite.resetN(40); err != nil {
 		t.Fatal(err)
 	}
@@ -252,6 +262,10 @@ func TestDrainDoesNotWaitForALoudConnection(t *testing.T) {
 	if _, err := loud.open(); err != nil {
 		t.Fatal(err)
 	}
+	if err := loud.fr.WritePing(false, [8]byte{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, loud.acks, "the PING ack after the stream") // the server holds the stream
 	start := time.Now()
 	if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
 		t.Fatalf("Drain = %v, want nil", err)
