@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"math"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -112,26 +113,44 @@ type guardedConn struct {
 	out frameScanner // the server's frames, for the GOAWAY's place
 }
 
+// Read reads from the connection and scans what it read. When a reset finds the
+// bucket empty, it cuts the connection and returns only the bytes before that
+// RST_STREAM frame, so that the grpc.Server does not go on to open the streams
+// that came after it in the same read.
 func (c *guardedConn) Read(p []byte) (int, error) {
 	if c.cut.Load() {
 		return 0, errResetAbuse
 	}
 	n, err := c.Conn.Read(p)
-	resets, opened := c.in.scan(p[:n])
+	if n == 0 {
+		return n, err
+	}
+	c.refill(time.Now())
+	end, resets, opened := c.in.scan(p[:n], max(int(c.tokens), 0))
+	c.tokens -= float64(resets)
 	if opened > c.lastStream.Load() {
 		c.lastStream.Store(opened)
 	}
-	if resets > 0 && !c.take(resets, time.Now()) {
-		c.abuse()
+	if end < 0 {
+		return n, err
 	}
-	return n, err
+	c.abuse()
+	if end == 0 {
+		return 0, errResetAbuse
+	}
+	return end, nil
 }
 
-// take spends n tokens, refilled since the last reset; it reports false when the
-// bucket ran dry.
-func (c *guardedConn) take(n int, now time.Time) bool {
+// refill adds the tokens earned since the last refill, up to the burst.
+func (c *guardedConn) refill(now time.Time) {
 	c.tokens = min(c.g.burst, c.tokens+now.Sub(c.last).Seconds()*c.g.rate)
 	c.last = now
+}
+
+// take refills the bucket and spends n tokens; it reports false when there were
+// fewer than n.
+func (c *guardedConn) take(n int, now time.Time) bool {
+	c.refill(now)
 	c.tokens -= float64(n)
 	return c.tokens >= 0
 }
@@ -163,7 +182,7 @@ func (c *guardedConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	n, err := c.Conn.Write(p)
-	c.out.scan(p[:n])
+	c.out.scan(p[:n], math.MaxInt)
 	return n, err
 }
 
@@ -177,18 +196,21 @@ type frameScanner struct {
 }
 
 // scan passes over b and returns how many RST_STREAM frames began in it and the
-// highest stream a HEADERS frame in it opened (0 if none).
-func (s *frameScanner) scan(b []byte) (resets int, opened uint32) {
-	for len(b) > 0 {
+// highest stream a HEADERS frame in it opened (0 if none). It stops at the RST_STREAM
+// frame past budget and returns the offset in b where that frame begins (0 when it
+// began in an earlier b); end is -1 when it scanned the whole of b.
+func (s *frameScanner) scan(b []byte, budget int) (end, resets int, opened uint32) {
+	for i := 0; i < len(b); {
 		if s.skip > 0 {
-			k := min(s.skip, len(b))
+			k := min(s.skip, len(b)-i)
 			s.skip -= k
-			b = b[k:]
+			i += k
 			continue
 		}
-		k := copy(s.hdr[s.n:], b)
+		start := i - s.n // where the frame header began
+		k := copy(s.hdr[s.n:], b[i:])
 		s.n += k
-		b = b[k:]
+		i += k
 		if s.n < len(s.hdr) {
 			break
 		}
@@ -196,12 +218,15 @@ func (s *frameScanner) scan(b []byte) (resets int, opened uint32) {
 		s.skip = int(s.hdr[0])<<16 | int(s.hdr[1])<<8 | int(s.hdr[2])
 		switch s.hdr[3] {
 		case frameRSTStream:
+			if resets == budget {
+				return max(start, 0), resets, opened
+			}
 			resets++
 		case frameHeaders:
 			opened = max(opened, binary.BigEndian.Uint32(s.hdr[5:9])&(1<<31-1))
 		}
 	}
-	return resets, opened
+	return -1, resets, opened
 }
 
 // boundary tells whether the bytes scanned end with a whole frame.

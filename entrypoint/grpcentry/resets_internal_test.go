@@ -28,7 +28,10 @@ func TestFrameScanner(t *testing.T) {
 		resets, opened := 0, uint32(0)
 		for rest := stream; len(rest) > 0; {
 			n := min(size, len(rest))
-			r, o := s.scan(rest[:n])
+			end, r, o := s.scan(rest[:n], 100)
+			if end != -1 {
+				t.Fatalf("reads of %d: stopped at %d within the budget", size, end)
+			}
 			resets, opened, rest = resets+r, max(opened, o), rest[n:]
 			if len(rest) > 0 && len(rest) < 17 && s.boundary() { // inside the PING
 				t.Fatalf("reads of %d: a boundary %d bytes before the end", size, len(rest))
@@ -61,5 +64,30 @@ func TestResetBucket(t *testing.T) {
 	}
 	if !c.take(10, t0.Add(time.Hour)) || c.take(1, t0.Add(time.Hour)) {
 		t.Fatal("the refill was not capped at the burst")
+	}
+}
+
+// With a budget, the scanner stops where the first RST_STREAM past it begins.
+func TestFrameScannerStopsPastBudget(t *testing.T) {
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	var starts []int
+	for id := uint32(1); id < 10; id += 2 {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: []byte{0x83}, EndHeaders: true})
+		starts = append(starts, b.Len())
+		_ = fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	}
+	for budget := range 5 {
+		var s frameScanner
+		end, resets, opened := s.scan(b.Bytes(), budget)
+		if end != starts[budget] || resets != budget || opened != uint32(2*budget+1) {
+			t.Errorf("budget %d: end %d, resets %d, opened %d; want %d, %d, %d", budget, end, resets, opened, starts[budget], budget, 2*budget+1)
+		}
+	}
+	// The RST_STREAM past the budget began in an earlier read.
+	var s frameScanner
+	s.scan(b.Bytes()[:starts[0]+4], 0)
+	if end, _, _ := s.scan(b.Bytes()[starts[0]+4:], 0); end != 0 {
+		t.Errorf("a frame begun in the previous read: end %d, want 0", end)
 	}
 }
