@@ -2,6 +2,7 @@ package grpcentry
 
 import (
 	"crypto/tls"
+	"math"
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
@@ -14,7 +15,10 @@ const (
 	DefaultAddr                  = ":9090"
 	DefaultMaxRecvMsgSize        = 4 << 20
 	DefaultMaxSendMsgSize        = 4 << 20
-	DefaultMaxConcurrentStreams  = 1000
+	DefaultMaxMetadataBytes      = 1 << 20
+	DefaultMaxConcurrentStreams  = 100
+	DefaultMaxStreamResets       = 1000
+	DefaultStreamResetRate       = 33
 	DefaultKeepaliveTime         = 30 * time.Second
 	DefaultKeepaliveTimeout      = 10 * time.Second
 	DefaultKeepaliveMinTime      = 10 * time.Second
@@ -42,8 +46,37 @@ type Config struct {
 	// MaxRecvMsgSize and MaxSendMsgSize cap a message's size in bytes, each way.
 	// Default 4 MiB both.
 	MaxRecvMsgSize, MaxSendMsgSize int
-	// MaxConcurrentStreams caps the RPCs open at once on one connection. Default 1000.
+	// MaxMetadataBytes caps the size of an RPC's metadata (its HTTP/2 header list,
+	// as HPACK decodes it). A call with more is refused: the grpc-go client checks
+	// the limit the server advertises and fails the call with INTERNAL before
+	// sending; any other client has its stream reset, or its connection closed when
+	// one value alone is longer than the limit. Default 1 MiB, the same as
+	// httpentry's MaxHeaderBytes (grpc-go's own default is 16 MiB).
+	MaxMetadataBytes int
+	// MaxConcurrentStreams caps the RPCs open at once on one connection; a client
+	// that opens more has the excess refused (RST_STREAM REFUSED_STREAM), and grpc-go
+	// stops reading a connection while that many of its handlers run. Default 100,
+	// the least RFC 9113 advises a peer to allow, so that one connection cannot hold
+	// more than 100 handlers and 100 × MaxRecvMsgSize of buffers.
 	MaxConcurrentStreams int
+	// MaxConnections caps the connections open at once: at the cap the server stops
+	// accepting, and new connections wait in the listening socket's backlog until
+	// one closes (counted by servicewright_grpc_connections_held_total). Default: a
+	// quarter of the process's open-file limit (RLIMIT_NOFILE), at least 64 — 256 at
+	// the usual 1024 — so that descriptors are left for the probe listener, the
+	// other entrypoints, the backends and telemetry.
+	MaxConnections int
+	// MaxStreamResets and StreamResetRate bound the streams a client may reset
+	// (RST_STREAM): a token bucket of MaxStreamResets resets refilled at
+	// StreamResetRate a second, per connection. A connection that resets more (an
+	// HTTP/2 "rapid reset" flood, CVE-2023-44487) is sent a GOAWAY with
+	// ENHANCE_YOUR_CALM and closed, and counted (Stats.ResetAbuses,
+	// servicewright_grpc_reset_abuse_closed_total). For a minute after, a new
+	// connection from the same IP starts with StreamResetRate resets in its bucket
+	// rather than MaxStreamResets, so that an attacker who reconnects costs a few
+	// streams a connection. Defaults 1000 and 33, those of nghttp2: a client that
+	// cancels a few RPCs a second is never cut.
+	MaxStreamResets, StreamResetRate int
 
 	// KeepaliveTime is how long a connection may be silent before the server pings
 	// it, and KeepaliveTimeout how long the ping may go unanswered before the
@@ -79,10 +112,17 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
 	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
 	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, DefaultMaxSendMsgSize)
+	transport.Default(l, "MaxMetadataBytes", &cfg.MaxMetadataBytes, DefaultMaxMetadataBytes)
+	if cfg.MaxMetadataBytes > math.MaxUint32 {
+		l.Addf("MaxMetadataBytes", "must be at most 2^32-1, got %d", cfg.MaxMetadataBytes)
+	}
 	transport.Default(l, "MaxConcurrentStreams", &cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
 	if cfg.MaxConcurrentStreams > 1<<31 {
 		l.Addf("MaxConcurrentStreams", "must be at most 2^31, got %d", cfg.MaxConcurrentStreams)
 	}
+	transport.Default(l, "MaxConnections", &cfg.MaxConnections, defaultMaxConnections())
+	transport.Default(l, "MaxStreamResets", &cfg.MaxStreamResets, DefaultMaxStreamResets)
+	transport.Default(l, "StreamResetRate", &cfg.StreamResetRate, DefaultStreamResetRate)
 	transport.Default(l, "KeepaliveTime", &cfg.KeepaliveTime, DefaultKeepaliveTime)
 	transport.Default(l, "KeepaliveTimeout", &cfg.KeepaliveTimeout, DefaultKeepaliveTimeout)
 	transport.Default(l, "KeepaliveMinTime", &cfg.KeepaliveMinTime, DefaultKeepaliveMinTime)

@@ -41,10 +41,29 @@
 // Tracing (otelgrpc, only through the tracer provider given) and Prometheus RED
 // metrics (servicewright_grpc_*) use what WithTracerProvider and WithRegisterer give,
 // or else what the Host hands over (SetDefaults). The safe defaults bound message
-// sizes (4 MiB each way) and concurrent streams per connection (1000), enforce a
-// minimum client keepalive interval, close idle connections, and age connections
-// (MaxConnectionAge, 5 min) so that clients rebalance onto replicas that started
-// later. CertFile and KeyFile turn on TLS.
+// sizes (4 MiB each way), enforce a minimum client keepalive interval, close idle
+// connections, and age connections (MaxConnectionAge, 5 min) so that clients
+// rebalance onto replicas that started later. CertFile and KeyFile turn on TLS.
+//
+// # Bounded like net/http
+//
+// A public gRPC port is bounded as httpentry's HTTP port is: an RPC's metadata to
+// MaxMetadataBytes (1 MiB, as httpentry's MaxHeaderBytes; grpc-go's own default is 16
+// MiB), the RPCs open at once on a connection to MaxConcurrentStreams (100), the
+// connections to MaxConnections (a quarter of the open-file limit: at the cap the
+// server stops accepting), and the streams a client may reset (RST_STREAM) to a
+// bucket of MaxStreamResets refilled at StreamResetRate a second. A connection that
+// resets more — an HTTP/2 "rapid reset" flood, which grpc-go slows by not reading
+// while MaxConcurrentStreams handlers run but never cuts off — is sent a GOAWAY with
+// ENHANCE_YOUR_CALM and closed, logged with its address and counted; for a minute,
+// a new connection from its IP starts with a smaller bucket. The reset guard
+// is the server's transport credentials, wrapped around TLS when there is a key pair:
+// a grpc.Creds given with WithServerOptions replaces it, and with it the guard.
+//
+// At the drain, once the admitted RPCs have ended, the connections still open get
+// ConnectionQuiet to close after their GOAWAY; those that do not (a client that
+// ignores the GOAWAY, or keeps opening streams) are closed, and counted in the drain
+// report (connections_cut), rather than holding the drain for its whole grace.
 //
 // # Not done
 //

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -22,10 +25,17 @@ import (
 // RPCs and GracefulStop. It returns nil once nothing admitted is in flight and
 // GracefulStop has returned.
 //
-// When ctx is done first, Drain returns an error wrapping ctx.Err() that tells how
-// many RPCs are still in flight, and leaves them to Stop. It never waits past ctx:
-// GracefulStop, which takes no context and waits for every handler, runs on a
-// goroutine of its own.
+// Once no admitted RPC is left, GracefulStop still waits for every connection to
+// close. Drain gives them ConnectionQuiet (or what is left of ctx, if less), then
+// closes those still open with grpc.Server.Stop and returns nil: a connection with
+// nothing admitted on it — a client that ignores the GOAWAY, or keeps opening and
+// resetting streams — is not worth the grace. The drain report counts them
+// (connections_cut).
+//
+// When ctx is done while admitted RPCs are in flight, Drain returns an error
+// wrapping ctx.Err() that tells how many (and how many of them are streams), and
+// leaves them to Stop. It never waits past ctx: GracefulStop, which takes no context
+// and waits for every handler, runs on a goroutine of its own.
 //
 // Before Serve it closes the listener and returns nil; after Stop it does nothing.
 func (s *Server) Drain(ctx context.Context) error {
@@ -45,26 +55,53 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.gate.Close()
 	graceful := s.startGracefulStop()
 	list := s.streams.Snapshot(true)
-	spreadErr := entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).drain)
+	_ = entrypoint.Spread(ctx, s.cfg.StreamDrainWindow, list, (*stream).drain)
 	waitErr := s.gate.Wait(ctx)
-	var gsErr error
+	cut := 0
 	if waitErr == nil {
-		select {
-		case <-graceful:
-		case <-ctx.Done():
-			gsErr = ctx.Err()
-		}
+		cut = s.awaitConnections(ctx, graceful)
 	}
 	inFlight := s.InFlight()
-	s.setReport(fmt.Sprintf("streams=%d in_flight_left=%d refused=%d took=%s",
-		len(list), inFlight, s.refused.Load(), time.Since(start).Round(time.Millisecond)))
-	if spreadErr != nil || waitErr != nil || gsErr != nil {
-		return fmt.Errorf("%s: drain: %d RPCs still in flight: %w", s.cfg.Name, inFlight, ctx.Err())
+	s.setReport(fmt.Sprintf("streams=%d in_flight_left=%d refused=%d connections_cut=%d took=%s",
+		len(list), inFlight, s.refused.Load(), cut, time.Since(start).Round(time.Millisecond)))
+	if waitErr != nil {
+		return fmt.Errorf("%s: drain: %d RPCs still in flight (%d of them streams): %w",
+			s.cfg.Name, inFlight, len(s.streams.Snapshot(false)), ctx.Err())
 	}
 	if err := s.takeServeErr(); err != nil {
 		return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
 	}
 	return nil
+}
+
+// ConnectionQuiet is how long Drain lets connections close on their own, once the
+// last admitted RPC has ended, before it closes those still open.
+const ConnectionQuiet = time.Second
+
+// awaitConnections waits for GracefulStop, which returns once every connection has
+// closed, for ConnectionQuiet or until ctx is done. Then, with no admitted RPC left
+// to wait for, it closes the connections still open with grpc.Server.Stop: a client
+// that ignores the GOAWAY, or keeps opening streams that are refused, holds nothing
+// that a wait would save. It returns how many connections it closed.
+func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{}) int {
+	t := time.NewTimer(ConnectionQuiet)
+	defer t.Stop()
+	select {
+	case <-graceful:
+		return 0
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	open := s.Connections()
+	s.log.Info("grpc drain: closing connections still open after their RPCs ended",
+		zap.Int("connections", open), zap.Duration("waited", ConnectionQuiet))
+	cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), hooks.AbandonAfter)
+	defer cancel()
+	select {
+	case <-s.startStop():
+	case <-cut.Done():
+	}
+	return open
 }
 
 // Stop cuts off whatever Drain left: it closes the Gate, ends the health Watch

@@ -3,6 +3,7 @@ package grpcentry
 import (
 	"context"
 	"errors"
+	"net"
 	"runtime/debug"
 	"time"
 
@@ -101,5 +102,24 @@ func (s *Server) refuse() {
 func (s *Server) observe(method string, err error, start time.Time) {
 	if s.metrics != nil {
 		s.metrics.observe(method, status.Code(err), start)
+	}
+}
+
+// resetAbuse logs and counts a connection cut for resetting too many streams.
+func (s *Server) resetAbuse(remote net.Addr) {
+	s.abuses.Add(1)
+	if s.metrics != nil {
+		s.metrics.abuses.Inc()
+	}
+	s.log.Warn("grpc connection sent GOAWAY and closed: too many stream resets",
+		zap.Stringer("remote", remote), zap.Int("max_stream_resets", s.cfg.MaxStreamResets),
+		zap.Int("stream_reset_rate", s.cfg.StreamResetRate))
+}
+
+// holdConn counts an accept that waits at MaxConnections.
+func (s *Server) holdConn() {
+	s.held.Add(1)
+	if s.metrics != nil {
+		s.metrics.held.Inc()
 	}
 }

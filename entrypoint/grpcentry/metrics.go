@@ -16,6 +16,8 @@ type metrics struct {
 	duration *prometheus.HistogramVec
 	refused  prometheus.Counter
 	panics   prometheus.Counter
+	abuses   prometheus.Counter // connections cut for resetting too many streams
+	held     prometheus.Counter // accepts that waited at MaxConnections
 
 	// series caches, per method, the counters by code and the histogram, so that an
 	// RPC costs no label hashing once its method was seen.
@@ -30,7 +32,7 @@ type methodSeries struct {
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, name string, inFlight, conns func() int) (*metrics, error) {
 	red, err := transport.NewRED(reg, name, transport.REDOpts{
 		Protocol:       "grpc",
 		RequestLabels:  []string{"method", "code"},
@@ -44,7 +46,21 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*m
 	if err != nil {
 		return nil, err
 	}
-	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics}
+	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics,
+		abuses: prometheus.NewCounter(prometheus.CounterOpts{Name: "servicewright_grpc_reset_abuse_closed_total",
+			Help: "gRPC connections sent a GOAWAY and closed for resetting more streams than MaxStreamResets and StreamResetRate allow."}),
+		held: prometheus.NewCounter(prometheus.CounterOpts{Name: "servicewright_grpc_connections_held_total",
+			Help: "gRPC connections left waiting in the listen backlog because MaxConnections were open."}),
+	}
+	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "servicewright_grpc_connections",
+		Help: "gRPC connections open."}, func() float64 { return float64(conns()) })
+	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"entrypoint": name}, reg)
+	if err := transport.Register(wrapped, m.abuses, m.held, open); err != nil {
+		for _, c := range []prometheus.Collector{red.Requests, red.Duration, red.Refused, red.Panics} {
+			wrapped.Unregister(c)
+		}
+		return nil, err
+	}
 	return m, nil
 }
 

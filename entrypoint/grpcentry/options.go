@@ -60,11 +60,17 @@ func WithLogger(l *zap.Logger) Option {
 //	servicewright_grpc_in_flight                           gauge
 //	servicewright_grpc_refused_draining_total              counter
 //	servicewright_grpc_panics_total                        counter
+//	servicewright_grpc_reset_abuse_closed_total            counter
+//	servicewright_grpc_connections                         gauge
+//	servicewright_grpc_connections_held_total              counter
 //
 // method is the RPC's full name ("/orders.v1.Orders/GetOrder"), code its status
 // code's name ("OK", "UNAVAILABLE"). requests_total and the histogram count admitted
 // RPCs when their handler returns; a refused RPC is counted only in
-// refused_draining_total; the health service is not counted. A registration that
+// refused_draining_total; the health service is not counted. reset_abuse_closed_total
+// counts the connections closed for resetting too many streams (Config.MaxStreamResets),
+// connections those open, and connections_held_total the connections that found
+// MaxConnections open and waited to be accepted. A registration that
 // fails (a name already taken) makes New fail, and nothing is left registered. A nil
 // reg is ignored. Without it the Server registers with the Host's registry
 // (SetDefaults), if any.
@@ -121,7 +127,9 @@ func WithHealthServices(names ...string) Option {
 // with grpc.ChainUnaryInterceptor or grpc.ChainStreamInterceptor run inside the
 // Server's gate and panic recovery; one set with grpc.UnaryInterceptor or
 // grpc.StreamInterceptor runs outside them, before the gate. Do not use it to undo the
-// message or keepalive limits without a reason.
+// message or keepalive limits without a reason. grpc.Creds replaces the credentials
+// that carry the stream-reset guard (see Config.MaxStreamResets): give TLS with
+// Config.CertFile and KeyFile to keep it.
 func WithServerOptions(opts ...grpc.ServerOption) Option {
 	return func(o *options) {
 		o.serverOpts = append(o.serverOpts, opts...)

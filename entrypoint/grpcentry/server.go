@@ -58,10 +58,13 @@ type Server struct {
 	streams streamSet
 	panics  atomic.Uint64
 	refused atomic.Uint64
+	abuses  atomic.Uint64 // connections cut for resetting too many streams
+	held    atomic.Uint64 // accepts that waited at MaxConnections
 
 	mu          sync.Mutex
 	guard       entrypoint.Guard // the lifecycle phase
 	ln          net.Listener
+	conns       *connLimiter  // ln, capped; nil before Bind
 	serveDone   chan struct{} // closed when grpc.Server.Serve has returned
 	serveErr    error         // what it returned, until reported
 	unsubscribe func()        // ends the health subscription; nil when none
@@ -144,6 +147,7 @@ func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) 
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
 		grpc.MaxSendMsgSize(cfg.MaxSendMsgSize),
 		grpc.MaxConcurrentStreams(uint32(cfg.MaxConcurrentStreams)),
+		grpc.MaxHeaderListSize(uint32(cfg.MaxMetadataBytes)),
 		grpc.ConnectionTimeout(cfg.ConnectionTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{
 			Time:                  cfg.KeepaliveTime,
@@ -156,9 +160,11 @@ func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) 
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
 	}
+	guard := &resetGuard{burst: float64(cfg.MaxStreamResets), rate: float64(cfg.StreamResetRate), onAbuse: s.resetAbuse}
 	if s.tlsCfg != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(s.tlsCfg)))
+		guard.inner = credentials.NewTLS(s.tlsCfg)
 	}
+	opts = append(opts, grpc.Creds(guard))
 	if tp != nil {
 		// Only when there is a provider: any stats handler costs every RPC its events.
 		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
@@ -228,11 +234,24 @@ func (s *Server) InFlight() int { return s.gate.InFlight() }
 type Stats struct {
 	Panics          uint64 // handlers that panicked, answered INTERNAL
 	RefusedDraining uint64 // RPCs refused with UNAVAILABLE because the server was draining
+	ResetAbuses     uint64 // connections closed for resetting too many streams
+	ConnectionsHeld uint64 // connections left waiting in the backlog at MaxConnections
 }
 
 // Stats returns the Server's counters, with or without WithRegisterer.
 func (s *Server) Stats() Stats {
-	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load()}
+	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(),
+		ResetAbuses: s.abuses.Load(), ConnectionsHeld: s.held.Load()}
+}
+
+// Connections reports the connections open now (0 before Bind).
+func (s *Server) Connections() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.conns == nil {
+		return 0
+	}
+	return s.conns.Open()
 }
 
 // DrainReport tells what the last Drain did, for the shutdown report.
@@ -260,7 +279,8 @@ func (s *Server) Bind(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.ln = ln
+	s.conns = newConnLimiter(ln, s.cfg.MaxConnections, s.holdConn)
+	s.ln = s.conns
 	s.guard.Bound()
 	return nil
 }

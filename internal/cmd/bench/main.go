@@ -75,6 +75,7 @@ var figures = []figure{
 	{"readiness", readinessFigure},
 	{"http", httpFigure},
 	{"grpc", grpcFigure},
+	{"grpcreset", grpcResetFigure},
 	{"leader", leaderFigures},
 	{"rolling", rollingFigure},
 	{"kafka", kafkaFigures},

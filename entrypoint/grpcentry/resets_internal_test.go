@@ -1,0 +1,93 @@
+package grpcentry
+
+import (
+	"bytes"
+	"io"
+	"testing"
+	"time"
+
+	"golang.org/x/net/http2"
+)
+
+// The scanner finds every RST_STREAM and the highest stream opened however the bytes
+// are cut into reads, and knows when they end with a whole frame.
+func TestFrameScanner(t *testing.T) {
+	var b bytes.Buffer
+	_, _ = io.WriteString(&b, http2.ClientPreface)
+	fr := http2.NewFramer(&b, nil)
+	_ = fr.WriteSettings(http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 20})
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: []byte{0x83, 0x86}, EndHeaders: true})
+	_ = fr.WriteData(1, false, bytes.Repeat([]byte{frameRSTStream}, 300)) // bytes that look like frame types
+	_ = fr.WriteRSTStream(1, http2.ErrCodeCancel)
+	_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 7, BlockFragment: []byte{0x83}, EndHeaders: true})
+	_ = fr.WriteRSTStream(7, http2.ErrCodeCancel)
+	_ = fr.WritePing(false, [8]byte{})
+	stream := b.Bytes()
+	for size := 1; size <= len(stream); size++ {
+		s := frameScanner{skip: clientPrefaceLen}
+		resets, opened := 0, uint32(0)
+		for rest := stream; len(rest) > 0; {
+			n := min(size, len(rest))
+			end, r, o := s.scan(rest[:n], 100)
+			if end != -1 {
+				t.Fatalf("reads of %d: stopped at %d within the budget", size, end)
+			}
+			resets, opened, rest = resets+r, max(opened, o), rest[n:]
+			if len(rest) > 0 && len(rest) < 17 && s.boundary() { // inside the PING
+				t.Fatalf("reads of %d: a boundary %d bytes before the end", size, len(rest))
+			}
+		}
+		if resets != 2 || opened != 7 || !s.boundary() {
+			t.Fatalf("reads of %d: resets %d, opened %d, boundary %v; want 2, 7, true", size, resets, opened, s.boundary())
+		}
+	}
+}
+
+// The bucket holds MaxStreamResets resets and refills at StreamResetRate a second,
+// up to MaxStreamResets.
+func TestResetBucket(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	c := &guardedConn{g: &resetGuard{burst: 10, rate: 2}, tokens: 10, last: t0}
+	if !c.take(10, t0) {
+		t.Fatal("the burst was refused")
+	}
+	if c.take(1, t0) {
+		t.Fatal("a reset past the burst was allowed")
+	}
+	c = &guardedConn{g: &resetGuard{burst: 10, rate: 2}, tokens: 10, last: t0}
+	c.take(10, t0)
+	if !c.take(2, t0.Add(time.Second)) {
+		t.Fatal("a second's refill (2) was refused")
+	}
+	if c.take(1, t0.Add(time.Second)) {
+		t.Fatal("more than a second's refill was allowed")
+	}
+	if !c.take(10, t0.Add(time.Hour)) || c.take(1, t0.Add(time.Hour)) {
+		t.Fatal("the refill was not capped at the burst")
+	}
+}
+
+// With a budget, the scanner stops where the first RST_STREAM past it begins.
+func TestFrameScannerStopsPastBudget(t *testing.T) {
+	var b bytes.Buffer
+	fr := http2.NewFramer(&b, nil)
+	var starts []int
+	for id := uint32(1); id < 10; id += 2 {
+		_ = fr.WriteHeaders(http2.HeadersFrameParam{StreamID: id, BlockFragment: []byte{0x83}, EndHeaders: true})
+		starts = append(starts, b.Len())
+		_ = fr.WriteRSTStream(id, http2.ErrCodeCancel)
+	}
+	for budget := range 5 {
+		var s frameScanner
+		end, resets, opened := s.scan(b.Bytes(), budget)
+		if end != starts[budget] || resets != budget || opened != uint32(2*budget+1) {
+			t.Errorf("budget %d: end %d, resets %d, opened %d; want %d, %d, %d", budget, end, resets, opened, starts[budget], budget, 2*budget+1)
+		}
+	}
+	// The RST_STREAM past the budget began in an earlier read.
+	var s frameScanner
+	s.scan(b.Bytes()[:starts[0]+4], 0)
+	if end, _, _ := s.scan(b.Bytes()[starts[0]+4:], 0); end != 0 {
+		t.Errorf("a frame begun in the previous read: end %d, want 0", end)
+	}
+}
