@@ -117,8 +117,8 @@ func TestSlowHeadersAreCut(t *testing.T) {
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	x := run(t, Config{}, panicky(), WithRegisterer(reg))
-	for range 3 {
-		x.mustGet("/ok", 200)
+	for i := range 3 {
+		x.mustGet(fmt.Sprintf("/ok/%d", i), 200) // three raw paths, one route: "/"
 	}
 	x.mustGet("/panic", 500)
 	x.endServe()
@@ -155,19 +155,19 @@ func TestMetrics(t *testing.T) {
 		}
 	})
 
-	t.Run("requests are counted by code and method", func(t *testing.T) {
+	t.Run("requests are counted by code, method and route (the pattern, never the path)", func(t *testing.T) {
 		got := gathered(t, reg)
 		for series, want := range map[string]float64{
-			`servicewright_http_requests_total{code="200",entrypoint="http",method="GET"}`:           3,
-			`servicewright_http_requests_total{code="500",entrypoint="http",method="GET"}`:           1,
-			`servicewright_http_request_duration_seconds{code="200",entrypoint="http",method="GET"}`: 3,
-			`servicewright_http_request_duration_seconds{code="500",entrypoint="http",method="GET"}`: 1,
-			`servicewright_http_refused_draining_total{entrypoint="http"}`:                           1,
-			`servicewright_http_panics_total{entrypoint="http"}`:                                     1,
-			`servicewright_http_in_flight{entrypoint="http"}`:                                        0,
-			`servicewright_http_shed_total{entrypoint="http",reason="draining"}`:                     1,
-			`servicewright_http_shed_total{entrypoint="http",reason="overload"}`:                     0,
-			`servicewright_http_admission_limit{entrypoint="http"}`:                                  20,
+			`servicewright_http_requests_total{code="200",entrypoint="http",method="GET",route="/"}`:                3,
+			`servicewright_http_requests_total{code="500",entrypoint="http",method="GET",route="/panic"}`:           1,
+			`servicewright_http_request_duration_seconds{code="200",entrypoint="http",method="GET",route="/"}`:      3,
+			`servicewright_http_request_duration_seconds{code="500",entrypoint="http",method="GET",route="/panic"}`: 1,
+			`servicewright_http_refused_draining_total{entrypoint="http"}`:                                          1,
+			`servicewright_http_panics_total{entrypoint="http"}`:                                                    1,
+			`servicewright_http_in_flight{entrypoint="http"}`:                                                       0,
+			`servicewright_http_shed_total{entrypoint="http",reason="draining"}`:                                    1,
+			`servicewright_http_shed_total{entrypoint="http",reason="overload"}`:                                    0,
+			`servicewright_http_admission_limit{entrypoint="http"}`:                                                 20,
 		} {
 			if v, ok := got[series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)

@@ -3,6 +3,7 @@ package httpentry
 import (
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -21,11 +22,21 @@ type metrics struct {
 	shedDraining, shedOverload prometheus.Counter // shed_total by reason
 	codes                      [600]string        // status code → label, made once so observing allocates nothing
 
-	// cache holds, per method and status code, the series a request is counted in, so
-	// that a request costs no label hashing once its combination was seen. Each
-	// method's table is made on first use.
-	cache [len(methodLabels)]atomic.Pointer[[500]atomic.Pointer[series]]
+	// routes holds, per route, per method and status code, the series a request is
+	// counted in, so that a request costs one map read and no label hashing once its
+	// combination was seen. The map is copied on write: a new route is rare (the
+	// routes are the ServeMux's patterns), a read is every request.
+	routes atomic.Pointer[map[string]*routeSeries]
+	mu     sync.Mutex // serialises the copies of routes
 }
+
+// routeSeries is one route's cache: per method, a table by status code, made on
+// first use.
+type routeSeries [len(methodLabels)]atomic.Pointer[[500]atomic.Pointer[series]]
+
+// unmatched is the route label of a request no ServeMux pattern matched (a 404, or
+// a handler that is not a ServeMux): never the raw path, whose values are unbounded.
+const unmatched = "unmatched"
 
 // series are the two metrics one (code, method) pair is counted in.
 type series struct {
@@ -50,10 +61,10 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() i
 	}
 	red, err := transport.NewRED(reg, name, transport.REDOpts{
 		Protocol:       "http",
-		RequestLabels:  []string{"code", "method"},
-		DurationLabels: []string{"code", "method"},
-		RequestsHelp:   "HTTP requests admitted and handled, by status code and method.",
-		DurationHelp:   "Time from admission to the handler's return, by status code and method.",
+		RequestLabels:  []string{"code", "method", "route"},
+		DurationLabels: []string{"code", "method", "route"},
+		RequestsHelp:   "HTTP requests admitted and handled, by status code, method and route (the ServeMux pattern's path, or unmatched).",
+		DurationHelp:   "Time from admission to the handler's return, by status code, method and route.",
 		RefusedHelp:    "HTTP requests refused with 503 because the server was draining.",
 		PanicsHelp:     "HTTP handlers that panicked (http.ErrAbortHandler excluded).",
 		InFlightHelp:   "HTTP requests whose handler runs, plus hijacked connections still open.",
@@ -67,6 +78,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() i
 	for code := 100; code < len(m.codes); code++ {
 		m.codes[code] = strconv.Itoa(code)
 	}
+	m.routes.Store(&map[string]*routeSeries{})
 	return m, nil
 }
 
@@ -79,6 +91,10 @@ func (m *metrics) observe(w *response, start time.Time, aborted bool) {
 	case code == 0:
 		code = http.StatusOK
 	}
+	route := routeOf(w.req, nil)
+	if route == "" {
+		route = unmatched
+	}
 	var sr *series
 	if aborted || code < 100 || code >= len(m.codes) {
 		label := "aborted"
@@ -86,30 +102,52 @@ func (m *metrics) observe(w *response, start time.Time, aborted bool) {
 			label = strconv.Itoa(code)
 		}
 		method := methodLabels[methodIndex(w.req.Method)]
-		sr = &series{m.requests.WithLabelValues(label, method), m.duration.WithLabelValues(label, method)}
+		sr = &series{m.requests.WithLabelValues(label, method, route), m.duration.WithLabelValues(label, method, route)}
 	} else {
-		sr = m.seriesFor(methodIndex(w.req.Method), code)
+		sr = m.seriesFor(route, methodIndex(w.req.Method), code)
 	}
 	sr.requests.Inc()
 	sr.duration.Observe(time.Since(start).Seconds())
 }
 
-// seriesFor returns the cached series of method index mi and code, making it on
-// first use. Two requests racing to make it store equal values.
-func (m *metrics) seriesFor(mi, code int) *series {
-	tab := m.cache[mi].Load()
+// seriesFor returns the cached series of route, method index mi and code, making it
+// on first use. Two requests racing to make it store equal values.
+func (m *metrics) seriesFor(route string, mi, code int) *series {
+	rs := (*m.routes.Load())[route]
+	if rs == nil {
+		rs = m.addRoute(route)
+	}
+	tab := rs[mi].Load()
 	if tab == nil {
-		m.cache[mi].CompareAndSwap(nil, new([500]atomic.Pointer[series]))
-		tab = m.cache[mi].Load()
+		rs[mi].CompareAndSwap(nil, new([500]atomic.Pointer[series]))
+		tab = rs[mi].Load()
 	}
 	slot := &tab[code-100]
 	if sr := slot.Load(); sr != nil {
 		return sr
 	}
 	label, method := m.codes[code], methodLabels[mi]
-	sr := &series{m.requests.WithLabelValues(label, method), m.duration.WithLabelValues(label, method)}
+	sr := &series{m.requests.WithLabelValues(label, method, route), m.duration.WithLabelValues(label, method, route)}
 	slot.Store(sr)
 	return sr
+}
+
+// addRoute returns route's cache, adding it to a copy of the map when it is new.
+func (m *metrics) addRoute(route string) *routeSeries {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	old := *m.routes.Load()
+	if rs := old[route]; rs != nil {
+		return rs
+	}
+	next := make(map[string]*routeSeries, len(old)+1)
+	for k, v := range old {
+		next[k] = v
+	}
+	rs := new(routeSeries)
+	next[route] = rs
+	m.routes.Store(&next)
+	return rs
 }
 
 // methodIndex keeps the method label's values few: any non-standard method is
