@@ -57,7 +57,8 @@
 // (5 s each by default), so a slow upload neither holds a handler nor overruns a
 // graceful stop; streams are not cut by them.
 //
-// Tracing (otelhttp) and Prometheus RED metrics come from WithTracerProvider and
+// A server span per request (trace.go) and Prometheus RED metrics, labelled by
+// route, come from WithTracerProvider and
 // WithRegisterer, or from the telemetry the Host hands the Server (SetDefaults);
 // without either the request path is the Gate, a response wrapper and a deferred
 // recover.

@@ -82,9 +82,11 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 	}
 }
 
-// WithTracerProvider wraps the handler in otelhttp, starting a server span per
-// admitted request with tp. The W3C trace-context and baggage headers are extracted;
-// the global OpenTelemetry propagator and meter provider are not used. Without it
+// WithTracerProvider makes the Server start a server span per admitted request with
+// tp, continuing the trace of the request's headers (W3C trace context and baggage
+// unless WithPropagator says otherwise), named after the method and the matched
+// route and ended once the answer — a panic's 500 included — is known. The global
+// OpenTelemetry propagator is not used. Without it
 // the Server uses the tracer provider the Host hands it, if any; with neither, no
 // span is made and tracing costs nothing. A nil tp is ignored.
 func WithTracerProvider(tp trace.TracerProvider) Option {
