@@ -141,6 +141,10 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 		want := []string{
+			"servicewright_http_accept_paused_seconds_total",
+			"servicewright_http_accept_paused_total",
+			"servicewright_http_connections_max",
+			"servicewright_http_connections_open",
 			"servicewright_http_in_flight",
 			"servicewright_http_panics_total",
 			"servicewright_http_refused_draining_total",
@@ -162,13 +166,14 @@ func TestMetrics(t *testing.T) {
 			`servicewright_http_refused_draining_total{entrypoint="http"}`:                           1,
 			`servicewright_http_panics_total{entrypoint="http"}`:                                     1,
 			`servicewright_http_in_flight{entrypoint="http"}`:                                        0,
+			`servicewright_http_accept_paused_total{entrypoint="http"}`:                              0,
 		} {
 			if v, ok := got[series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
 		}
-		if len(got) != 7 {
-			t.Errorf("gathered %d series, want 7: %v", len(got), got)
+		if len(got) != 11 {
+			t.Errorf("gathered %d series, want 11: %v", len(got), got)
 		}
 	})
 

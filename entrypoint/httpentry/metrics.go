@@ -41,7 +41,7 @@ var methodLabels = [...]string{
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, capped *transport.ConnCap) (*metrics, error) {
 	red, err := transport.NewRED(reg, name, transport.REDOpts{
 		Protocol:       "http",
 		RequestLabels:  []string{"code", "method"},
@@ -51,6 +51,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int) (*m
 		RefusedHelp:    "HTTP requests refused with 503 because the server was draining.",
 		PanicsHelp:     "HTTP handlers that panicked (http.ErrAbortHandler excluded).",
 		InFlightHelp:   "HTTP requests whose handler runs, plus hijacked connections still open.",
+		Extra:          capped.Collectors("http"),
 	}, inFlight)
 	if err != nil {
 		return nil, err

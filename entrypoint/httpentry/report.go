@@ -41,6 +41,28 @@ func (s *Server) serveGuarded(w http.ResponseWriter, r *http.Request) {
 	s.handler.ServeHTTP(w, r)
 }
 
+// DrainReport tells, for the shutdown report, what the connection cap (MaxConns)
+// held back: "conns_max=384 conns_peak=384 accept_paused=3 paused_for=12.5s", and
+// how many connections waiting in the listen backlog Drain answered 503 draining
+// ("backlog_answered=716"), once Serve has returned.
+func (s *Server) DrainReport() string {
+	r := s.capped.Report()
+	s.mu.Lock()
+	done, bl := s.serveDone, s.backlog
+	s.mu.Unlock()
+	if done == nil || bl == nil {
+		return r
+	}
+	select {
+	case <-done: // the accept loop, bl.taken's only writer, has returned
+		if bl.taken > 0 {
+			r += fmt.Sprintf(" backlog_answered=%d", bl.taken)
+		}
+	default:
+	}
+	return r
+}
+
 // caught turns what finish recovered into the panic as the handler raised it.
 // A panic from outside the guard (the stream matcher, the response wrapper) is
 // taken as it is, with the stack here and the request as it reached the Server.

@@ -26,6 +26,7 @@ var _ interface {
 	entrypoint.Entrypoint
 	entrypoint.InFlighter
 	entrypoint.DefaultsUser
+	entrypoint.DrainReporter
 } = (*Server)(nil)
 
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
@@ -62,6 +63,8 @@ type Server struct {
 	draining  chan struct{} // closed once Drain has closed the Gate
 
 	backlog *backlogListener // what the http.Server serves, once its listener is taken over
+
+	capped *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
 }
 
 // New checks cfg and the options and returns a Server that will serve handler. It
@@ -98,6 +101,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		draining:   make(chan struct{}),
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
+		capped:     transport.NewConnCap(cfg.MaxConns, nil),
 	}
 	s.srv = &http.Server{
 		Handler:           http.HandlerFunc(s.serveHTTP),
@@ -160,6 +164,7 @@ func (s *Server) useLogger(l *zap.Logger) {
 		l = zap.NewNop()
 	}
 	s.log = l.With(zap.String("entrypoint", s.cfg.Name))
+	s.capped.SetLogger(s.log)
 	if stdLog, err := zap.NewStdLogAt(s.log, zap.WarnLevel); err == nil {
 		s.srv.ErrorLog = stdLog
 	}
@@ -186,7 +191,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.capped)
 	if err != nil {
 		if transport.AlreadyRegistered(err) {
 			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)
@@ -297,6 +302,7 @@ func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 	defer close(done)
 	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
 	defer served()
+	ln = s.capped.Listener(ln) // outside takeOver's, so that the connections it hands over count too
 	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
 		if s.srv.TLSConfig != nil {
 			return s.srv.ServeTLS(ln, "", "")
