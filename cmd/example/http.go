@@ -17,7 +17,7 @@ import (
 // httpModule serves the example's API on HTTP_ADDR through the HTTP entrypoint.
 func httpModule(addr string) fx.Option {
 	return fx.Options(
-		host.Provide(httpentry.Provider(httpentry.Config{Addr: addr}), 10),
+		host.Provide(httpentry.Provider(httpentry.Config{Addr: addr, MaxConns: maxConns("HTTP_MAX_CONNS")}), 10),
 		plain("GET /hello", hello),
 		plain("GET /slow", slow),
 		plain("GET /events", events),

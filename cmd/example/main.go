@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
@@ -20,6 +22,7 @@ import (
 
 func main() {
 	k, err := readKnobs()
+	err = checkMaxConns(err)
 	var tel host.TelemetryConfig
 	if err == nil {
 		tel, err = telemetryConfig()
@@ -124,6 +127,37 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// The connection caps of the public listeners (httpentry and grpcentry
+// Config.MaxConns): 0 or unset takes the default derived from the process's
+// descriptor limit, so that /livez and /readyz keep descriptors.
+var maxConnsEnv = map[string]string{"HTTP_MAX_CONNS": "httpentry.Config.MaxConns", "GRPC_MAX_CONNS": "grpcentry.Config.MaxConns"}
+
+// checkMaxConns adds to err, the knobs' ConfigError if any, a problem for each
+// connection cap variable that is not a whole number ≥ 0, naming the variable and
+// the field it sets.
+func checkMaxConns(err error) error {
+	var l fault.Problems
+	l.Merge("", err)
+	for _, name := range []string{"HTTP_MAX_CONNS", "GRPC_MAX_CONNS"} {
+		v := os.Getenv(name)
+		if v == "" {
+			continue
+		}
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			l.Addf(name, "sets %s: must be a whole number, 0 or more (0 takes the default from the descriptor limit), got %q",
+				maxConnsEnv[name], v)
+		}
+	}
+	return l.Err()
+}
+
+// maxConns is the connection cap in the variable name, checked by checkMaxConns;
+// 0 (the default) when unset.
+func maxConns(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
 }
 
 func envOr(name, def string) string {
