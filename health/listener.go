@@ -123,6 +123,8 @@ func registers(path string) (ok bool) {
 // server and for those whose server must not answer probes: /readyz (NewReadiness),
 // /livez (Liveness), /startupz (Startup), /metrics and /debug/lifecycle when given,
 // and the extra Routes of ListenerOptions.
+// Each path is served under its one spelling only: a percent-escaped, doubled-slash,
+// trailing-slash or dotted form of it is 404, neither decoded nor redirected.
 // It runs stdlib net/http in one goroutine that it owns. The Host starts it at
 // bootstrap, before warmup, so it answers "unavailable" until Ready and "draining"
 // through the whole drain, and closes it last.

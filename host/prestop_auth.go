@@ -3,6 +3,7 @@ package host
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -89,7 +90,7 @@ func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) pre
 
 // unwrapPath is the reason of a file error without the path repeated.
 func unwrapPath(err error) error {
-	if pe, ok := err.(*os.PathError); ok {
+	if pe, ok := errors.AsType[*os.PathError](err); ok {
 		return pe.Err
 	}
 	return err
