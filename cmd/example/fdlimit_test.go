@@ -170,22 +170,24 @@ func drainDetail(rep map[string]any, name string) string {
 	return fmt.Sprint(drains[i].(map[string]any)["detail"])
 }
 
-// TestMaxConnsEnv: HTTP_MAX_CONNS and GRPC_MAX_CONNS set Config.MaxConns; 0 takes
-// the default from the descriptor limit, and a negative or malformed value exits 78
-// naming the variable and the field it sets.
+// TestMaxConnsEnv: HTTP_MAX_CONNS sets httpentry.Config.MaxConns; 0 takes the
+// default from the descriptor limit, and a negative or malformed value exits 78
+// naming the variable and the field it sets, beside every other problem.
 func TestMaxConnsEnv(t *testing.T) {
-	t.Run("negative or malformed: exit 78 naming each", func(t *testing.T) {
-		p, _ := startExample(t, "HTTP_MAX_CONNS=-1", "GRPC_MAX_CONNS=lots")
-		if code := exitCode(t, p); code != 78 {
-			t.Fatalf("exit %d, want 78", code)
-		}
-		out := strings.Join(p.Lines(), "\n")
-		for _, want := range []string{"HTTP_MAX_CONNS", "httpentry.Config.MaxConns", "GRPC_MAX_CONNS", "grpcentry.Config.MaxConns"} {
-			if !strings.Contains(out, want) {
-				t.Errorf("the error does not name %s:\n%s", want, out)
+	for _, v := range []string{"-1", "lots"} {
+		t.Run("HTTP_MAX_CONNS="+v+": exit 78 naming it", func(t *testing.T) {
+			p, _ := startExample(t, "HTTP_MAX_CONNS="+v, "EXAMPLE_CRON_EVERY=1ns")
+			if code := exitCode(t, p); code != 78 {
+				t.Fatalf("exit %d, want 78", code)
 			}
-		}
-	})
+			out := strings.Join(p.Lines(), "\n")
+			for _, want := range []string{"HTTP_MAX_CONNS", "httpentry.Config.MaxConns", "EXAMPLE_CRON_EVERY"} {
+				if !strings.Contains(out, want) {
+					t.Errorf("the error does not name %s:\n%s", want, out)
+				}
+			}
+		})
+	}
 	t.Run("zero takes the default; a value is the cap", func(t *testing.T) {
 		// The example's limit is this process's: Go raises the soft limit to the hard
 		// one at start, in both.

@@ -39,7 +39,7 @@ type grpcParams struct {
 func newGRPCServer(addr string) func(grpcParams) (*grpcentry.Server, error) {
 	return func(p grpcParams) (*grpcentry.Server, error) {
 		api := &ordersAPI{orders: p.Orders, feed: p.Feed}
-		return grpcentry.New(grpcentry.Config{Addr: addr, MaxConns: maxConns("GRPC_MAX_CONNS")}, func(g *grpc.Server) {
+		return grpcentry.New(grpcentry.Config{Addr: addr}, func(g *grpc.Server) {
 			ordersv1.RegisterOrdersServiceServer(g, api)
 			reflection.Register(g)
 		}, grpcentry.WithHealthServices(ordersv1.OrdersService_ServiceDesc.ServiceName))

@@ -129,25 +129,18 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
-// The connection caps of the public listeners (httpentry and grpcentry
-// Config.MaxConns): 0 or unset takes the default derived from the process's
-// descriptor limit, so that /livez and /readyz keep descriptors.
-var maxConnsEnv = map[string]string{"HTTP_MAX_CONNS": "httpentry.Config.MaxConns", "GRPC_MAX_CONNS": "grpcentry.Config.MaxConns"}
-
-// checkMaxConns adds to err, the knobs' ConfigError if any, a problem for each
-// connection cap variable that is not a whole number ≥ 0, naming the variable and
-// the field it sets.
+// checkMaxConns adds to err, the knobs' ConfigError if any, a problem when
+// HTTP_MAX_CONNS, the HTTP listener's connection cap (httpentry.Config.MaxConns; 0 or
+// unset takes the default derived from the descriptor limit, so that /livez and
+// /readyz keep descriptors), is not a whole number ≥ 0, naming the variable and the
+// field it sets.
 func checkMaxConns(err error) error {
 	var l fault.Problems
 	l.Merge("", err)
-	for _, name := range []string{"HTTP_MAX_CONNS", "GRPC_MAX_CONNS"} {
-		v := os.Getenv(name)
-		if v == "" {
-			continue
-		}
+	if v := os.Getenv("HTTP_MAX_CONNS"); v != "" {
 		if n, err := strconv.Atoi(v); err != nil || n < 0 {
-			l.Addf(name, "sets %s: must be a whole number, 0 or more (0 takes the default from the descriptor limit), got %q",
-				maxConnsEnv[name], v)
+			l.Addf("HTTP_MAX_CONNS", "sets httpentry.Config.MaxConns: must be a whole number, 0 or more "+
+				"(0 takes the default from the descriptor limit), got %q", v)
 		}
 	}
 	return l.Err()

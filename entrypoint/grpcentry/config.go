@@ -63,13 +63,6 @@ type Config struct {
 	// settings). Default 10s.
 	ConnectionTimeout time.Duration
 
-	// MaxConns caps the connections open at once: at the cap the server stops
-	// accepting and new connections wait in the listen backlog until one closes.
-	// Zero takes transport.DefaultMaxConns, derived from RLIMIT_NOFILE as for
-	// httpentry.Config.MaxConns (384 at a limit of 1024); a negative value is a
-	// ConfigError naming MaxConns.
-	MaxConns int
-
 	// StreamDrainWindow is the longest span over which Drain spreads the closing of
 	// the streaming RPCs, so that their clients reconnect elsewhere a few at a time.
 	// Default 5s.
@@ -98,6 +91,5 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	transport.Default(l, "MaxConnectionAgeGrace", &cfg.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
 	transport.Default(l, "ConnectionTimeout", &cfg.ConnectionTimeout, DefaultConnectionTimeout)
 	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
-	transport.Default(l, "MaxConns", &cfg.MaxConns, transport.DefaultMaxConns())
 	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }

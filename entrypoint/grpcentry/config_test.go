@@ -48,7 +48,6 @@ func TestNewRefusesBadConfig(t *testing.T) {
 		{name: "negative window and sizes", reg: register, cfg: grpcentry.Config{
 			StreamDrainWindow: -time.Second, MaxRecvMsgSize: -1, MaxSendMsgSize: -1, MaxConnectionAge: -1,
 		}, want: []string{"MaxRecvMsgSize", "MaxSendMsgSize", "MaxConnectionAge", "StreamDrainWindow"}},
-		{name: "a negative connection cap", reg: register, cfg: grpcentry.Config{MaxConns: -1}, want: []string{"MaxConns"}},
 		{name: "missing TLS files", reg: register, cfg: grpcentry.Config{
 			CertFile: filepath.Join(dir, "no-cert.pem"), KeyFile: filepath.Join(dir, "no-key.pem"),
 		}, want: []string{"CertFile", "KeyFile"}},

@@ -258,7 +258,7 @@ func (s *Server) Bind(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.ln = transport.NewConnCap(s.cfg.MaxConns, s.log).Listener(ln) // Config.MaxConns
+	s.ln = ln
 	s.guard.Bound()
 	return nil
 }
