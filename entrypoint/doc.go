@@ -23,8 +23,10 @@
 //     deadline. An entrypoint whose Stop does not return in time is abandoned and
 //     reported; it does not hold up the others.
 //
-// Drain and Stop run in reverse bind order. The package does not order entrypoints,
-// handle signals or enforce budgets; the host package does.
+// The Host calls Drain on every entrypoint at once, each with the whole drain window,
+// so that none keeps accepting while another drains; Stop runs in reverse bind order.
+// The package does not order entrypoints, handle signals or enforce budgets; the host
+// package does.
 //
 // # Gate
 //
@@ -40,8 +42,10 @@
 // # Loop
 //
 // NewLoop turns a function into an entrypoint for background work that has no caller to
-// refuse: relays, pollers, sweepers. It runs one unit at a time, waiting a jittered
-// interval between units. Serve returns at stop with the loop still running; Drain
+// refuse: relays, pollers, sweepers. It runs one unit at a time, waiting
+// LoopConfig.Every between units — exactly Every unless LoopConfig.Jitter (default 0)
+// widens each wait to Every ± Jitter, which spreads replicas that would otherwise run
+// in step. Serve returns at stop with the loop still running; Drain
 // stops it between units without interrupting the one running; Stop cancels the
 // running unit's ctx. A unit that fails or panics is logged and retried after a
 // jittered exponential backoff, so a broken dependency neither kills the service nor

@@ -37,10 +37,15 @@ type Budgets struct {
 	// closing the container, flushing telemetry and closing the probe listener.
 	// Default 2s. SW_STEP_TIMEOUT.
 	StepTimeout time.Duration
-	// Deadline, when positive, caps the whole exit from the moment a stop is
-	// requested: when it expires, the waits still running (drain delay, phases,
-	// drains, a cooperative shutdown) are cut short, cleanup starts, and the
-	// result is Timeout. Cleanup itself is not cut. Default 0 (none). SW_DEADLINE.
+	// Deadline, when positive, caps the waits of the exit from the moment a stop
+	// is requested: when it expires, the waits still running — the drain delay
+	// and the wait for Serve in it, the drain phases (PreStop's too), the drains,
+	// a cooperative wait — are cut short, and the result is Timeout; the report's
+	// cut_short names the stage it expired in. What follows still runs, each part
+	// under its own limit: each entrypoint's Stop and the wait for Serve after it
+	// (StepTimeout each), then every cleanup step. So an exit whose Deadline
+	// expires lasts at most Deadline + the stop and cleanup figures of WorstCase.
+	// Default 0 (none). SW_DEADLINE.
 	Deadline time.Duration
 	// TerminationGracePeriod is how long the orchestrator waits after SIGTERM
 	// before it kills the process (Kubernetes' terminationGracePeriodSeconds,

@@ -39,6 +39,7 @@ func (r stampedReporter) Report(ctx context.Context, err error, tags map[string]
 		all[fault.TagSpanID] = sc.SpanID().String()
 	}
 	maps.Copy(all, tags)
+	t.reports.Add(1)
 	t.reporter.Report(ctx, err, all)
 }
 

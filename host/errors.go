@@ -12,30 +12,44 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Exit codes.
+// Exit codes: the one place they are declared. README.md's table lists each, and a
+// test holds the two together.
 const (
-	ExitOK      = 0
-	ExitFailure = 1  // startup failed, an essential entrypoint failed, or the exit blew its budget
-	ExitConfig  = 78 // EX_CONFIG: the spec or the environment is invalid
+	ExitOK = 0
+	// ExitFailure: startup failed (a container constructor or OnStart hook, a
+	// warmup, a start hook, a Bind), an essential entrypoint failed, a cleanup step
+	// failed, or the exit overran a budget.
+	ExitFailure = 1
+	// ExitQuit is what Go's runtime exits with on SIGQUIT, after writing every
+	// goroutine's stack to stderr; the Host leaves SIGQUIT to it (InstallSignalHandlers).
+	ExitQuit   = 2
+	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by
 	// fault.Permanent (entrypoint.TaskConfig.PermanentExitCode changes it).
 	ExitPermanent = entrypoint.DefaultPermanentExitCode
 	// ExitInterrupted (EX_TEMPFAIL) is the exit code of a run stopped before its
 	// tasks were done: non-zero, and worth retrying.
 	ExitInterrupted = 75
+	// ExitSignal is added to the signal's number on a second stop signal: 130 for
+	// SIGINT, 143 for SIGTERM, 129 for SIGHUP.
+	ExitSignal = 128
 )
 
 var (
 	// ErrShutdownTimeout is returned by Run when the exit itself overran: the
-	// Deadline expired, a drain outlived its window, a step overran its
-	// StepTimeout (whether it returned late or was abandoned), or a cooperative
-	// wait ended without MarkApplicationDrained. It is returned only when nothing
-	// else failed first. The report's result is then "timeout".
+	// Deadline expired (the error and the report's cut_short name the stage it
+	// expired in), a drain outlived its window, a step overran its StepTimeout
+	// (whether it returned late or was abandoned), or a cooperative wait ended
+	// without MarkApplicationDrained. It is returned only when nothing else failed
+	// first. The report's result is then "timeout".
 	ErrShutdownTimeout = errors.New("shutdown did not finish within its budgets")
 
-	// ErrCleanupFailed is returned by Run when a cleanup step failed — a shutdown
-	// hook, a warmup step's Stop, closing the container, flushing telemetry — and
-	// nothing caused the shutdown first. The report's result is then "failure".
+	// ErrCleanupFailed is returned by Run when a cleanup step failed — a
+	// pre_shutdown hook, a warmup step's Stop, closing the container — and nothing
+	// caused the shutdown first. The report's result is then "failure". A flush
+	// that cannot deliver telemetry is not a failure (the report names it under
+	// telemetry_undelivered), nor is a post_shutdown hook's, which runs after the
+	// result is settled (the report names it under after_result).
 	ErrCleanupFailed = errors.New("shutdown cleanup failed")
 
 	// ErrServeReturned is the cause when an entrypoint's Serve returned nil

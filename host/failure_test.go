@@ -14,6 +14,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 func names(j *journal) []string {
@@ -108,9 +109,9 @@ func TestFailures(t *testing.T) {
 						Stop: func(context.Context) error { j.add("later.stop"); return nil }},
 				},
 				Lifecycle: reg,
-				Container: fx.Invoke(func(lc fx.Lifecycle) {
+				Container: hostfx.Container(fx.Invoke(func(lc fx.Lifecycle) {
 					lc.Append(fx.StopHook(func() { j.add("scope.close") }))
-				}),
+				})),
 			})
 			err := x.Wait()
 			if err == nil || !strings.Contains(err.Error(), `pre_start hook "migrate"`) {

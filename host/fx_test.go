@@ -14,6 +14,7 @@ import (
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 type greeter struct{ word string }
@@ -29,19 +30,19 @@ func TestContainer(t *testing.T) {
 			var checks []string
 			x := start(t, j, host.AppSpec{
 				Entrypoints: []host.Registration{{Entrypoint: newFake("spec", j), Order: 2}},
-				Container: fx.Options(
+				Container: hostfx.Container(fx.Options(
 					fx.Supply(&greeter{"hi"}),
-					host.Provide(func(g *greeter) *fake { return newFake("late-"+g.word, j) }, 3),
-					host.Provide(func() (early, error) { return early{newFake("early", j)}, nil }, 1, host.NonEssential()),
-					host.Warmup(func(g *greeter) host.Step {
+					hostfx.Provide(func(g *greeter) *fake { return newFake("late-"+g.word, j) }, 3),
+					hostfx.Provide(func() (early, error) { return early{newFake("early", j)}, nil }, 1, hostfx.NonEssential()),
+					hostfx.Warmup(func(g *greeter) host.Step {
 						return host.Step{Name: "warm", Start: func(context.Context) error { j.add("warm-%s", g.word); return nil }}
 					}),
-					host.Hook(hooks.PreShutdown, "bye", func(g *greeter) hooks.Func {
+					hostfx.Hook(hooks.PreShutdown, "bye", func(g *greeter) hooks.Func {
 						return func(context.Context) error { j.add("bye-%s", g.word); return nil }
 					}),
-					host.Check("dep", func() health.Check { return health.CheckFunc(func(context.Context) error { return nil }) }),
+					hostfx.Check("dep", func() health.Check { return health.CheckFunc(func(context.Context) error { return nil }) }),
 					fx.Invoke(func(s *host.Shutdown, r *hooks.Registry) { sd = s; checks = append(checks, "supplied") }),
-				),
+				)),
 			})
 			x.WaitStage(host.StageServe)
 			if sd != x.Host().Shutdown() || len(checks) != 1 {
@@ -61,7 +62,7 @@ func TestContainer(t *testing.T) {
 
 	t.Run("a wiring error is a ConfigError naming the container; nothing starts", func(t *testing.T) {
 		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(),
-			Container: host.Provide(func(g *greeter) *fake { return nil }, 1)}, env())
+			Container: hostfx.Container(hostfx.Provide(func(g *greeter) *fake { return nil }, 1))}, env())
 		var ce *fault.ConfigError
 		if !errors.As(err, &ce) || ce.Problems[0].Field != "Container" || !strings.Contains(err.Error(), "greeter") {
 			t.Fatalf("New = %v", err)
@@ -70,7 +71,7 @@ func TestContainer(t *testing.T) {
 
 	t.Run("a constructor of the wrong shape is refused", func(t *testing.T) {
 		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(),
-			Container: host.Provide(func() string { return "not an entrypoint" }, 1)}, env())
+			Container: hostfx.Container(hostfx.Provide(func() string { return "not an entrypoint" }, 1))}, env())
 		if err == nil || !strings.Contains(err.Error(), "does not implement entrypoint.Entrypoint") {
 			t.Fatalf("New = %v", err)
 		}

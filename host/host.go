@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -29,7 +28,7 @@ type Host struct {
 	tel      *telemetry
 	log      *zap.Logger
 
-	app       *fx.App // nil without a container
+	scope     Scope // the container's; nil without one
 	regs      []Registration
 	steps     []Step
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
@@ -55,6 +54,7 @@ type Option func(*options)
 type options struct {
 	lookup   func(string) (string, bool)
 	observer func(Event)
+	exporter Exporter // nil: export nothing
 }
 
 // WithEnv replaces os.LookupEnv as the source of environment overrides (SW_*,
@@ -77,7 +77,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		o(&h.opts)
 	}
 	h.instance = instanceID(&spec, h.opts.lookup)
-	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.instance, h.opts.lookup)
+	tel, err := newTelemetry(spec.Telemetry, spec.ServiceName, h.instance, h.opts.lookup, h.opts.exporter)
 	if err != nil {
 		var ce *fault.ConfigError
 		if !errors.As(err, &ce) {
@@ -104,7 +104,12 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		h.checks[name] = c
 	}
 	if spec.Container != nil {
-		h.buildContainer(&problems)
+		if err := h.buildContainer(&problems); err != nil {
+			h.log.Error("startup failed", zap.Stringer("stage", StageCreated), zap.Error(err))
+			tel.report(context.Background(), err, StageCreated, "")
+			_ = tel.flush(context.Background())
+			return nil, err
+		}
 	}
 	validate(&h.spec, h.regs, h.steps, h.currentLifecycle(), h.checks, &problems)
 	checkStopTimes(h.regs, h.budgets.DrainGrace, &problems)
@@ -229,8 +234,9 @@ func (h *Host) worstCaseLocked() WorstCase {
 		drainPhases:  len(lc.phases),
 		preShutdown:  len(lc.hooks[hooks.PreShutdown]),
 		postShutdown: len(lc.hooks[hooks.PostShutdown]),
-		container:    h.app != nil,
+		container:    h.scope != nil,
 		probes:       h.probe != nil,
+		reporter:     h.tel.reporter != nil,
 	}
 	for _, s := range h.steps {
 		if s.Stop != nil {

@@ -14,7 +14,7 @@ func (h *Host) Monitor() *health.Monitor { return h.monitor }
 // buildMonitor makes the Host's Monitor over its readiness and checks (spec and
 // container), once: the container's constructor and New share it. A check the
 // validation refuses (a nil one, an empty name) is left out here; New reports it.
-func (h *Host) buildMonitor(extra []NamedCheck) (*health.Monitor, error) {
+func (h *Host) buildMonitor(extra []namedCheck) (*health.Monitor, error) {
 	if h.monitor != nil {
 		return h.monitor, nil
 	}

@@ -54,6 +54,11 @@ type drainAhead struct {
 // the phases, the running phase is cancelled and the later ones are skipped; they do
 // not run again at the shutdown.
 //
+// The budgets of the shutdown hold here too: a ForceCleanup, or the Deadline of a
+// shutdown begun meanwhile, cuts PreStop's delay (PreStop returns the cause) and its
+// phases (the running one is cancelled, abandoned 1 s later if it ignores that, and
+// the later ones are skipped), exactly as they cut the shutdown's own.
+//
 // Only the first call does anything; later calls return nil at once. Before startup
 // has finished, or once the shutdown has begun, PreStop only withdraws readiness: the
 // phases run only after a complete startup, and a shutdown under way does the rest
@@ -90,6 +95,12 @@ func (h *Host) preStop(ctx context.Context) error {
 			zap.Stringer("stage", h.Stage()))
 		return nil
 	}
+	// ctx ends too with a ForceCleanup or the Deadline.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	force := h.shutdown.forcing()
+	unlink := context.AfterFunc(force, func() { cancel(context.Cause(force)) })
+	defer unlink()
 	h.ahead.mu.Lock()
 	h.ahead.began = time.Now()
 	h.ahead.mu.Unlock()
@@ -100,6 +111,10 @@ func (h *Host) preStop(ctx context.Context) error {
 	select {
 	case <-t.C:
 	case <-ctx.Done():
+		if force.Err() != nil {
+			h.log.Warn("prestop: drain delay cut short", zap.Error(context.Cause(ctx)))
+			return context.Cause(ctx)
+		}
 		return ctx.Err()
 	}
 	rep := h.drainPhasesOnce(ctx, h.settledPhases())

@@ -17,6 +17,7 @@ import (
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
@@ -215,7 +216,7 @@ func TestPreStopFromContainer(t *testing.T) {
 		j := &journal{}
 		var preStop host.PreStopFunc
 		spec := phaseSpec(j)
-		spec.Container = fx.Invoke(func(p host.PreStopFunc) { preStop = p })
+		spec.Container = hostfx.Container(fx.Invoke(func(p host.PreStopFunc) { preStop = p }))
 		x := start(t, j, spec)
 		x.WaitStage(host.StageServe)
 		if err := preStop(context.Background()); err != nil || x.Host().Readiness() != health.Draining {

@@ -9,14 +9,22 @@ import (
 	"go.uber.org/zap"
 )
 
-// report collects what the exit did, for the one-line shutdown report.
+// report collects what the exit did, for the one-line shutdown report. Each
+// overrun and failure also worsens the shutdown's verdict so far (Shutdown.Result),
+// until the result is settled; what happens after (the post_shutdown hooks, the
+// probe listener closing) is kept apart, in after.
 type report struct {
+	sd        *Shutdown // nil in tests of the report alone
+	settled   bool
 	stages    []zap.Field
 	phases    hookrun.PhasesReport
 	drains    []drainRecord
 	overruns  []string
 	abandoned []string
 	failures  []error
+	after     []string // what failed or overran once the result was settled
+	cut       string   // what cut the waits short (the Deadline or ForceCleanup), and when
+	lost      []string // telemetry that could not be delivered, by signal: "spans: ..."
 }
 
 type drainRecord struct {
@@ -42,18 +50,41 @@ func (r *report) drained(name string, before, left int, took time.Duration, err 
 	r.drains = append(r.drains, rec)
 }
 
-func (r *report) overran(what string) { r.overruns = append(r.overruns, what) }
+func (r *report) overran(what string) {
+	if r.settled {
+		r.after = append(r.after, what+": overran")
+		return
+	}
+	r.overruns = append(r.overruns, what)
+	r.worsen(Timeout)
+}
+
 func (r *report) abandon(what string) { r.abandoned = append(r.abandoned, what) }
 
 func (r *report) errs(what string, err error) {
-	if err != nil {
-		r.failures = append(r.failures, errors.New(what+": "+err.Error()))
+	if err == nil {
+		return
+	}
+	if r.settled {
+		r.after = append(r.after, what+": "+err.Error())
+		return
+	}
+	r.failures = append(r.failures, errors.New(what+": "+err.Error()))
+	r.worsen(Failure)
+}
+
+func (r *report) worsen(res Result) {
+	if r.sd != nil {
+		r.sd.worsen(res)
 	}
 }
 
 // log writes the shutdown report: one line with the result (as Shutdown.Result
-// reports it: success, failure or timeout), the exit code, each stage's duration and
-// what was cut, abandoned or failed.
+// reports it: success, failure, timeout or interrupted), the exit code, each stage's
+// duration, what cut the waits short (cut_short: the Deadline or ForceCleanup, and
+// the stage it came in), what was cut, abandoned or failed, the telemetry that could
+// not be delivered (telemetry_undelivered), and what failed once the result was
+// settled (after_result).
 func (r *report) log(h *Host, res Result, err, cause error, total time.Duration) {
 	result := res.String()
 	h.tel.metrics.shutdowns.WithLabelValues(result).Inc()
@@ -81,6 +112,15 @@ func (r *report) log(h *Host, res Result, err, cause error, total time.Duration)
 	}
 	if len(r.failures) > 0 {
 		fields = append(fields, zap.Errors("cleanup_errors", r.failures))
+	}
+	if r.cut != "" {
+		fields = append(fields, zap.String("cut_short", r.cut))
+	}
+	if len(r.lost) > 0 {
+		fields = append(fields, zap.Strings("telemetry_undelivered", r.lost))
+	}
+	if len(r.after) > 0 {
+		fields = append(fields, zap.Strings("after_result", r.after))
 	}
 	if cause != nil {
 		fields = append(fields, zap.NamedError("cause", cause))

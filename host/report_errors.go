@@ -27,6 +27,7 @@ func (t *telemetry) report(ctx context.Context, err error, stage Stage, entrypoi
 		tags[fault.TagTraceID] = sc.TraceID().String()
 		tags[fault.TagSpanID] = sc.SpanID().String()
 	}
+	t.reports.Add(1)
 	t.reporter.Report(ctx, err, tags)
 }
 

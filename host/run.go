@@ -163,10 +163,10 @@ func (r *run) startup(ctx context.Context) error {
 func (r *run) stopping() bool { return r.h.shutdown.stopping().Err() != nil }
 
 func (r *run) openScope(ctx context.Context) error {
-	if r.h.app == nil {
+	if r.h.scope == nil {
 		return nil
 	}
-	if err := r.h.app.Start(ctx); err != nil {
+	if err := r.h.scope.Open(ctx); err != nil {
 		return fmt.Errorf("open container: %w", err)
 	}
 	r.scopeOpen = true

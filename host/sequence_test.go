@@ -13,6 +13,7 @@ import (
 
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
@@ -56,11 +57,11 @@ func TestSequence(t *testing.T) {
 					Stop:  func(context.Context) error { j.addReady("warmup.stop"); return nil },
 				}},
 				Lifecycle: reg,
-				Container: fx.Invoke(func(lc fx.Lifecycle) {
+				Container: hostfx.Container(fx.Invoke(func(lc fx.Lifecycle) {
 					lc.Append(fx.StartStopHook(
 						func() { j.addReady("scope.open") },
 						func() { j.addReady("scope.close") }))
-				}),
+				})),
 			}
 			x := start(t, j, spec)
 			x.WaitStage(host.StageServe)

@@ -39,8 +39,9 @@ func (p Phase) String() string {
 	return fmt.Sprintf("Phase(%d)", int32(p))
 }
 
-// Result is how a shutdown ended. Its String is the `result` of the shutdown report
-// and the label of servicewright_shutdowns_total.
+// Result is how a shutdown ended: success, timeout, failure or interrupted. Its
+// String is the `result` of the shutdown report and the label of
+// servicewright_shutdowns_total.
 type Result int32
 
 const (
@@ -48,7 +49,9 @@ const (
 	Success Result = iota
 	// Timeout: the Deadline expired, or a step overran its budget (a drain past its
 	// window, a step past StepTimeout, a cooperative wait past the drain window).
-	// Once the Deadline has expired it stays Timeout unless a failure is found.
+	// Once the Deadline has expired it stays Timeout unless a failure is found. A
+	// telemetry flush that cannot deliver is not one (the report counts it apart),
+	// nor is a post_shutdown hook, which runs after the result is settled.
 	Timeout
 	// Failure: the shutdown was caused by a failure (startup, an essential
 	// entrypoint), or a cleanup step failed (a shutdown hook, a warmup Stop,
@@ -97,7 +100,8 @@ type Shutdown struct {
 	timer       *time.Timer
 	drainedSet  bool
 	timedOut    atomic.Bool
-	result      atomic.Int32
+	result      atomic.Int32 // the verdict so far; final once settled
+	settled     atomic.Bool
 	phase       atomic.Int32
 	drained     chan struct{}
 	cleanup     chan struct{}
@@ -187,17 +191,53 @@ func (s *Shutdown) CleanupStarted() <-chan struct{} { return s.cleanup }
 // Done is closed when cleanup has finished and the Phase is Completed.
 func (s *Shutdown) Done() <-chan struct{} { return s.done }
 
-// Result reports how the shutdown ended: Success, Timeout or Failure, the same value
-// as the report's `result`. Before Done is closed it reports Timeout once the
-// Deadline has expired, and Success otherwise.
+// Result reports how the shutdown ended — Success, Timeout, Failure or Interrupted —
+// the same word as the report's `result`.
+//
+// It is final before the post_shutdown hooks run: a post_shutdown hook (a final
+// report of its own) reads the verdict the report will carry, and nothing after it
+// — a post_shutdown hook failing or overrunning, the probe listener closing — changes
+// it (those are reported beside the result, see the report's after_result). Before
+// that it is the verdict so far, and only ever gets worse: Failure as soon as a
+// failure caused the shutdown or a cleanup step failed, Interrupted when a task was
+// cut, Timeout once the Deadline has expired or a step overran; Success otherwise.
 func (s *Shutdown) Result() Result {
-	if r := Result(s.result.Load()); r != Success {
-		return r
-	}
-	if s.timedOut.Load() {
+	r := Result(s.result.Load())
+	if !s.settled.Load() && s.timedOut.Load() && rank(r) < rank(Timeout) {
 		return Timeout
 	}
-	return Success
+	return r
+}
+
+// rank orders the verdicts as the Host decides between them: the cause of the
+// shutdown (Interrupted, Failure) first, then a failed cleanup step, then a timeout.
+func rank(r Result) int {
+	switch r {
+	case Timeout:
+		return 1
+	case Failure:
+		return 2
+	case Interrupted:
+		return 3
+	}
+	return 0
+}
+
+// worsen moves the verdict so far to r when r ranks above it; once settled it does
+// nothing.
+func (s *Shutdown) worsen(r Result) {
+	for !s.settled.Load() {
+		old := s.result.Load()
+		if rank(r) <= rank(Result(old)) || s.result.CompareAndSwap(old, int32(r)) {
+			return
+		}
+	}
+}
+
+// settle makes r the final Result, before the post_shutdown hooks run.
+func (s *Shutdown) settle(r Result) {
+	s.result.Store(int32(r))
+	s.settled.Store(true)
 }
 
 // stopping is the stop signal: done once a shutdown has begun.
@@ -220,8 +260,8 @@ func (s *Shutdown) startCleanup() {
 	}
 }
 
-// complete records the result and closes Done.
-func (s *Shutdown) complete(r Result) {
+// complete closes Done; the result was settled before.
+func (s *Shutdown) complete() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.timer != nil {
@@ -230,7 +270,6 @@ func (s *Shutdown) complete(r Result) {
 	if Phase(s.phase.Load()) != Cleanup {
 		close(s.cleanup)
 	}
-	s.result.Store(int32(r))
 	s.phase.Store(int32(Completed))
 	close(s.done)
 }

@@ -44,3 +44,33 @@ func TestSignalHandlers(t *testing.T) {
 	uninstall()
 	uninstall() // idempotent
 }
+
+// TestSIGHUPStopsGracefully: SIGHUP is a stop like SIGTERM, logged by name; a second
+// one exits with 128+1.
+func TestSIGHUPStopsGracefully(t *testing.T) {
+	stops := make(chan struct{}, 2)
+	exits := make(chan int, 1)
+	core, logs := observer.New(zap.InfoLevel)
+	uninstall := installSignalHandlers(func() { stops <- struct{}{} }, func(code int) { exits <- code }, zap.New(core))
+	defer uninstall()
+
+	self, _ := os.FindProcess(os.Getpid())
+	_ = self.Signal(syscall.SIGHUP)
+	select {
+	case <-stops:
+	case <-time.After(5 * time.Second):
+		t.Fatal("SIGHUP did not call stop")
+	}
+	_ = self.Signal(syscall.SIGHUP)
+	select {
+	case code := <-exits:
+		if code != ExitSignal+1 {
+			t.Errorf("second SIGHUP exit code %d, want 129", code)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("second SIGHUP did not exit")
+	}
+	if logs.FilterField(zap.String("signal", "SIGHUP")).FilterMessageSnippet("beginning the graceful shutdown").Len() != 1 {
+		t.Errorf("SIGHUP not logged by name: %v", logs.All())
+	}
+}

@@ -6,8 +6,6 @@ import (
 	"os"
 	"time"
 
-	"go.uber.org/fx"
-
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
@@ -25,10 +23,10 @@ type AppSpec struct {
 	// "hostname-pid".
 	Instance string
 
-	// Container holds the application's fx modules; it may be nil. Entrypoints,
-	// warmups, hooks and checks provided to the fx groups "entrypoints", "warmups",
-	// "hooks" and "checks" (see Provide, Warmup, Hook and Check) join those below.
-	Container fx.Option
+	// Container builds the application's values; it may be nil. The entrypoints,
+	// warmups, hooks and checks it adds join those below. hostfx.Container makes
+	// one of fx modules.
+	Container Container
 
 	// Entrypoints are what the service serves: each is bound in Order at startup,
 	// served until the stop, drained with the others at once and stopped in
@@ -63,8 +61,9 @@ type AppSpec struct {
 // Registration adds an entrypoint to a service.
 type Registration struct {
 	Entrypoint entrypoint.Entrypoint
-	// Order is the bind order: ascending, ties in registration order. Drain and
-	// Stop run in the reverse order. fx groups are unordered, so it is explicit.
+	// Order is the bind order: ascending, ties in registration order. Stop runs in
+	// the reverse order; Drain runs on every entrypoint at once. fx groups are
+	// unordered, so it is explicit.
 	Order int
 	// NonEssential marks an entrypoint whose failure is logged and counted while
 	// the rest keep serving. By default an entrypoint is essential: if its Serve

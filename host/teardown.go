@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -23,15 +24,31 @@ const courtesy = 50 * time.Millisecond
 
 // teardown runs the exit, undoing only what startup did. cause is the failure that
 // made the service stop, or nil. Every wait in it has a limit; WorstCase sums them.
+//
+// The result is settled before the post_shutdown hooks run (Shutdown.Result is final
+// from then on); what fails after is reported beside it, never changes it. A flush
+// that cannot deliver telemetry is a warning and a count, never a failure: the exit
+// code is the work's, not the telemetry backend's.
 func (r *run) teardown(cause error) error {
 	h := r.h
 	h.shutdown.Begin()
 	h.withdraw()
 	r.failed(cause)
+	r.report.sd = h.shutdown
+	switch {
+	case errors.Is(cause, fault.ErrInterrupted):
+		h.shutdown.worsen(Interrupted)
+	case cause != nil:
+		h.shutdown.worsen(Failure)
+	}
 	begun := time.Now()
 	force, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	unlink := context.AfterFunc(h.shutdown.forcing(), func() { cancel(context.Cause(h.shutdown.forcing())) })
+	var cutAt atomic.Int32 // 1 + the stage the Deadline or ForceCleanup came in
+	unlink := context.AfterFunc(h.shutdown.forcing(), func() {
+		cutAt.Store(1 + h.stage.Load())
+		cancel(context.Cause(h.shutdown.forcing()))
+	})
 	defer unlink()
 
 	// Readiness is withdrawn; the balancers notice while everything accepts.
@@ -69,10 +86,15 @@ func (r *run) teardown(cause error) error {
 	}
 	if r.scopeOpen {
 		r.enter(StageCloseScope)
-		r.step("close container", func(ctx context.Context) error { return h.app.Stop(ctx) })
+		r.step("close container", func(ctx context.Context) error { return h.scope.Close(ctx) })
 	}
 	r.enter(StageFlush)
-	r.step("flush telemetry", h.tel.flush)
+	reported := r.flush(h.tel.flush)
+
+	// The verdict is final here: post_shutdown hooks read it through Result.
+	res, err := r.result(cause, cutAt.Load())
+	h.shutdown.settle(res)
+	r.report.settled = true
 	if r.hooksRan {
 		r.enter(StagePostShutdown)
 		r.shutdownHooks(hooks.PostShutdown)
@@ -81,17 +103,58 @@ func (r *run) teardown(cause error) error {
 		r.enter(StageCloseProbes)
 		r.step("close probe listener", h.probe.Close)
 	}
+	if h.tel.reported() != reported {
+		// A post_shutdown hook or the probe close reported something (a panic)
+		// after the flush: flush the error reporter once more.
+		r.flush(h.tel.flushReporter)
+	}
 	r.enter(StageStopped)
-	res, err := r.result(cause)
-	h.shutdown.complete(res)
+	if at := cutAt.Load(); at > 0 {
+		r.report.cut = fmt.Sprintf("%v (in stage %s)", context.Cause(h.shutdown.forcing()), Stage(at-1))
+	}
+	h.shutdown.complete()
 	r.report.log(h, res, err, cause, time.Since(begun))
 	_ = h.tel.sync()
 	return err
 }
 
+// flush runs fn, one of the telemetry flushes, under StepTimeout. What it could not
+// deliver — the backend hung, refused or answered an error, or the flush was
+// abandoned — is logged once as a warning, counted in
+// servicewright_telemetry_undelivered_total and named in the report; it neither
+// fails the exit nor makes it a timeout. It returns the reporter's count of reports
+// as the flush began.
+func (r *run) flush(fn func(context.Context) []loss) uint64 {
+	h := r.h
+	seen := h.tel.reported()
+	ctx, cancel := context.WithTimeout(r.ctx, h.budgets.StepTimeout)
+	defer cancel()
+	got := make(chan []loss, 1)
+	err := safe.Bounded(ctx, "flush telemetry", courtesy, r.unit("flush telemetry", true, func(ctx context.Context) error {
+		got <- fn(ctx)
+		return nil
+	}))
+	var lost []loss
+	select {
+	case lost = <-got:
+	default:
+		lost = h.tel.lostAll(err)
+	}
+	for _, l := range lost {
+		h.tel.metrics.undelivered.WithLabelValues(l.signal).Inc()
+		r.report.lost = append(r.report.lost, l.signal+": "+l.err.Error())
+	}
+	if len(lost) > 0 {
+		h.log.Warn("telemetry not delivered at exit; the exit is not failed for it",
+			zap.Strings("undelivered", r.report.lost), zap.Duration("timeout", h.budgets.StepTimeout))
+	}
+	return seen
+}
+
 // result decides what Run returns and how the shutdown ended: the cause first, then
-// a failed cleanup step, then a timeout.
-func (r *run) result(cause error) (Result, error) {
+// a failed cleanup step, then a timeout. cutAt is 1 + the stage in which the
+// Deadline or ForceCleanup came, or 0.
+func (r *run) result(cause error, cutAt int32) (Result, error) {
 	switch {
 	case errors.Is(cause, fault.ErrInterrupted):
 		return Interrupted, cause
@@ -99,8 +162,12 @@ func (r *run) result(cause error) (Result, error) {
 		return Failure, cause
 	case len(r.report.failures) > 0:
 		return Failure, fmt.Errorf("%w: %w", ErrCleanupFailed, errors.Join(r.report.failures...))
-	case r.h.shutdown.Result() == Timeout:
-		return Timeout, fmt.Errorf("%w: the %s deadline expired", ErrShutdownTimeout, r.h.budgets.Deadline)
+	case r.h.shutdown.timedOut.Load():
+		at := r.h.Stage() // the Deadline has just expired: its cut is still on its way
+		if cutAt > 0 {
+			at = Stage(cutAt - 1)
+		}
+		return Timeout, fmt.Errorf("%w: the %s deadline expired in stage %s", ErrShutdownTimeout, r.h.budgets.Deadline, at)
 	case len(r.report.overruns) > 0:
 		return Timeout, fmt.Errorf("%w: %v", ErrShutdownTimeout, r.report.overruns)
 	}

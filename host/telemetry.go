@@ -3,8 +3,10 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,10 +25,10 @@ import (
 // later failure is visible: the logger, the error reporter, the tracer and meter
 // providers and the Prometheus registry.
 //
-// Spans are exported over OTLP when the standard OpenTelemetry variables ask for it:
-// OTEL_TRACES_EXPORTER, or an OTLP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT,
-// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The exporter, its protocol, headers and
-// timeout, the sampler (OTEL_TRACES_SAMPLER), the propagators (OTEL_PROPAGATORS,
+// With the option otlp.FromEnv (package host/otlp), spans are exported over OTLP when
+// the standard OpenTelemetry variables ask for it: OTEL_TRACES_EXPORTER, or an OTLP
+// endpoint (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT). The
+// exporter, its protocol, headers and timeout, the sampler (OTEL_TRACES_SAMPLER), the propagators (OTEL_PROPAGATORS,
 // default W3C tracecontext and baggage) and the resource (OTEL_SERVICE_NAME,
 // OTEL_RESOURCE_ATTRIBUTES) follow the OpenTelemetry specification, read from the
 // process environment by the OpenTelemetry packages themselves. With none of them
@@ -52,7 +54,10 @@ type TelemetryConfig struct {
 	// Reporter receives the failures the Host sees — a startup failure, an
 	// essential entrypoint's failure, a recovered panic — tagged with the service,
 	// the instance, the entrypoint, the stage and the trace id. It is flushed in the
-	// flush stage, after the spans. When nil, failures are only logged.
+	// flush stage, together with the spans and the metrics; when something is
+	// reported after that (a panic in a post_shutdown hook or in closing the probe
+	// listener), it is flushed once more before the report. When nil, failures are
+	// only logged.
 	Reporter fault.Reporter
 }
 
@@ -73,11 +78,17 @@ type telemetry struct {
 	// one would see (otelhttp alone costs about a third of httpentry's throughput).
 	receiving bool
 	ownedLog  bool
+	// spans counts the exporter's failures, so that a collector that refuses is
+	// seen as well as one that hangs; nil when nothing is exported.
+	spans *countedSpans
+	// reports counts what was sent to the reporter, so the Host knows whether a
+	// second flush is needed.
+	reports atomic.Uint64
 }
 
 // newTelemetry builds the logger first, then the rest. A problem with the
 // environment is a *fault.ConfigError, logged before it is returned.
-func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool)) (*telemetry, error) {
+func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter Exporter) (*telemetry, error) {
 	var problems fault.Problems
 	t := &telemetry{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
@@ -91,7 +102,7 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	otelDiagnostics(t.log)
-	env := fromEnv(service, instance, &problems)
+	env := fromEnv(service, instance, exporter, &problems)
 	if err := problems.Err(); err != nil {
 		t.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = t.sync()
@@ -103,7 +114,8 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		opts = append(opts, sdktrace.WithSpanProcessor(p))
 	}
 	if env.spans != nil {
-		opts = append(opts, sdktrace.WithBatcher(env.spans))
+		t.spans = &countedSpans{SpanExporter: env.spans}
+		opts = append(opts, sdktrace.WithBatcher(t.spans))
 	}
 	t.receiving = env.spans != nil || len(cfg.SpanProcessors) > 0
 	if !t.receiving && os.Getenv("OTEL_TRACES_SAMPLER") == "" {
@@ -139,10 +151,19 @@ func (h *Host) Propagator() propagation.TextMapPropagator { return h.tel.prop }
 // Reporter returns the error reporter of TelemetryConfig, or nil when there is none.
 func (h *Host) Reporter() fault.Reporter { return h.tel.reporter }
 
-// flush exports what is buffered and shuts the providers down, and flushes the
-// error reporter, all at once and within ctx; without a deadline in ctx, within
-// DefaultStepTimeout. The logger is synced but stays usable, for the shutdown report.
-func (t *telemetry) flush(ctx context.Context) error {
+// loss is one signal the flush could not deliver, and why.
+type loss struct {
+	signal string // "spans", "metrics", "errors" or "logs"
+	err    error
+}
+
+// flush exports what is buffered and shuts the providers down, flushes the error
+// reporter and syncs the logger, all at once and within ctx; without a deadline in
+// ctx, within DefaultStepTimeout. It returns what could not be delivered: a provider
+// or reporter that did not finish in time, an export the collector refused or failed
+// (counted by the exporter since the start), a logger that could not sync. The logger
+// stays usable, for the shutdown report.
+func (t *telemetry) flush(ctx context.Context) []loss {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultStepTimeout)
@@ -158,7 +179,74 @@ func (t *telemetry) flush(ctx context.Context) error {
 		wg.Go(func() { errs[2] = t.reporter.Flush(ctx) })
 	}
 	wg.Wait()
-	return errors.Join(errs[0], errs[1], errs[2], t.sync())
+	if t.spans != nil && errs[0] == nil {
+		errs[0] = t.spans.failed()
+	}
+	var lost []loss
+	for i, signal := range []string{"spans", "metrics", "errors"} {
+		if errs[i] != nil {
+			lost = append(lost, loss{signal, errs[i]})
+		}
+	}
+	if err := t.sync(); err != nil {
+		lost = append(lost, loss{"logs", err})
+	}
+	return lost
+}
+
+// flushReporter flushes the error reporter alone, within ctx, for what was reported
+// after flush.
+func (t *telemetry) flushReporter(ctx context.Context) []loss {
+	if t.reporter == nil {
+		return nil
+	}
+	if err := t.reporter.Flush(ctx); err != nil {
+		return []loss{{"errors", err}}
+	}
+	return nil
+}
+
+// lostAll is what a flush abandoned past its timeout (err) lost: everything it was
+// sending.
+func (t *telemetry) lostAll(err error) []loss {
+	lost := []loss{{"metrics", err}}
+	if t.spans != nil {
+		lost = append(lost, loss{"spans", err})
+	}
+	if t.reporter != nil {
+		lost = append(lost, loss{"errors", err})
+	}
+	return lost
+}
+
+// reported is how many failures were sent to the reporter so far.
+func (t *telemetry) reported() uint64 { return t.reports.Load() }
+
+// countedSpans is the span exporter, counting the exports that failed: a collector
+// that refuses the connection fails each export at once, which the batch processor
+// only hands to OpenTelemetry's error handler.
+type countedSpans struct {
+	sdktrace.SpanExporter
+	failures atomic.Int64
+	last     atomic.Pointer[error]
+}
+
+func (c *countedSpans) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	err := c.SpanExporter.ExportSpans(ctx, spans)
+	if err != nil {
+		c.failures.Add(1)
+		c.last.Store(&err)
+	}
+	return err
+}
+
+// failed is an error naming how many exports failed and the last failure, or nil.
+func (c *countedSpans) failed() error {
+	n := c.failures.Load()
+	if n == 0 {
+		return nil
+	}
+	return fmt.Errorf("%d exports failed, the last: %w", n, *c.last.Load())
 }
 
 // sync flushes the logger; stderr and stdout refuse fsync on some systems, which is not

@@ -1,13 +1,11 @@
 package host
 
 import (
-	"cmp"
 	"context"
 	"os"
 	"runtime/debug"
 	"strings"
 
-	"go.opentelemetry.io/contrib/exporters/autoexport"
 	"go.opentelemetry.io/contrib/propagators/autoprop"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/propagation"
@@ -28,14 +26,10 @@ type otelEnv struct {
 }
 
 // fromEnv reads the OTEL_* variables through the OpenTelemetry packages that
-// implement the specification's environment: the resource detector, autoprop for the
-// propagators and autoexport for the exporters. The SDK reads the sampler itself.
-//
-// autoexport falls back to OTLP on localhost when OTEL_TRACES_EXPORTER is unset, so
-// an exporter is built only when OTEL_TRACES_EXPORTER or an OTLP endpoint is set:
-// a service nobody configured exports nothing. Problems are recorded in l under the
-// variable's name.
-func fromEnv(service, instance string, l *fault.Problems) otelEnv {
+// implement the specification's environment: the resource detector and autoprop for
+// the propagators; exp (host/otlp, when main asked for it) builds the exporters. The
+// SDK reads the sampler itself. Problems are recorded in l under the variable's name.
+func fromEnv(service, instance string, exp Exporter, l *fault.Problems) otelEnv {
 	ctx := context.Background()
 	var env otelEnv
 
@@ -68,39 +62,11 @@ func fromEnv(service, instance string, l *fault.Problems) otelEnv {
 	if disabled := os.Getenv("OTEL_SDK_DISABLED"); strings.EqualFold(strings.TrimSpace(disabled), "true") {
 		return env
 	}
-	if os.Getenv("OTEL_TRACES_EXPORTER") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" ||
-		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
-		exp, err := autoexport.NewSpanExporter(ctx)
-		switch {
-		case err != nil:
-			l.Addf(exporterField(err, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "%v", err)
-		case !autoexport.IsNoneSpanExporter(exp):
-			env.spans = exp
-			env.spansName = cmp.Or(os.Getenv("OTEL_TRACES_EXPORTER"), "otlp")
-		}
-	}
-	if os.Getenv("OTEL_METRICS_EXPORTER") != "" {
-		r, err := autoexport.NewMetricReader(ctx)
-		switch {
-		case err != nil:
-			l.Addf(exporterField(err, "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), "%v", err)
-		case !autoexport.IsNoneMetricReader(r):
-			env.metrics = r
-		}
+	if exp != nil {
+		x := exp.Export(ctx, l)
+		env.spans, env.spansName, env.metrics = x.Spans, x.SpansName, x.Metrics
 	}
 	return env
-}
-
-// exporterField names the variable an autoexport error is about: the protocol
-// variable in force for a bad protocol, the exporter variable otherwise.
-func exporterField(err error, exporterVar, protocolVar string) string {
-	if !strings.Contains(err.Error(), "protocol") {
-		return exporterVar
-	}
-	if os.Getenv(protocolVar) != "" {
-		return protocolVar
-	}
-	return "OTEL_EXPORTER_OTLP_PROTOCOL"
 }
 
 // buildVersion is the main module's version from the build information, or "" when

@@ -9,6 +9,7 @@ type lifecycleMetrics struct {
 	failures      *prometheus.CounterVec
 	shutdowns     *prometheus.CounterVec
 	ready         prometheus.Gauge
+	undelivered   *prometheus.CounterVec
 }
 
 func newLifecycleMetrics(reg prometheus.Registerer) (*lifecycleMetrics, error) {
@@ -27,14 +28,18 @@ func newLifecycleMetrics(reg prometheus.Registerer) (*lifecycleMetrics, error) {
 		}, []string{"entrypoint"}),
 		shutdowns: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "servicewright_shutdowns_total",
-			Help: "Completed shutdowns by result (success, timeout, failure).",
+			Help: "Completed shutdowns by result (success, timeout, failure, interrupted).",
 		}, []string{"result"}),
+		undelivered: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "servicewright_telemetry_undelivered_total",
+			Help: "Telemetry flushes at exit that could not deliver a signal (spans, metrics, errors, logs): the backend hung, refused or failed.",
+		}, []string{"signal"}),
 		ready: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "servicewright_ready",
 			Help: "1 while the service reports ready.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.stage, m.stageDuration, m.failures, m.shutdowns, m.ready} {
+	for _, c := range []prometheus.Collector{m.stage, m.stageDuration, m.failures, m.shutdowns, m.ready, m.undelivered} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

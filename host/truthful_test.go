@@ -15,6 +15,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // reportedResult returns the result field of the shutdown report.
@@ -40,9 +41,9 @@ func TestTruthfulExit(t *testing.T) {
 			return host.AppSpec{Lifecycle: reg}
 		}, host.ErrCleanupFailed, host.Failure},
 		{"a failing container close makes the exit a failure", func(*hooks.Registry) host.AppSpec {
-			return host.AppSpec{Container: fx.Invoke(func(lc fx.Lifecycle) {
+			return host.AppSpec{Container: hostfx.Container(fx.Invoke(func(lc fx.Lifecycle) {
 				lc.Append(fx.StopHook(func() error { return boom }))
-			})}
+			}))}
 		}, host.ErrCleanupFailed, host.Failure},
 		{"a step that honours its ctx but overruns its timeout is a timeout", func(*hooks.Registry) host.AppSpec {
 			return host.AppSpec{Warmups: []host.Step{{Name: "pool", Start: func(context.Context) error { return nil },
@@ -53,9 +54,13 @@ func TestTruthfulExit(t *testing.T) {
 				Stop: func(ctx context.Context) error { <-ctx.Done(); return nil }}}}
 		}, host.ErrShutdownTimeout, host.Timeout},
 		{"a hook that honours its ctx but overruns its timeout is a timeout", func(reg *hooks.Registry) host.AppSpec {
-			reg.AddPostShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			reg.AddPreShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 			return host.AppSpec{Lifecycle: reg}
 		}, host.ErrShutdownTimeout, host.Timeout},
+		{"a post_shutdown hook runs after the verdict: its overrun is reported beside it", func(reg *hooks.Registry) host.AppSpec {
+			reg.AddPostShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
+			return host.AppSpec{Lifecycle: reg}
+		}, nil, host.Success},
 		{"a clean exit is a success", func(*hooks.Registry) host.AppSpec { return host.AppSpec{} }, nil, host.Success},
 	} {
 		t.Run(c.name, func(t *testing.T) {

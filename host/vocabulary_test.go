@@ -12,6 +12,7 @@ import (
 
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // TestOneVocabulary holds the budget line, the shutdown report, the stage metrics and
@@ -28,7 +29,7 @@ func TestOneVocabulary(t *testing.T) {
 			Entrypoints: []host.Registration{{Entrypoint: newFake("a", &journal{})}},
 			Warmups:     []host.Step{{Name: "w", Start: ok, Stop: ok}},
 			Lifecycle:   reg,
-			Container:   fx.Invoke(func() {}),
+			Container:   hostfx.Container(fx.Invoke(func() {})),
 			Budgets:     host.Budgets{DrainDelay: time.Second},
 			Telemetry:   host.TelemetryConfig{Logger: zap.New(core)},
 		})

@@ -20,6 +20,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
@@ -152,10 +153,10 @@ func TestHostMonitor(t *testing.T) {
 			x := hosttest.New(t, host.AppSpec{
 				ServiceName: "orders",
 				Entrypoints: []host.Registration{{Entrypoint: ep}},
-				Container: fx.Options(
-					host.Check("db", func() health.Check { return health.CheckFunc(func(context.Context) error { return failing }) }),
+				Container: hostfx.Container(fx.Options(
+					hostfx.Check("db", func() health.Check { return health.CheckFunc(func(context.Context) error { return failing }) }),
 					fx.Invoke(func(m *health.Monitor) { fromFx = m }),
-				),
+				)),
 			})
 			h := x.Host()
 			late := &monitored{fake: newFake("late", j)}

@@ -17,6 +17,7 @@ type units struct {
 	warmupStops  int
 	container    bool
 	probes       bool
+	reporter     bool // an error reporter, flushed again after post_shutdown and close_probes
 }
 
 // Figure is one term of WorstCase. Name is the stage that spends it, as the stage
@@ -50,8 +51,10 @@ func (w WorstCase) Fits(grace time.Duration) bool {
 // worstCase sums, without overflow, the longest orderly exit of a service with the
 // given units; each figure bounds one stage of the exit as teardown runs it:
 //
-//   - drain_delay: the DrainDelay, overlapping the wait for Serve to return
-//     (StepTimeout);
+//   - drain_delay: the DrainDelay, then the wait for Serve to return (StepTimeout).
+//     On a plain stop the two overlap; on the PreStop path PreStop spends the delay
+//     before the stop, and the wait for Serve comes after it, so the figure is their
+//     sum: it bounds both paths;
 //   - drain_phases: their shared budget, plus the second a phase that ignores its
 //     cancellation is given;
 //   - drain: one DrainGrace window shared by every Drain, which run concurrently,
@@ -60,9 +63,20 @@ func (w WorstCase) Fits(grace time.Duration) bool {
 //   - stop: each entrypoint's Stop in turn, then the wait for Serve to return, each
 //     StepTimeout plus the courtesy before an abandonment;
 //   - pre_shutdown, post_shutdown: StepTimeout plus the unwind each hook is given;
-//   - warmup_stop, close_scope, flush, close_probes: StepTimeout plus the courtesy.
+//   - warmup_stop, close_scope, close_probes: StepTimeout plus the courtesy;
+//   - flush: StepTimeout plus the courtesy, twice with an error reporter and
+//     something after the flush that may report (a post_shutdown hook, the probe
+//     listener): the reporter is flushed once more for it.
 //
-// The Deadline, when set, cuts only the waits before cleanup, so it is not counted.
+// The worst case is measured from the moment PreStop is called, or from the stop
+// when it is not: what PreStop runs (the delay, the phases) is in the figures.
+//
+// The Deadline, when set, cuts the waits before cleanup (the drain delay, the wait
+// for Serve in it, the phases, the drains, a cooperative wait) but not what follows:
+// each entrypoint's Stop, the wait for Serve after it and every cleanup step still
+// run, each under its own limit. An exit with a Deadline is thus bounded by the
+// smaller of this sum and Deadline + stop + the cleanup figures; only the sum is
+// logged.
 func (b Budgets) worstCase(u units) WorstCase {
 	var w WorstCase
 	add := func(s Stage, d time.Duration, why string) {
@@ -74,7 +88,7 @@ func (b Budgets) worstCase(u units) WorstCase {
 	step := addSat(b.StepTimeout, courtesy)
 	hook := addSat(b.StepTimeout, hooks.ShutdownUnwind)
 	if u.entrypoints > 0 {
-		add(StageDrainDelay, max(b.DrainDelay, step), "DrainDelay, overlapping the wait for Serve to return (StepTimeout)")
+		add(StageDrainDelay, addSat(b.DrainDelay, b.StepTimeout), "DrainDelay + the wait for Serve to return (StepTimeout), in turn on the PreStop path")
 	} else {
 		add(StageDrainDelay, b.DrainDelay, "DrainDelay")
 	}
@@ -92,7 +106,11 @@ func (b Budgets) worstCase(u units) WorstCase {
 	if u.container {
 		add(StageCloseScope, step, "StepTimeout")
 	}
-	add(StageFlush, step, "StepTimeout")
+	if u.reporter && (u.postShutdown > 0 || u.probes) {
+		add(StageFlush, mulSat(2, step), "StepTimeout x 2: the flush, and the reporter's again for what came after it")
+	} else {
+		add(StageFlush, step, "StepTimeout")
+	}
 	add(StagePostShutdown, mulSat(u.postShutdown, hook), fmt.Sprintf("StepTimeout x %d hooks", u.postShutdown))
 	if u.probes {
 		add(StageCloseProbes, step, "StepTimeout")

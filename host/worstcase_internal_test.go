@@ -14,8 +14,9 @@ func TestWorstCaseFigures(t *testing.T) {
 	step := 2*time.Second + courtesy
 	hook := 2*time.Second + 100*time.Millisecond
 	w2 := b.worstCase(units{entrypoints: 2, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
-	// 5 + (3+1) + (10+5) + 3 steps (2 Stops, the Serve wait) + hook + warmup + scope + flush + probes
-	want := 5*time.Second + 4*time.Second + 15*time.Second + 3*step + hook + 4*step
+	// (5 + 2: the delay, then the Serve wait) + (3+1) + (10+5) + 3 steps (2 Stops, the
+	// Serve wait) + hook + warmup + scope + flush + probes
+	want := 7*time.Second + 4*time.Second + 15*time.Second + 3*step + hook + 4*step
 	if w2.Total != want {
 		t.Errorf("total = %s, want %s: %s", w2.Total, want, w2)
 	}
@@ -29,7 +30,7 @@ func TestWorstCaseFigures(t *testing.T) {
 			t.Errorf("drain figure = %s, want DrainGrace + slack", f.Value)
 		}
 	}
-	if !strings.Contains(w2.String(), "drain_delay=5s") || !strings.Contains(w2.String(), "close_scope=") ||
+	if !strings.Contains(w2.String(), "drain_delay=7s") || !strings.Contains(w2.String(), "close_scope=") ||
 		!strings.Contains(w2.String(), "flush=") || !strings.Contains(w2.String(), "close_probes=") {
 		t.Errorf("figures not named after their stages: %s", w2)
 	}
@@ -106,4 +107,32 @@ func TestBudgetOverflow(t *testing.T) {
 			t.Errorf("resolve = %v", err)
 		}
 	})
+}
+
+// TestWorstCaseSecondFlush: with an error reporter and something after the flush
+// that may report (a post_shutdown hook, the probe listener), the flush counts twice.
+func TestWorstCaseSecondFlush(t *testing.T) {
+	b := Budgets{StepTimeout: time.Second}
+	step := time.Second + courtesy
+	flush := func(u units) time.Duration {
+		for _, f := range b.worstCase(u).Figures {
+			if f.Name == "flush" {
+				return f.Value
+			}
+		}
+		return 0
+	}
+	for _, c := range []struct {
+		u    units
+		want time.Duration
+	}{
+		{units{reporter: true, postShutdown: 1}, 2 * step},
+		{units{reporter: true, probes: true}, 2 * step},
+		{units{reporter: true}, step},
+		{units{postShutdown: 1, probes: true}, step},
+	} {
+		if got := flush(c.u); got != c.want {
+			t.Errorf("%+v: flush figure %s, want %s", c.u, got, c.want)
+		}
+	}
 }

@@ -1,7 +1,7 @@
 // Package kafkakit holds what a service needs around Kafka besides consuming: a
 // bounded producer, a readiness check of the brokers, the trace-context carrier of
-// message headers, and an embedded Kafka-protocol broker for local development and
-// tests.
+// message headers. The embedded Kafka-protocol broker for local development and
+// tests is in kafkakit/kafkadev, so that no production binary links it.
 //
 // It is apart from the consumer (entrypoint/kafkaentry) so that a service that only
 // publishes — an HTTP API that produces orders — links the producer and not the
@@ -12,9 +12,5 @@
 //     kafka-go itself would not honour its ctx, and which injects the caller's trace
 //     context into each message's headers (W3C trace context by default).
 //   - Check returns a readiness check that dials the brokers.
-//   - NewEmbedded starts an in-process Kafka-protocol cluster on loopback ports
-//     (github.com/twmb/franz-go/pkg/kfake): any client speaks the real wire protocol
-//     to it, and nothing is persisted. A service may run on it when no broker is
-//     configured, so that `go run` works with no infrastructure.
 //   - HeaderCarrier adapts message headers to OpenTelemetry propagation.
 package kafkakit

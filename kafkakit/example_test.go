@@ -8,12 +8,13 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/servicewright/servicewright/kafkakit"
+	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 // An embedded broker for local development, and a producer whose writes are bounded
 // by WriteTimeout.
 func Example() {
-	broker, err := kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{Topics: map[string]int{"orders": 3}})
+	broker, err := kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{Topics: map[string]int{"orders": 3}})
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/lock"
 
 	"context"
@@ -53,7 +54,7 @@ func TestBodyFailure(t *testing.T) {
 				s := vSpec(spy, "a")
 				s.CampaignEvery = 10 * time.Second // far above the backoff, so the backoff shows
 				s.TTL, s.RenewEvery = 40*time.Second, 10*time.Second
-				s.Retry = Retry{Initial: time.Second, Max: 8 * time.Second}
+				s.Retry = entrypoint.Backoff{Initial: time.Second, Max: 8 * time.Second}
 				r := startReplica(t, s, func(_ context.Context, term *Term) error {
 					g.finish(g.begin(term))
 					return c.fail()

@@ -67,17 +67,6 @@ func (w Wake) String() string {
 	return fmt.Sprintf("Wake(%d)", int(w))
 }
 
-// Retry is the wait after a term whose body failed: it starts at Initial, doubles
-// after each consecutive failure up to Max, and each wait is drawn from the upper
-// half of its step, so replicas that fail together do not campaign together.
-type Retry struct {
-	// Initial is the first step. Default entrypoint.DefaultBackoffInitial (100ms).
-	Initial time.Duration
-	// Max caps the step. Default entrypoint.DefaultBackoffMax (30s), or Initial
-	// when that is larger.
-	Max time.Duration
-}
-
 // Config declares one leadership: which lease, who campaigns, and how long each step of
 // a term may take. A zero duration takes its default; a negative one is refused.
 type Config struct {
@@ -116,8 +105,11 @@ type Config struct {
 	// treats its lease as gone Margin before its TTL. Default 1s.
 	Margin time.Duration
 
-	// Retry is the wait after a term whose body failed, before campaigning again.
-	Retry Retry
+	// Retry is the wait after a term whose body failed, before campaigning again:
+	// entrypoint.Backoff, the retry schedule every package uses (Initial doubling up
+	// to Max, each wait drawn from the upper half of its step, so replicas that fail
+	// together do not campaign together).
+	Retry entrypoint.Backoff
 
 	// Claim, when set, runs at the start of each term before lead, with the term's
 	// ctx. Returning false ends the term as "unclaimed" (the lease is released and

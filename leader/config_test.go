@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/lock"
 
 	"context"
@@ -71,7 +72,7 @@ func TestSpecValidate(t *testing.T) {
 	}
 
 	t.Run("every problem at once", func(t *testing.T) {
-		_, err := New(Config{Key: "x:want", TTL: -1, Retry: Retry{Initial: -1, Max: -2}, Wake: 7}, nil)
+		_, err := New(Config{Key: "x:want", TTL: -1, Retry: entrypoint.Backoff{Initial: -1, Max: -2}, Wake: 7}, nil)
 		assertProblems(t, err, "TTL", "Retry.Initial", "Retry.Max", "Lock", "Key", "Owner", "Wake", "lead")
 	})
 

@@ -9,10 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"go.uber.org/fx"
-	"go.uber.org/fx/fxtest"
 
-	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/lock/locktest"
 )
@@ -143,31 +140,6 @@ func TestConfig(t *testing.T) {
 		}
 		_, err = lk.Acquire(context.Background(), "k", "a", 30*24*time.Hour)
 		locktest.AssertProblems(t, err, "ttl")
-	})
-}
-
-func TestModule(t *testing.T) {
-	t.Run("a missing or malformed URL names DATABASE_URL without echoing it", func(t *testing.T) {
-		for _, url := range []string{"", "postgres://u:s3cret@host:notaport/db"} {
-			err := fx.New(Module(ModuleConfig{URL: url}), fx.NopLogger).Err()
-			ce, ok := errors.AsType[*fault.ConfigError](err)
-			if !ok || ce.Problems[0].Field != "DATABASE_URL" || strings.Contains(err.Error(), "s3cret") {
-				t.Fatalf("err = %v, want a ConfigError naming DATABASE_URL, without the password", err)
-			}
-		}
-	})
-	t.Run("provides the lock and closes it on stop, which frees its leases", func(t *testing.T) {
-		pg := env.Postgres(t)
-		var lk lock.Lock
-		app := fxtest.New(t, Module(ModuleConfig{URL: pg.DSN()}), fx.Populate(&lk))
-		app.RequireStart()
-		ctx := context.Background()
-		k := unique(t)
-		if _, err := lk.Acquire(ctx, k, "a", time.Minute); err != nil {
-			t.Fatal(err)
-		}
-		app.RequireStop()
-		waitFree(t, newLock(t, pg.DSN()), k, 5*time.Second)
 	})
 }
 

@@ -46,6 +46,7 @@ func WithEnv(lookup func(string) (string, bool)) Option {
 type Reporter struct {
 	client     *sentry.Client
 	serverName bool // Config.ServerName was given
+	delivery   *delivery
 }
 
 var _ fault.Reporter = (*Reporter)(nil)
@@ -81,11 +82,13 @@ func New(cfg Config, opts ...Option) (*Reporter, error) {
 	if _, err := sentry.NewDsn(cfg.DSN); err != nil {
 		return nil, fault.Invalid(dsnField, "not a valid Sentry DSN (want scheme://key@host/project)")
 	}
+	d := newDelivery()
 	client, err := sentry.NewClient(sentry.ClientOptions{
-		Dsn:         cfg.DSN,
-		Environment: cfg.Environment,
-		Release:     cfg.Release,
-		ServerName:  cfg.ServerName,
+		HTTPTransport: d,
+		Dsn:           cfg.DSN,
+		Environment:   cfg.Environment,
+		Release:       cfg.Release,
+		ServerName:    cfg.ServerName,
 		// The SDK's telemetry buffer hands events to its transport from a goroutine
 		// of its own, so a Flush can find both empty while an event is between them
 		// and report success with the event unsent. The classic transport queues an
@@ -95,7 +98,7 @@ func New(cfg Config, opts ...Option) (*Reporter, error) {
 	if err != nil {
 		return nil, fault.Invalid(dsnField, "rejected by the Sentry SDK: %s", redact(err, cfg.DSN))
 	}
-	return &Reporter{client: client, serverName: cfg.ServerName != ""}, nil
+	return &Reporter{client: client, serverName: cfg.ServerName != "", delivery: d}, nil
 }
 
 // Report queues an event for err and returns without waiting for the network. The
@@ -128,16 +131,22 @@ func (r *Reporter) Report(_ context.Context, err error, tags map[string]string) 
 	r.client.CaptureEvent(ev, nil, nil)
 }
 
-// Flush sends the queued events and returns when they are sent, or ctx's error when
-// ctx is done first.
+// Flush sends the queued events and returns nil when every event sent since the
+// last Flush was delivered. It returns ctx's error when ctx is done first (the
+// backend hangs), and an error counting the undelivered requests when the backend
+// refused the connection or answered other than 2xx: a Flush against a backend that
+// refuses fails as one that hangs does. Neither error repeats the DSN.
 func (r *Reporter) Flush(ctx context.Context) error {
-	if r.client.FlushWithContext(ctx) {
-		return nil
+	if !r.client.FlushWithContext(ctx) {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("sentry: events not sent: %w", err)
+		}
+		return errors.New("sentry: events not sent")
 	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("sentry: events not sent: %w", err)
+	if n, why := r.delivery.take(); n > 0 {
+		return fmt.Errorf("sentry: %d requests not delivered, the last: %s", n, why)
 	}
-	return errors.New("sentry: events not sent")
+	return nil
 }
 
 // Close flushes nothing and stops the SDK's transport. A Reporter is not used after.

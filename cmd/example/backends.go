@@ -13,7 +13,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // backends are the real services the example uses when their variables are set:
@@ -70,7 +70,7 @@ func (b backends) module() fx.Option {
 				lc.Append(fx.StopHook(p.Close))
 				return p, nil
 			}),
-			host.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
+			hostfx.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
 		)
 	}
 	return fx.Options(opts...)

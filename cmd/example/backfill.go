@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // backfillPermanentExitCode is what `example backfill` exits with when its work fails
@@ -69,8 +69,8 @@ func readBackfillKnobs() (backfillKnobs, error) {
 func backfillSpec(k knobs, b backfillKnobs) host.AppSpec {
 	return host.AppSpec{
 		ServiceName: "orders-backfill",
-		Container: fx.Options(logModule(), k.module(), storeModule(),
-			host.Provide(func(s store, log *zap.Logger) (*entrypoint.Task, error) {
+		Container: hostfx.Container(logModule(), k.module(), storeModule(),
+			hostfx.Provide(func(s store, log *zap.Logger) (*entrypoint.Task, error) {
 				bs, ok := s.(backfillStore)
 				if !ok {
 					return nil, fmt.Errorf("store %T has no idempotent insert", s)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/kafkakit"
+	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 // TestBrokerOutage runs the example against a broker of the test's, kills the
@@ -19,8 +20,8 @@ import (
 // the same port.
 func TestBrokerOutage(t *testing.T) {
 	port := freePortT(t)
-	cfg := kafkakit.EmbeddedConfig{Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}}
-	broker, err := kafkakit.NewEmbedded(cfg)
+	cfg := kafkadev.EmbeddedConfig{Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}}
+	broker, err := kafkadev.NewEmbedded(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +62,7 @@ func TestBrokerOutage(t *testing.T) {
 		t.Logf("broker gone: %d after %v", resp.StatusCode, took)
 	}
 
-	broker, err = kafkakit.NewEmbedded(cfg)
+	broker, err = kafkadev.NewEmbedded(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,13 +8,13 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/rediskit"
 )
 
 type cronParams struct {
 	fx.In
-	Redis redis.UniversalClient `optional:"true"` // from rediskit.Module when REDIS_URL is set
+	Redis redis.UniversalClient `optional:"true"` // from redisfx.Module when REDIS_URL is set
 }
 
 // cronModule schedules the "report" job every EXAMPLE_CRON_EVERY. With REDIS_URL set
@@ -22,7 +22,7 @@ type cronParams struct {
 func cronModule(k knobs) fx.Option {
 	// No telemetry option: the Host hands the Scheduler its logger, registry, tracer
 	// provider (a cron.run span per run) and error reporter (failed runs).
-	return host.Provide(func(p cronParams, inst host.Instance, log *zap.Logger) (*cronentry.Scheduler, error) {
+	return hostfx.Provide(func(p cronParams, inst hostfx.Instance, log *zap.Logger) (*cronentry.Scheduler, error) {
 		job := cronentry.Job{
 			Name:   "report",
 			Every:  k.cronEvery,

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/servicewright/servicewright/pgkit"
-
 	"context"
 	"errors"
 	"fmt"
@@ -15,9 +13,11 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/leader"
 	"github.com/servicewright/servicewright/lock"
-	"github.com/servicewright/servicewright/rediskit"
+	"github.com/servicewright/servicewright/pgkit/pgfx"
+	"github.com/servicewright/servicewright/rediskit/redisfx"
 )
 
 // The digest publisher runs on one replica of the fleet at a time: it holds the
@@ -114,9 +114,9 @@ func leaderModule(k knobs) fx.Option {
 	var lk fx.Option
 	switch {
 	case k.redisURL != "":
-		lk = rediskit.Module(rediskit.ModuleConfig{URL: k.redisURL})
+		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL})
 	case k.databaseURL != "":
-		lk = pgkit.Module(pgkit.ModuleConfig{URL: k.databaseURL})
+		lk = pgfx.Module(pgfx.ModuleConfig{URL: k.databaseURL})
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
 	}
@@ -128,7 +128,7 @@ func leaderModule(k knobs) fx.Option {
 			}
 			return &memDigests{}
 		}),
-		host.Warmup(func(d digests) host.Step {
+		hostfx.Warmup(func(d digests) host.Step {
 			return host.Step{Name: "digests-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
 				if pg, ok := d.(pgDigests); ok {
 					return migrate(ctx, pg.pool, digestsDDL)
@@ -138,7 +138,7 @@ func leaderModule(k knobs) fx.Option {
 		}),
 		// No telemetry option: the Host hands the Leadership its logger, registry and
 		// tracer provider (a leadership.term span per term).
-		host.Provide(func(lk lock.Lock, d digests, inst host.Instance, log *zap.Logger) (*leader.Leadership, error) {
+		hostfx.Provide(func(lk lock.Lock, d digests, inst hostfx.Instance, log *zap.Logger) (*leader.Leadership, error) {
 			return leader.New(leader.Config{
 				Lock:          lk,
 				Key:           digestKey,

@@ -12,7 +12,7 @@ import (
 
 	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // grpcModule serves the orders API on addr through the gRPC entrypoint, with the
@@ -22,7 +22,7 @@ func grpcModule(addr string) fx.Option {
 	return fx.Options(
 		fx.Provide(func() *feed { return &feed{} }),
 		fx.Decorate(func(s store, f *feed) store { return feedStore{s, f} }),
-		host.Provide(newGRPCServer(addr), 15),
+		hostfx.Provide(newGRPCServer(addr), 15),
 	)
 }
 

@@ -11,13 +11,14 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/entrypoint/httpentry/httpfx"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // httpModule serves the example's API on HTTP_ADDR through the HTTP entrypoint.
 func httpModule(addr string) fx.Option {
 	return fx.Options(
-		host.Provide(httpentry.Provider(httpentry.Config{Addr: addr, MaxConns: maxConns("HTTP_MAX_CONNS")}), 10),
+		hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: addr, MaxConns: maxConns("HTTP_MAX_CONNS")}), 10),
 		plain("GET /hello", hello),
 		plain("GET /slow", slow),
 		plain("GET /events", events),
@@ -29,13 +30,13 @@ func httpModule(addr string) fx.Option {
 
 // plain contributes a handler that needs nothing from the container.
 func plain(pattern string, h http.HandlerFunc) fx.Option {
-	return httpentry.AsRoute(func() httpentry.Route { return httpentry.Route{Pattern: pattern, Handler: h} })
+	return httpfx.AsRoute(func() httpfx.Route { return httpfx.Route{Pattern: pattern, Handler: h} })
 }
 
 // route contributes one handler, built from the container, to the server's mux.
 func route[T any](pattern string, ctor func(T) http.HandlerFunc) fx.Option {
-	return httpentry.AsRoute(func(dep T) httpentry.Route {
-		return httpentry.Route{Pattern: pattern, Handler: ctor(dep)}
+	return httpfx.AsRoute(func(dep T) httpfx.Route {
+		return httpfx.Route{Pattern: pattern, Handler: ctor(dep)}
 	})
 }
 

@@ -17,8 +17,9 @@ import (
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/kafkakit"
+	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 const (
@@ -61,10 +62,10 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 				return nil, err
 			}
 			addr := fmt.Sprintf("127.0.0.1:%d", port)
-			var cluster *kafkakit.Embedded
+			var cluster *kafkadev.Embedded
 			lc.Append(fx.Hook{
 				OnStart: func(context.Context) error {
-					cluster, err = kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{
+					cluster, err = kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{
 						Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
 					if err == nil {
 						log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", addr))
@@ -97,7 +98,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 		}),
 		// No telemetry option: the Host hands the consumer its logger, registry, tracer
 		// provider, propagator and error reporter (dead letters, handler panics).
-		host.Provide(func(brokers []string, s store) (*kafkaentry.Consumer, error) {
+		hostfx.Provide(func(brokers []string, s store) (*kafkaentry.Consumer, error) {
 			return kafkaentry.New(kafkaentry.Config{
 				Name:             "orders-consumer",
 				Brokers:          brokers,
@@ -109,7 +110,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 				// connection errors are transient to kafkaentry.IsTransient, the default.
 			}, handleOrder(s, handleDelay))
 		}, 20),
-		host.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
+		hostfx.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
 	)
 }
 

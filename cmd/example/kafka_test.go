@@ -17,7 +17,7 @@ import (
 	"github.com/segmentio/kafka-go"
 
 	"github.com/servicewright/servicewright/internal/proctest"
-	"github.com/servicewright/servicewright/kafkakit"
+	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 // TestKafkaRestarts runs two replicas of the example in one consumer group on topic
@@ -66,7 +66,7 @@ type duplicates struct {
 // kafkaRestarts runs the scenario with sig as the restart signal and checks that
 // every order is stored; it returns the duplicates.
 func kafkaRestarts(t *testing.T, kcat, dsn string, sig syscall.Signal) duplicates {
-	cluster, err := kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{Topics: map[string]int{ordersTopic: 6, deadLetters: 1}})
+	cluster, err := kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{Topics: map[string]int{ordersTopic: 6, deadLetters: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,8 @@ import (
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
+	"github.com/servicewright/servicewright/host/otlp"
 )
 
 func main() {
@@ -51,7 +53,7 @@ func main() {
 		os.Exit(host.ExitConfig)
 	}
 	s.Telemetry = tel
-	host.Main(s)
+	host.Main(s, otlp.FromEnv()) // spans and metrics out over OTLP when OTEL_* ask for it
 }
 
 // spec declares the service.
@@ -81,7 +83,7 @@ func spec(k knobs) host.AppSpec {
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
 		}},
 		Lifecycle: lc,
-		Container: fx.Options(
+		Container: hostfx.Container(
 			logModule(),
 			k.module(),
 			tickerModule(),
@@ -93,7 +95,7 @@ func spec(k knobs) host.AppSpec {
 			grpcModule(envOr("GRPC_ADDR", ":9090")),
 		),
 		Probes: health.ListenerConfig{Addr: envOr("PROBE_ADDR", ":8079")},
-		// Sized so the worst-case exit fits the manifest's 40s grace period with 10%
+		// Sized so the worst-case exit fits the manifest's 45s grace period with 10%
 		// headroom (testdata/k8s/orders.yaml, held to it by k8s_test.go); the startup
 		// log lists it figure by figure.
 		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond,
@@ -103,7 +105,7 @@ func spec(k knobs) host.AppSpec {
 
 // tickerModule runs tick as a background loop, every second ± 100 ms.
 func tickerModule() fx.Option {
-	return host.Provide(func() (*entrypoint.Loop, error) {
+	return hostfx.Provide(func() (*entrypoint.Loop, error) {
 		return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "ticker", Every: time.Second, Jitter: 100 * time.Millisecond}, tick)
 	}, 10)
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 // Order is the example's one entity. Deliveries counts how many times it was handled,
@@ -176,7 +177,7 @@ func storeModule() fx.Option {
 			}
 			return &memStore{orders: map[string]Order{}}
 		}),
-		host.Warmup(func(p storeParams) host.Step {
+		hostfx.Warmup(func(p storeParams) host.Step {
 			return host.Step{Name: "orders-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
 				if p.Pool == nil {
 					return nil // the memory store needs no schema

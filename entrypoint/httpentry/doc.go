@@ -64,7 +64,7 @@
 //
 // # Not done
 //
-// The package does not route (pass an http.ServeMux, or Routes through fx), does not
+// The package does not route (pass an http.ServeMux, or Routes through httpfx), does not
 // serve probes (the health package does), and does not speak h2c. On HTTP/2 a
 // client whose stream DrainStreams ended may reconnect on the same connection until
 // Drain sends its GOAWAY; that stream is then closed again by Drain's spread.

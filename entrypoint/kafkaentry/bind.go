@@ -195,7 +195,7 @@ func (c *Consumer) openPartition(topic string, partition int, offset int64) (par
 		Brokers:         c.cfg.Brokers,
 		Topic:           topic,
 		Partition:       partition,
-		Dialer:          c.dialer,
+		Dialer:          c.readers.dialer(c.dialer),
 		QueueCapacity:   c.cfg.QueueCapacity,
 		MinBytes:        c.cfg.MinBytes,
 		MaxBytes:        c.cfg.MaxBytes,

@@ -68,6 +68,7 @@ type Consumer struct {
 	what    string // names the handler in a *fault.PanicError
 	log     *zap.Logger
 	dialer  *kafka.Dialer
+	readers readerConns // the partition readers' connections, which Stop cuts
 	opts    options
 	own     options // what the options gave, without New's defaults (defaults.go)
 	metrics *metrics
@@ -261,6 +262,9 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	if _, err := c.closeGroup(ctx); err != nil {
 		errs = append(errs, err)
 	}
+	// Everything handled is committed: a fetch in progress carries only messages
+	// nobody took, so cut it rather than wait up to MaxWait for each reader's Close.
+	c.readers.cutAll()
 	if err := c.tasks.Wait(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("%d handler(s) still running, abandoned: %w", c.gate.InFlight(), err))
 	}

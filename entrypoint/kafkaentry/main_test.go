@@ -19,16 +19,17 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/kafkakit"
+	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 // The package's one broker: an in-process kfake cluster on a loopback port.
 var (
-	broker    *kafkakit.Embedded
+	broker    *kafkadev.Embedded
 	brokerErr error
 )
 
 func TestMain(m *testing.M) {
-	broker, brokerErr = kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{})
+	broker, brokerErr = kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{})
 	code := m.Run()
 	if broker != nil {
 		broker.Close()

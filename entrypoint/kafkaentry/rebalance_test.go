@@ -132,8 +132,15 @@ func rebalanceRun(t *testing.T, crash bool) rebalanceResult {
 	}
 	close(stopProducing)
 	<-producing
+	// One last message on each partition, after all the others: once the first
+	// consumer handled it, it has also handled again what a crashed consumer left
+	// uncommitted on that partition before it (waiting for every value alone would
+	// not say so: the crashed consumer handled them once).
+	for p := range partitions {
+		produceToPartition(t, topic, p, fmt.Sprintf("tail-%d", p))
+	}
 
-	n := int(produced.Load())
+	n := int(produced.Load()) + partitions
 	distinct := func() int {
 		col.mu.Lock()
 		defer col.mu.Unlock()

@@ -26,7 +26,9 @@ import (
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/host/hosttest"
+	"github.com/servicewright/servicewright/host/otlp"
 	"github.com/servicewright/servicewright/kafkakit"
 	"github.com/servicewright/servicewright/leader"
 	"github.com/servicewright/servicewright/lock"
@@ -67,19 +69,26 @@ func newDB() *DB                       { return &DB{} }
 
 type Outbox struct{}
 
-func (*Outbox) Flush(context.Context) error { return nil }
+func (*Outbox) Flush(context.Context) error                   { return nil }
+func (*Outbox) HandOver(context.Context, time.Duration) error { return nil }
 
 func newConsumer(db *DB) (*entrypoint.Loop, error) {
 	return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "consumer", Every: time.Second}, db.Ping)
 }
 
 func fxSnippet(spec *host.AppSpec) {
-	spec.Container = fx.Options(
+	spec.Container = hostfx.Container(
 		fx.Provide(newDB),
-		host.Provide(newConsumer, 20), // an entrypoint, bound at order 20
-		host.Warmup(func(db *DB) host.Step { return host.Step{Name: "ping-db", Start: db.Ping} }),
-		host.Hook(hooks.PreShutdown, "flush", func(o *Outbox) hooks.Func { return o.Flush }),
+		hostfx.Provide(newConsumer, 20), // an entrypoint, bound at order 20
+		hostfx.Warmup(func(db *DB) host.Step { return host.Step{Name: "ping-db", Start: db.Ping} }),
+		hostfx.Hook(hooks.PreShutdown, "flush", func(o *Outbox) hooks.Func { return o.Flush }),
+		hostfx.DrainPhase(hooks.DrainPhase{Name: "hand-over", MaxDuration: 5 * time.Second},
+			func(o *Outbox) func(context.Context, time.Duration) error { return o.HandOver }),
 	)
+}
+
+func otlpSnippet(spec host.AppSpec) {
+	host.Main(spec, otlp.FromEnv()) // package host/otlp
 }
 
 // --- Kafka

@@ -28,7 +28,7 @@ type row struct {
 func main() {
 	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
 	out := flag.String("out", "BENCH.md", "where to write the report")
-	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, grpc, leader, rolling, kafka, process); all when empty")
+	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, grpc, leader, rolling, kafka, process, weight); all when empty")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "sw-bench")
@@ -79,6 +79,7 @@ var figures = []figure{
 	{"rolling", rollingFigure},
 	{"kafka", kafkaFigures},
 	{"process", processFigures},
+	{"weight", weightFigure},
 }
 
 func render(rows []row) string {

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/internal/testenv"
-	"github.com/servicewright/servicewright/kafkakit"
+	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 func main() {
@@ -61,7 +61,7 @@ func run(ctx context.Context, rounds, rate int, lockBackend string) error {
 		return err
 	}
 	defer pg.Stop()
-	kafka, err := kafkakit.NewEmbedded(kafkakit.EmbeddedConfig{Topics: map[string]int{"orders": 6, "orders.dlq": 1}})
+	kafka, err := kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{Topics: map[string]int{"orders": 6, "orders.dlq": 1}})
 	if err != nil {
 		return err
 	}

@@ -1,4 +1,4 @@
-package rediskit
+package redisfx
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 func TestModule(t *testing.T) {
@@ -23,7 +24,7 @@ func TestModule(t *testing.T) {
 			lk     lock.Lock
 			client redis.UniversalClient
 		)
-		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL(), Lock: LockConfig{KeyPrefix: "test:"}}), fx.Populate(&lk, &client))
+		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL(), Lock: rediskit.LockConfig{KeyPrefix: "test:"}}), fx.Populate(&lk, &client))
 		app.RequireStart()
 		ctx := context.Background()
 		l, err := lk.Acquire(ctx, "module", "a", time.Second)
@@ -44,9 +45,9 @@ func TestModule(t *testing.T) {
 
 	t.Run("registers a readiness check named redis that pings through the client", func(t *testing.T) {
 		r := env.Redis(t)
-		var checks []host.NamedCheck
+		var checks []hostfx.NamedCheck
 		app := fxtest.New(t, Module(ModuleConfig{URL: r.URL()}),
-			fx.Invoke(fx.Annotate(func(cs []host.NamedCheck) { checks = cs }, fx.ParamTags(`group:"checks"`))))
+			fx.Invoke(fx.Annotate(func(cs []hostfx.NamedCheck) { checks = cs }, fx.ParamTags(`group:"checks"`))))
 		app.RequireStart()
 		defer app.RequireStop()
 		if len(checks) != 1 || checks[0].Name != "redis" {

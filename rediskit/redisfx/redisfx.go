@@ -1,4 +1,7 @@
-package rediskit
+// Package redisfx wires Redis into a Host's fx container (hostfx.Container): the
+// client, the lock and a readiness check. It is apart from rediskit so that a plain
+// lock user links neither fx nor the Host.
+package redisfx
 
 import (
 	"context"
@@ -6,10 +9,10 @@ import (
 	"github.com/redis/go-redis/v9"
 	"go.uber.org/fx"
 
-	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit"
 )
 
 // ModuleConfig configures Module.
@@ -18,7 +21,7 @@ type ModuleConfig struct {
 	// redis://[user:password@]host:port/db, rediss:// for TLS, or unix:///path.
 	URL string
 	// Lock configures the lock the module provides.
-	Lock LockConfig
+	Lock rediskit.LockConfig
 	// CheckName names the readiness check the module registers with the Host.
 	// Default "redis".
 	CheckName string
@@ -30,7 +33,7 @@ type ModuleConfig struct {
 //     call's ctx deadline bounds its I/O), and the same client as
 //     redis.UniversalClient; it is closed by the container's OnStop, after the
 //     entrypoints have stopped;
-//   - *Lock, and the same lock as lock.Lock;
+//   - *rediskit.Lock, and the same lock as lock.Lock;
 //   - a readiness check named cfg.CheckName ("redis"): PING through the client.
 //
 // A missing or malformed URL, or a bad cfg.Lock, is a *fault.ConfigError naming
@@ -38,20 +41,23 @@ type ModuleConfig struct {
 // itself is never echoed, as it may carry a password. Nothing is sent to Redis until
 // the client is used.
 func Module(cfg ModuleConfig) fx.Option {
-	opts, err := parseURL(cfg.URL)
+	opts, err := rediskit.ParseURL(cfg.URL)
 	if err != nil {
 		return fx.Error(err)
 	}
-	var l fault.Problems
-	cfg.Lock.check(&l)
-	if err := l.Err(); err != nil {
+	// Check cfg.Lock now, whether or not anything asks for the lock; a client that
+	// has not been used has no connection to close.
+	probe := redis.NewClient(opts)
+	_, err = rediskit.NewLock(probe, cfg.Lock)
+	_ = probe.Close()
+	if err != nil {
 		return fx.Error(err)
 	}
 	name := cfg.CheckName
 	if name == "" {
 		name = "redis"
 	}
-	return fx.Module("rediskit",
+	return fx.Module("redisfx",
 		fx.Provide(
 			func(lc fx.Lifecycle) *redis.Client {
 				c := redis.NewClient(opts)
@@ -59,26 +65,9 @@ func Module(cfg ModuleConfig) fx.Option {
 				return c
 			},
 			func(c *redis.Client) redis.UniversalClient { return c },
-			func(c redis.UniversalClient) (*Lock, error) { return NewLock(c, cfg.Lock) },
-			func(l *Lock) lock.Lock { return l },
+			func(c redis.UniversalClient) (*rediskit.Lock, error) { return rediskit.NewLock(c, cfg.Lock) },
+			func(l *rediskit.Lock) lock.Lock { return l },
 		),
-		host.Check(name, func(c redis.UniversalClient) health.Check { return Check(c) }),
+		hostfx.Check(name, func(c redis.UniversalClient) health.Check { return rediskit.Check(c) }),
 	)
-}
-
-func parseURL(url string) (*redis.Options, error) {
-	var l fault.Problems
-	if url == "" {
-		l.Addf("REDIS_URL", "must not be empty")
-		return nil, l.Err()
-	}
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		l.Addf("REDIS_URL", "not a valid Redis URL (want redis://[user:password@]host:port/db, rediss:// or unix://)")
-		return nil, l.Err()
-	}
-	// Let each call's ctx deadline bound its network I/O: a renewal cut off at the
-	// term's soft deadline must not wait out the client's own read timeout.
-	opts.ContextTimeoutEnabled = true
-	return opts, nil
 }

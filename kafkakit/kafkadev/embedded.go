@@ -1,4 +1,4 @@
-package kafkakit
+package kafkadev
 
 import (
 	"context"
@@ -88,7 +88,7 @@ func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	}
 	cluster, err := kfake.NewCluster(kopts...)
 	if err != nil {
-		return nil, fmt.Errorf("kafkakit: embedded broker: %w", err)
+		return nil, fmt.Errorf("kafkadev: embedded broker: %w", err)
 	}
 	return &Embedded{cluster: cluster, brokers: cluster.ListenAddrs()}, nil
 }
@@ -105,7 +105,7 @@ func (e *Embedded) Addr() string { return e.brokers[0] }
 // an error wrapping kafka.TopicAlreadyExists.
 func (e *Embedded) CreateTopic(name string, partitions int) error {
 	if partitions < 1 {
-		return fmt.Errorf("kafkakit: create topic %q: partitions must be at least 1, got %d", name, partitions)
+		return fmt.Errorf("kafkadev: create topic %q: partitions must be at least 1, got %d", name, partitions)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), adminTimeout)
 	defer cancel()
@@ -121,7 +121,7 @@ func (e *Embedded) CreateTopic(name string, partitions int) error {
 		err = resp.Errors[name]
 	}
 	if err != nil {
-		return fmt.Errorf("kafkakit: create topic %q: %w", name, err)
+		return fmt.Errorf("kafkadev: create topic %q: %w", name, err)
 	}
 	return nil
 }

@@ -1,4 +1,8 @@
-package httpentry
+// Package httpfx builds httpentry Servers in an fx container: Provider makes a
+// Server from the container's handler or Routes, with its logger, metrics registry
+// and tracer provider, for hostfx.Provide. It is apart from httpentry so that a
+// service without fx links no container.
+package httpfx
 
 import (
 	"errors"
@@ -11,6 +15,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
 )
@@ -37,29 +42,31 @@ type Params struct {
 	// container gets all of them.
 	Routes []Route `group:"http.routes"`
 
-	// When present, they turn on WithLogger, WithRegisterer and WithTracerProvider.
+	// When present, they turn on httpentry.WithLogger, WithRegisterer and
+	// WithTracerProvider.
 	Logger         *zap.Logger           `optional:"true"`
 	Registerer     prometheus.Registerer `optional:"true"`
 	TracerProvider trace.TracerProvider  `optional:"true"`
 }
 
-// Provider returns an fx constructor for a Server configured by cfg and opts, for
-// host.Provide:
+// Provider returns an fx constructor for an httpentry.Server configured by cfg and
+// opts, for hostfx.Provide:
 //
-//	host.Provide(httpentry.Provider(httpentry.Config{Addr: ":8080"}), 10)
+//	hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: ":8080"}), 10)
 //
 // The constructor takes its handler, and its logger, metrics registry and tracer
 // provider when the container has them, from Params; opts are applied after those,
 // so they win. A Route whose pattern is invalid or conflicts with another, and a
-// missing handler, are reported in New's *fault.ConfigError.
-func Provider(cfg Config, opts ...Option) func(Params) (*Server, error) {
-	return func(p Params) (*Server, error) {
+// missing handler, are reported in httpentry.New's *fault.ConfigError.
+func Provider(cfg httpentry.Config, opts ...httpentry.Option) func(Params) (*httpentry.Server, error) {
+	return func(p Params) (*httpentry.Server, error) {
 		h, err := p.handler()
 		if err != nil {
 			return nil, err
 		}
-		all := []Option{WithLogger(p.Logger), WithRegisterer(p.Registerer), WithTracerProvider(p.TracerProvider)}
-		return New(cfg, h, append(all, opts...)...)
+		all := []httpentry.Option{httpentry.WithLogger(p.Logger), httpentry.WithRegisterer(p.Registerer),
+			httpentry.WithTracerProvider(p.TracerProvider)}
+		return httpentry.New(cfg, h, append(all, opts...)...)
 	}
 }
 
@@ -100,15 +107,15 @@ func (p Params) handler() (http.Handler, error) {
 // ctor takes its dependencies from the container and returns a Route, optionally
 // with an error:
 //
-//	httpentry.AsRoute(func(db *Store) httpentry.Route {
-//		return httpentry.Route{Pattern: "GET /orders/{id}", Handler: getOrder(db)}
+//	httpfx.AsRoute(func(db *Store) httpfx.Route {
+//		return httpfx.Route{Pattern: "GET /orders/{id}", Handler: getOrder(db)}
 //	})
 //
 // A ctor of any other shape is an error when the fx app is built.
 func AsRoute(ctor any) fx.Option {
 	t := reflect.TypeOf(ctor)
 	if t == nil || t.Kind() != reflect.Func || t.NumOut() == 0 || t.Out(0) != reflect.TypeFor[Route]() {
-		return fx.Error(fmt.Errorf("httpentry.AsRoute: constructor must be a func returning httpentry.Route, got %T", ctor))
+		return fx.Error(fmt.Errorf("httpfx.AsRoute: constructor must be a func returning httpfx.Route, got %T", ctor))
 	}
 	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(`group:"`+RoutesGroup+`"`)))
 }

@@ -1,0 +1,143 @@
+package weight
+
+import (
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const module = "github.com/servicewright/servicewright"
+
+// Forbidden modules and packages, by what they are.
+var (
+	grpc      = []string{"google.golang.org/grpc"}
+	container = []string{"go.uber.org/fx", "go.uber.org/dig"}
+	exporters = []string{"go.opentelemetry.io/otel/exporters/otlp", "go.opentelemetry.io/contrib/exporters",
+		"go.opentelemetry.io/otel/exporters/stdout"}
+	kafkaFake    = []string{"github.com/twmb/franz-go"}
+	errorTracker = []string{"github.com/getsentry/sentry-go"}
+	redisDriver  = []string{"github.com/redis/go-redis"}
+	pgDriver     = []string{"github.com/jackc/pgx"}
+	kafkaDriver  = []string{"github.com/segmentio/kafka-go"}
+	hostPkg      = []string{module + "/host"}
+	// devTools are the test and development tools: never imported by a production package.
+	devTools = []string{module + "/kafkakit/kafkadev", module + "/host/hosttest", module + "/lock/locktest",
+		module + "/internal/testenv", module + "/internal/proctest"}
+)
+
+func join(lists ...[]string) []string {
+	var all []string
+	for _, l := range lists {
+		all = append(all, l...)
+	}
+	return all
+}
+
+// core is what no package of the core rows may link (DESIGN §18: "zap, prometheus
+// client, OpenTelemetry API/SDK, otelhttp — no gRPC, no DI container, no exporter"),
+// nor any backend driver (DESIGN §9).
+var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)
+
+// rows is DESIGN §18's table: each package, and what it must not link.
+var rows = []struct {
+	pkgs   []string
+	forbid []string
+}{
+	// health, host, httpentry, and the README's hello program built on them.
+	{[]string{"health", "host", "entrypoint/httpentry", "internal/doccheck/snippets/hellohttp"}, core},
+	// The leaves: zap at most (allowlisted in TestWeight too). entrypoint is held to
+	// the core row only: its Defaults carry a Prometheus registerer and a tracer
+	// provider, so it links their APIs (a known gap against the table).
+	{[]string{"fault", "lock", "fleet", "hooks", "entrypoint"}, core},
+	// fx wiring packages: + fx.
+	{[]string{"host/hostfx", "entrypoint/httpentry/httpfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)},
+	{[]string{"rediskit/redisfx"}, join(grpc, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
+	{[]string{"pgkit/pgfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
+	// OTLP export: + the exporters and gRPC, nothing else.
+	{[]string{"host/otlp"}, join(container, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)},
+	// The driver kits: their one driver; no host, no container.
+	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
+	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
+	{[]string{"kafkakit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, devTools)},
+	{[]string{"sentrykit"}, join(hostPkg, grpc, container, exporters, kafkaFake, redisDriver, pgDriver, kafkaDriver, devTools)},
+	// The other production packages: whatever they need, never a dev tool.
+	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, devTools},
+}
+
+// leaves may link nothing outside the standard library but zap.
+var leaves = []string{"fault", "lock", "fleet", "hooks"}
+
+// deps returns, for each package, the non-standard packages it links.
+func deps(t *testing.T, pkgs []string) map[string][]string {
+	t.Helper()
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	args := []string{"list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
+	for _, p := range pkgs {
+		args = append(args, module+"/"+p)
+	}
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		if ee, ok := err.(*exec.ExitError); ok {
+			t.Fatalf("go list: %v\n%s", err, ee.Stderr)
+		}
+		t.Fatalf("go list: %v", err)
+	}
+	got := map[string][]string{}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		var nonStd []string
+		for _, d := range f[1:] {
+			// A standard package's path has no dot in its first element.
+			if first, _, _ := strings.Cut(d, "/"); strings.Contains(first, ".") {
+				nonStd = append(nonStd, d)
+			}
+		}
+		got[strings.TrimPrefix(f[0], module+"/")] = nonStd
+	}
+	return got
+}
+
+func under(pkg, prefix string) bool { return pkg == prefix || strings.HasPrefix(pkg, prefix+"/") }
+
+func TestWeight(t *testing.T) {
+	var all []string
+	for _, r := range rows {
+		all = append(all, r.pkgs...)
+	}
+	got := deps(t, all)
+	for _, r := range rows {
+		for _, p := range r.pkgs {
+			linked, ok := got[p]
+			if !ok {
+				t.Errorf("%s: not listed by go list", p)
+				continue
+			}
+			for _, f := range r.forbid {
+				for _, d := range linked {
+					if under(d, f) {
+						t.Errorf("%s links %s (forbidden: %s)", p, d, f)
+						break
+					}
+				}
+			}
+		}
+	}
+	for _, p := range leaves {
+		for _, d := range got[p] {
+			if !under(d, module) && !under(d, "go.uber.org/zap") && !under(d, "go.uber.org/multierr") {
+				t.Errorf("%s links %s: the leaf packages may link zap at most", p, d)
+			}
+		}
+	}
+}
