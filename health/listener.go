@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net"
 	"net/http"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,8 @@ func registers(path string) (ok bool) {
 // server and for those whose server must not answer probes: /readyz (NewReadiness),
 // /livez (Liveness), /startupz (Startup), /metrics and /debug/lifecycle when given,
 // and the extra Routes of ListenerOptions.
+// Each path is served under its one spelling only: a percent-escaped, doubled-slash,
+// trailing-slash or dotted form of it is 404, neither decoded nor redirected.
 // It runs stdlib net/http in one goroutine that it owns. The Host starts it at
 // bootstrap, before warmup, so it answers "unavailable" until Ready and "draining"
 // through the whole drain, and closes it last.
@@ -173,7 +176,25 @@ func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listene
 	for path, h := range opts.Routes {
 		mux.Handle(path, h)
 	}
-	return &Listener{cfg: cfg, handler: mux, log: log}, nil
+	return &Listener{cfg: cfg, handler: canonicalOnly(mux), log: log}, nil
+}
+
+// canonicalOnly answers 404 to a request whose path is not written the one way the
+// listener's paths are: with a percent-escape ("/%70restop"), a doubled or trailing
+// slash ("//prestop", "/prestop/"), a dot segment. http.ServeMux would decode the
+// first and redirect the second to the path it names; here each path has exactly one
+// spelling, so that a rule in front of the port (a proxy, a mesh policy) that names
+// a path cannot be walked around by spelling it another way. A query string is left
+// to the handler.
+func canonicalOnly(mux http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if r.URL.RawPath != "" || !strings.HasPrefix(p, "/") || (p != "/" && path.Clean(p) != p) {
+			http.NotFound(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
 }
 
 // Start binds the configured address now and serves the probes in a goroutine until

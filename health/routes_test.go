@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/servicewright/servicewright/fault"
@@ -26,6 +27,32 @@ func TestListenerRoutes(t *testing.T) {
 		}
 		if code, _ := text(t, client(), base+"/prestop/x"); code != 404 {
 			t.Errorf("/prestop/x = %d, want 404: a route names one path", code)
+		}
+	})
+
+	t.Run("each path has one spelling: encoded, doubled and dotted ones are 404, not redirected", func(t *testing.T) {
+		var hits atomic.Int32
+		prestop := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hits.Add(1)
+			_, _ = io.WriteString(w, r.URL.RawQuery)
+		})
+		l := startListener(t, health.ListenerConfig{Addr: "127.0.0.1:0"}, ready(), health.ListenerOptions{
+			Routes: map[string]http.Handler{"/prestop": prestop},
+		})
+		base := "http://" + l.Addr().String()
+		c := client()
+		c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+		for _, p := range []string{"/%70restop", "//prestop", "/prestop/", "/./prestop", "/x/../prestop",
+			"/%2Fprestop", "/readyz/", "//readyz", "/debug/%6cifecycle"} {
+			if code, _ := text(t, c, base+p); code != 404 {
+				t.Errorf("%s = %d, want 404", p, code)
+			}
+		}
+		if n := hits.Load(); n != 0 {
+			t.Errorf("the route ran %d times for other spellings of its path", n)
+		}
+		if code, body := text(t, c, base+"/prestop?x=1"); code != 200 || body != "x=1" || hits.Load() != 1 {
+			t.Errorf("/prestop?x=1 = %d %q after %d hits, want the route with its query", code, body, hits.Load())
 		}
 	})
 

@@ -25,6 +25,7 @@ type Lifecycle struct {
 	Draining    bool                   `json:"draining"`
 	Entrypoints []EntrypointStatus     `json:"entrypoints"`
 	Leadership  map[string]lock.Status `json:"leadership"`
+	PreStop     *PreStopStatus         `json:"prestop,omitempty"` // once a PreStop was accepted (prestop_pending.go)
 }
 
 // EntrypointStatus is one entrypoint in /debug/lifecycle. Detail is what an
@@ -52,6 +53,7 @@ func (h *Host) Lifecycle() Lifecycle {
 		Draining:    st == health.Draining,
 		Entrypoints: make([]EntrypointStatus, 0, len(entries)),
 		Leadership:  map[string]lock.Status{},
+		PreStop:     h.preStopStatus(),
 	}
 	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}

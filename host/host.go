@@ -95,6 +95,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
 	h.shutdown = newShutdown(h.budgets.Deadline)
+	h.configurePreStop(&problems) // prestop_auth.go: its token, its metrics
 	h.lifecycle = &hooks.Registry{}
 	h.regs = slices.Clone(spec.Entrypoints)
 	h.steps = slices.Clone(spec.Warmups)

@@ -30,6 +30,13 @@ type drainAhead struct {
 	phasesBegun bool // guarded by mu
 	phasesDone  chan struct{}
 	phasesRep   hookrun.PhasesReport
+
+	auth    preStopAuth     // what PreStopPath asks of a caller (prestop_auth.go)
+	metrics *preStopMetrics // nil when they could not be registered
+
+	// requested is when the first PreStop was accepted, zero if never. Guarded
+	// by mu.
+	requested time.Time
 }
 
 // PreStop drains the service ahead of its stop, for a Kubernetes preStop hook or an
@@ -56,10 +63,27 @@ type drainAhead struct {
 // has finished, or once the shutdown has begun, PreStop only withdraws readiness: the
 // phases run only after a complete startup, and a shutdown under way does the rest
 // itself. It does not stop, drain or begin the shutdown of anything.
+//
+// Every call is logged with its caller. If no stop follows the first call within the
+// termination grace period (TerminationGracePeriod, or DefaultPreStopGrace when it is
+// not known), a warning is logged; servicewright_prestop_pending_seconds and the
+// "prestop" field of /debug/lifecycle show it until a stop comes, so that an operator
+// can find a replica left out of rotation. Nothing restores readiness but a restart.
 func (h *Host) PreStop(ctx context.Context) error {
-	if !h.ahead.called.CompareAndSwap(false, true) {
+	return h.acceptPreStop(ctx, zap.String("caller", "in-process"))
+}
+
+// acceptPreStop is PreStop for a caller described by who.
+func (h *Host) acceptPreStop(ctx context.Context, who ...zap.Field) error {
+	first := h.ahead.called.CompareAndSwap(false, true)
+	if m := h.ahead.metrics; m != nil {
+		m.accepted.Inc()
+	}
+	h.log.Info("prestop: accepted", append(who, zap.Bool("first", first))...)
+	if !first {
 		return nil
 	}
+	h.watchPreStop()
 	return h.preStop(ctx)
 }
 

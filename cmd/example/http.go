@@ -18,7 +18,7 @@ import (
 // httpModule serves the example's API on HTTP_ADDR through the HTTP entrypoint.
 func httpModule(addr string) fx.Option {
 	return fx.Options(
-		hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: addr}), 10),
+		hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: addr, MaxConns: maxConns("HTTP_MAX_CONNS")}), 10),
 		plain("GET /hello", hello),
 		plain("GET /slow", slow),
 		plain("GET /events", events),

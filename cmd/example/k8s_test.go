@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"strconv"
 	"testing"
@@ -39,8 +40,12 @@ type manifest struct {
 								Seconds int `yaml:"seconds"`
 							} `yaml:"sleep"`
 							HTTPGet struct {
-								Path string `yaml:"path"`
-								Port string `yaml:"port"`
+								Path    string `yaml:"path"`
+								Port    string `yaml:"port"`
+								Headers []struct {
+									Name  string `yaml:"name"`
+									Value string `yaml:"value"`
+								} `yaml:"httpHeaders"`
 							} `yaml:"httpGet"`
 						} `yaml:"preStop"`
 					} `yaml:"lifecycle"`
@@ -133,6 +138,25 @@ func TestKubernetesManifest(t *testing.T) {
 		}
 		if preStop != 0 {
 			t.Error("preStop has both a sleep and an httpGet")
+		}
+		// The hook must send the token the container is given, or /prestop refuses
+		// it and the drain waits for SIGTERM.
+		token := env[host.PreStopTokenEnv]
+		if len(token) < host.MinPreStopTokenLen {
+			t.Errorf("%s %q: want a token of at least %d bytes in the container's env",
+				host.PreStopTokenEnv, token, host.MinPreStopTokenLen)
+		}
+		sent := 0
+		for _, hd := range ps.HTTPGet.Headers {
+			if http.CanonicalHeaderKey(hd.Name) == host.PreStopHeader {
+				sent++
+				if hd.Value != token {
+					t.Errorf("preStop sends %s %q, want %s's value", hd.Name, hd.Value, host.PreStopTokenEnv)
+				}
+			}
+		}
+		if sent != 1 {
+			t.Errorf("preStop httpGet sends %d %s headers, want 1", sent, host.PreStopHeader)
 		}
 		if h.Budgets().DrainDelay < 3*time.Second {
 			t.Errorf("SW_DRAIN_DELAY %s: too short for the endpoints to be removed during /prestop", h.Budgets().DrainDelay)

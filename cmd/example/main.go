@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"go.uber.org/fx"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
@@ -22,6 +24,7 @@ import (
 
 func main() {
 	k, err := readKnobs()
+	err = checkMaxConns(err)
 	var tel host.TelemetryConfig
 	if err == nil {
 		tel, err = telemetryConfig()
@@ -126,6 +129,30 @@ func sleep(ctx context.Context, d time.Duration) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// checkMaxConns adds to err, the knobs' ConfigError if any, a problem when
+// HTTP_MAX_CONNS, the HTTP listener's connection cap (httpentry.Config.MaxConns; 0 or
+// unset takes the default derived from the descriptor limit, so that /livez and
+// /readyz keep descriptors), is not a whole number ≥ 0, naming the variable and the
+// field it sets.
+func checkMaxConns(err error) error {
+	var l fault.Problems
+	l.Merge("", err)
+	if v := os.Getenv("HTTP_MAX_CONNS"); v != "" {
+		if n, err := strconv.Atoi(v); err != nil || n < 0 {
+			l.Addf("HTTP_MAX_CONNS", "sets httpentry.Config.MaxConns: must be a whole number, 0 or more "+
+				"(0 takes the default from the descriptor limit), got %q", v)
+		}
+	}
+	return l.Err()
+}
+
+// maxConns is the connection cap in the variable name, checked by checkMaxConns;
+// 0 (the default) when unset.
+func maxConns(name string) int {
+	n, _ := strconv.Atoi(os.Getenv(name))
+	return n
 }
 
 func envOr(name, def string) string {

@@ -51,6 +51,14 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes caps the size of a request's headers. Default 1 MiB.
 	MaxHeaderBytes int
+	// MaxConns caps the connections open at once. At the cap the server stops
+	// accepting: new connections wait in the listen backlog, costing no descriptor,
+	// until one closes; this is counted in servicewright_http_accept_paused_total and
+	// in the drain report. Zero takes transport.DefaultMaxConns, derived from the
+	// process's RLIMIT_NOFILE so that the probe listener, the backends and telemetry
+	// keep descriptors: (soft − max(128, soft/4)) / 2, 384 at a limit of 1024. A
+	// negative value is a ConfigError naming MaxConns.
+	MaxConns int
 
 	// CertFile and KeyFile, both or neither, are PEM files with the certificate
 	// chain and its private key. With them the server speaks TLS, and HTTP/2 as well
@@ -82,6 +90,7 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
 	transport.Default(l, "RetryAfter", &cfg.RetryAfter, DefaultRetryAfter)
 	transport.Default(l, "MaxHeaderBytes", &cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	transport.Default(l, "MaxConns", &cfg.MaxConns, transport.DefaultMaxConns())
 	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }
 

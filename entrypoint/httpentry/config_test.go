@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // fields returns the fields named by err, which must be a *fault.ConfigError.
@@ -36,6 +37,7 @@ func TestNew(t *testing.T) {
 		want := Config{
 			Name: "http", Addr: ":8080", ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: time.Minute,
 			MaxHeaderBytes: 1 << 20, StreamDrainWindow: 5 * time.Second, RetryAfter: time.Second,
+			MaxConns: transport.DefaultMaxConns(),
 		}
 		if s.cfg != want {
 			t.Errorf("resolved Config = %+v, want %+v", s.cfg, want)
@@ -53,13 +55,13 @@ func TestNew(t *testing.T) {
 		_, err := New(Config{
 			Addr:              "127.0.0.1:1",
 			ReadHeaderTimeout: -1, ReadTimeout: -1, WriteTimeout: -1, IdleTimeout: -1,
-			MaxHeaderBytes: -1, StreamDrainWindow: -1, RetryAfter: -1,
+			MaxHeaderBytes: -1, StreamDrainWindow: -1, RetryAfter: -1, MaxConns: -1,
 			CertFile: "only-a-cert.pem",
 		}, nil, WithListener(nil))
 		got := fields(t, err)
 		want := []string{
 			"ReadHeaderTimeout", "ReadTimeout", "WriteTimeout", "IdleTimeout", "StreamDrainWindow",
-			"RetryAfter", "MaxHeaderBytes", "CertFile, KeyFile", "handler", "WithListener",
+			"RetryAfter", "MaxHeaderBytes", "MaxConns", "CertFile, KeyFile", "handler", "WithListener",
 		}
 		if !slices.Equal(got, want) {
 			t.Errorf("fields = %v, want %v\n%v", got, want, err)

@@ -223,7 +223,24 @@ var _ entrypoint.DrainReporter = (*Server)(nil)
 // report: "refused_draining=3 pipelined_unanswered=95". refused_draining counts the
 // requests answered 503 draining; pipelined_unanswered the HTTP/1.1 requests a
 // client had pipelined behind one the drain answered, which the connection's close
-// left unanswered (see Drain).
+// left unanswered (see Drain). Then what the connection cap (MaxConns) held back,
+// "conns_max=384 conns_peak=384 accept_paused=3 paused_for=12.5s", and, once Serve
+// has returned, how many connections waiting in the listen backlog Drain answered
+// 503 draining ("backlog_answered=716").
 func (s *Server) DrainReport() string {
-	return fmt.Sprintf("refused_draining=%d pipelined_unanswered=%d", s.refused.Load(), s.conns.unanswered.Load())
+	r := fmt.Sprintf("refused_draining=%d pipelined_unanswered=%d %s", s.refused.Load(), s.conns.unanswered.Load(), s.capped.Report())
+	s.mu.Lock()
+	done, bl := s.serveDone, s.backlog
+	s.mu.Unlock()
+	if done == nil || bl == nil {
+		return r
+	}
+	select {
+	case <-done: // the accept loop, bl.taken's only writer, has returned
+		if bl.taken > 0 {
+			r += fmt.Sprintf(" backlog_answered=%d", bl.taken)
+		}
+	default:
+	}
+	return r
 }

@@ -142,7 +142,11 @@ func TestMetrics(t *testing.T) {
 			}
 		}
 		want := []string{
+			"servicewright_http_accept_paused_seconds_total",
+			"servicewright_http_accept_paused_total",
 			"servicewright_http_admission_limit",
+			"servicewright_http_connections_max",
+			"servicewright_http_connections_open",
 			"servicewright_http_in_flight",
 			"servicewright_http_panics_total",
 			"servicewright_http_refused_draining_total",
@@ -168,13 +172,14 @@ func TestMetrics(t *testing.T) {
 			`servicewright_http_shed_total{entrypoint="http",reason="draining"}`:                                    1,
 			`servicewright_http_shed_total{entrypoint="http",reason="overload"}`:                                    0,
 			`servicewright_http_admission_limit{entrypoint="http"}`:                                                 20,
+			`servicewright_http_accept_paused_total{entrypoint="http"}`:                                             0,
 		} {
 			if v, ok := got[series]; !ok || v != want {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
 		}
-		if len(got) != 10 {
-			t.Errorf("gathered %d series, want 10: %v", len(got), got)
+		if len(got) != 14 {
+			t.Errorf("gathered %d series, want 14: %v", len(got), got)
 		}
 	})
 

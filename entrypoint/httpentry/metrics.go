@@ -54,7 +54,7 @@ var methodLabels = [...]string{
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() int, capped *transport.ConnCap) (*metrics, error) {
 	shed, err := transport.NewShed(reg, name, "http", limit)
 	if err != nil {
 		return nil, err
@@ -68,6 +68,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() i
 		RefusedHelp:    "HTTP requests refused with 503 because the server was draining.",
 		PanicsHelp:     "HTTP handlers that panicked (http.ErrAbortHandler excluded).",
 		InFlightHelp:   "HTTP requests whose handler runs, plus hijacked connections still open.",
+		Extra:          capped.Collectors("http"),
 	}, inFlight)
 	if err != nil {
 		shed.Unregister()

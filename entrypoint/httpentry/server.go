@@ -24,6 +24,7 @@ var _ interface {
 	entrypoint.Entrypoint
 	entrypoint.InFlighter
 	entrypoint.DefaultsUser
+	entrypoint.DrainReporter
 } = (*Server)(nil)
 
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
@@ -61,6 +62,8 @@ type Server struct {
 	draining  chan struct{} // closed once Drain has closed the Gate
 
 	backlog *backlogListener // what the http.Server serves, once its listener is taken over
+
+	capped *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
 }
 
 // New checks cfg and the options and returns a Server that will serve handler. It
@@ -93,6 +96,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		draining:   make(chan struct{}),
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
+		capped:     transport.NewConnCap(cfg.MaxConns, nil),
 	}
 	s.useAdmission(o.admission, &l)
 	if err := l.Err(); err != nil {
@@ -158,6 +162,7 @@ func (s *Server) useLogger(l *zap.Logger) {
 		l = zap.NewNop()
 	}
 	s.log = l.With(zap.String("entrypoint", s.cfg.Name))
+	s.capped.SetLogger(s.log)
 	if stdLog, err := zap.NewStdLogAt(s.log, zap.WarnLevel); err == nil {
 		s.srv.ErrorLog = stdLog
 	}
@@ -180,7 +185,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.AdmissionLimit)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.AdmissionLimit, s.capped)
 	if err != nil {
 		if transport.AlreadyRegistered(err) {
 			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)
@@ -292,6 +297,7 @@ func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
 	defer served()
 	ln = s.countPipelined(ln) // so that Drain counts the pipelined requests it leaves unanswered
+	ln = s.capped.Listener(ln) // outermost: outside takeOver's and the pipeline counter's, so that the connections it hands over count too
 	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
 		if s.srv.TLSConfig != nil {
 			return s.srv.ServeTLS(ln, "", "")

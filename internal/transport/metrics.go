@@ -45,6 +45,9 @@ type REDOpts struct {
 	// The help texts of requests_total, request_duration_seconds,
 	// refused_draining_total, panics_total and in_flight.
 	RequestsHelp, DurationHelp, RefusedHelp, PanicsHelp, InFlightHelp string
+	// Extra are more collectors registered with the same label, all or none with
+	// the rest (a ConnCap's).
+	Extra []prometheus.Collector
 }
 
 // NewRED registers the RED metrics of o with reg, all or none, under the constant
@@ -64,7 +67,7 @@ func NewRED(reg prometheus.Registerer, name string, o REDOpts, inFlight func() i
 	}
 	gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: prefix + "in_flight", Help: o.InFlightHelp},
 		func() float64 { return float64(inFlight()) })
-	if err := Register(reg, m.Requests, m.Duration, m.Refused, m.Panics, gauge); err != nil {
+	if err := Register(reg, append([]prometheus.Collector{m.Requests, m.Duration, m.Refused, m.Panics, gauge}, o.Extra...)...); err != nil {
 		return RED{}, err
 	}
 	return m, nil
