@@ -61,10 +61,11 @@ type Config struct {
 	MaxConcurrentStreams int
 	// MaxConnections caps the connections open at once: at the cap the server stops
 	// accepting, and new connections wait in the listening socket's backlog until
-	// one closes (counted by servicewright_grpc_connections_held_total). Default: a
-	// quarter of the process's open-file limit (RLIMIT_NOFILE), at least 64 — 256 at
-	// the usual 1024 — so that descriptors are left for the probe listener, the
-	// other entrypoints, the backends and telemetry.
+	// one closes (counted by servicewright_grpc_accept_paused_total). Default: the
+	// one httpentry's MaxConns takes, from the process's open-file limit
+	// (RLIMIT_NOFILE): a reserve of max(128, limit/4) is kept for the probe listener,
+	// the backends and telemetry, and half of the rest is each public listener's —
+	// 384 at the usual 1024.
 	MaxConnections int
 	// MaxStreamResets and StreamResetRate bound the streams a client may reset
 	// (RST_STREAM): a token bucket of MaxStreamResets resets refilled at
@@ -120,7 +121,7 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	if cfg.MaxConcurrentStreams > 1<<31 {
 		l.Addf("MaxConcurrentStreams", "must be at most 2^31, got %d", cfg.MaxConcurrentStreams)
 	}
-	transport.Default(l, "MaxConnections", &cfg.MaxConnections, defaultMaxConnections())
+	transport.Default(l, "MaxConnections", &cfg.MaxConnections, transport.DefaultMaxConns())
 	transport.Default(l, "MaxStreamResets", &cfg.MaxStreamResets, DefaultMaxStreamResets)
 	transport.Default(l, "StreamResetRate", &cfg.StreamResetRate, DefaultStreamResetRate)
 	transport.Default(l, "KeepaliveTime", &cfg.KeepaliveTime, DefaultKeepaliveTime)

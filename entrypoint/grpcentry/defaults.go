@@ -58,7 +58,7 @@ func (s *Server) useRegisterer(reg prometheus.Registerer) error {
 	if err != nil {
 		return err
 	}
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.Connections)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.capped)
 	if err != nil {
 		shed.Unregister()
 		return err

@@ -115,11 +115,3 @@ func (s *Server) resetAbuse(remote net.Addr) {
 		zap.Stringer("remote", remote), zap.Int("max_stream_resets", s.cfg.MaxStreamResets),
 		zap.Int("stream_reset_rate", s.cfg.StreamResetRate))
 }
-
-// holdConn counts an accept that waits at MaxConnections.
-func (s *Server) holdConn() {
-	s.held.Add(1)
-	if s.metrics != nil {
-		s.metrics.held.Inc()
-	}
-}

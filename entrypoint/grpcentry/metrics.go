@@ -17,7 +17,6 @@ type metrics struct {
 	refused  prometheus.Counter
 	panics   prometheus.Counter
 	abuses   prometheus.Counter // connections cut for resetting too many streams
-	held     prometheus.Counter // accepts that waited at MaxConnections
 
 	// series caches, per method, the counters by code and the histogram, so that an
 	// RPC costs no label hashing once its method was seen.
@@ -32,7 +31,7 @@ type methodSeries struct {
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight, conns func() int) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, capped *transport.ConnCap) (*metrics, error) {
 	red, err := transport.NewRED(reg, name, transport.REDOpts{
 		Protocol:       "grpc",
 		RequestLabels:  []string{"method", "code"},
@@ -42,6 +41,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight, conns func() i
 		RefusedHelp:    "gRPC calls refused with UNAVAILABLE because the server was draining.",
 		PanicsHelp:     "gRPC handlers that panicked; each call was answered INTERNAL.",
 		InFlightHelp:   "gRPC calls whose handler runs.",
+		Extra:          capped.Collectors("grpc"),
 	}, inFlight)
 	if err != nil {
 		return nil, err
@@ -49,13 +49,9 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight, conns func() i
 	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics,
 		abuses: prometheus.NewCounter(prometheus.CounterOpts{Name: "servicewright_grpc_reset_abuse_closed_total",
 			Help: "gRPC connections sent a GOAWAY and closed for resetting more streams than MaxStreamResets and StreamResetRate allow."}),
-		held: prometheus.NewCounter(prometheus.CounterOpts{Name: "servicewright_grpc_connections_held_total",
-			Help: "gRPC connections left waiting in the listen backlog because MaxConnections were open."}),
 	}
-	open := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "servicewright_grpc_connections",
-		Help: "gRPC connections open."}, func() float64 { return float64(conns()) })
 	wrapped := prometheus.WrapRegistererWith(prometheus.Labels{"entrypoint": name}, reg)
-	if err := transport.Register(wrapped, m.abuses, m.held, open); err != nil {
+	if err := transport.Register(wrapped, m.abuses); err != nil {
 		for _, c := range []prometheus.Collector{red.Requests, red.Duration, red.Refused, red.Panics} {
 			wrapped.Unregister(c)
 		}

@@ -61,16 +61,20 @@ func WithLogger(l *zap.Logger) Option {
 //	servicewright_grpc_refused_draining_total              counter
 //	servicewright_grpc_panics_total                        counter
 //	servicewright_grpc_reset_abuse_closed_total            counter
-//	servicewright_grpc_connections                         gauge
-//	servicewright_grpc_connections_held_total              counter
+//	servicewright_grpc_connections_open                    gauge
+//	servicewright_grpc_connections_max                     gauge
+//	servicewright_grpc_accept_paused_total                 counter
+//	servicewright_grpc_accept_paused_seconds_total         counter
 //
 // method is the RPC's full name ("/orders.v1.Orders/GetOrder"), code its status
 // code's name ("OK", "UNAVAILABLE"). requests_total and the histogram count admitted
 // RPCs when their handler returns; a refused RPC is counted only in
 // refused_draining_total; the health service is not counted. reset_abuse_closed_total
 // counts the connections closed for resetting too many streams (Config.MaxStreamResets),
-// connections those open, and connections_held_total the connections that found
-// MaxConnections open and waited to be accepted. A registration that
+// connections_open the connections open, and accept_paused_total and
+// accept_paused_seconds_total how often and how long the listener stopped accepting at
+// MaxConnections (new connections waiting in the backlog), the same connection cap
+// and figures as httpentry's. A registration that
 // fails (a name already taken) makes New fail, and nothing is left registered. A nil
 // reg is ignored. Without it the Server registers with the Host's registry
 // (SetDefaults), if any.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -59,17 +60,16 @@ type Server struct {
 	panics  atomic.Uint64
 	refused atomic.Uint64
 	abuses  atomic.Uint64 // connections cut for resetting too many streams
-	held    atomic.Uint64 // accepts that waited at MaxConnections
 
 	mu          sync.Mutex
 	guard       entrypoint.Guard // the lifecycle phase
 	ln          net.Listener
-	conns       *connLimiter  // ln, capped; nil before Bind
-	serveDone   chan struct{} // closed when grpc.Server.Serve has returned
-	serveErr    error         // what it returned, until reported
-	unsubscribe func()        // ends the health subscription; nil when none
-	graceful    chan struct{} // closed when GracefulStop has returned; nil before Drain
-	stopped     chan struct{} // closed when grpc.Server.Stop has returned; nil before Stop
+	capped      *transport.ConnCap // MaxConnections, on ln from Bind
+	serveDone   chan struct{}      // closed when grpc.Server.Serve has returned
+	serveErr    error              // what it returned, until reported
+	unsubscribe func()             // ends the health subscription; nil when none
+	graceful    chan struct{}      // closed when GracefulStop has returned; nil before Drain
+	stopped     chan struct{}      // closed when grpc.Server.Stop has returned; nil before Stop
 	report      string
 }
 
@@ -101,7 +101,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
+	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
 		prop: o.prop, reporter: o.reporter}
 	s.useAdmission(o.admission, &l)
 	if o.log != nil {
@@ -241,24 +241,19 @@ type Stats struct {
 // Stats returns the Server's counters, with or without WithRegisterer.
 func (s *Server) Stats() Stats {
 	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(),
-		ResetAbuses: s.abuses.Load(), ConnectionsHeld: s.held.Load()}
+		ResetAbuses: s.abuses.Load(), ConnectionsHeld: s.capped.Stats().Paused}
 }
 
 // Connections reports the connections open now (0 before Bind).
 func (s *Server) Connections() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.conns == nil {
-		return 0
-	}
-	return s.conns.Open()
+	return s.capped.Stats().Open
 }
 
 // DrainReport tells what the last Drain did, for the shutdown report.
 func (s *Server) DrainReport() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.report
+	return strings.TrimSpace(s.report + " " + s.capped.Report())
 }
 
 // Bind opens the listening socket on Config.Addr (or takes the listener given with
@@ -279,8 +274,8 @@ func (s *Server) Bind(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s.conns = newConnLimiter(ln, s.cfg.MaxConnections, s.holdConn)
-	s.ln = s.conns
+	s.capped.SetLogger(s.log)
+	s.ln = s.capped.Listener(ln)
 	s.guard.Bound()
 	return nil
 }

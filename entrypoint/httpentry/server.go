@@ -296,7 +296,7 @@ func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 	defer close(done)
 	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
 	defer served()
-	ln = s.countPipelined(ln) // so that Drain counts the pipelined requests it leaves unanswered
+	ln = s.countPipelined(ln)  // so that Drain counts the pipelined requests it leaves unanswered
 	ln = s.capped.Listener(ln) // outermost: outside takeOver's and the pipeline counter's, so that the connections it hands over count too
 	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
 		if s.srv.TLSConfig != nil {
