@@ -209,9 +209,15 @@ func (s Config) Validate() error {
 	}
 	if allPositive(d) { // a negative field is reported above; the sums would only repeat it
 		sum := d.RenewEvery + d.YieldGrace + d.ReleaseTimeout + d.Margin
-		if sum >= d.TTL {
+		switch er := d.earliestRelease(); {
+		case sum >= d.TTL:
 			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (%v + %v + %v + %v = %v, TTL %v)",
 				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, d.TTL)
+		case sum >= er:
+			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than the lock's earliest release, "+
+				"the soonest it may give the lease to another owner after a renewal (%v + %v + %v + %v = %v, earliest release %v for TTL %v); "+
+				"shorten RenewEvery, YieldGrace, ReleaseTimeout or Margin, or lengthen the backend's dead-client detection",
+				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, er, d.TTL)
 		}
 		if d.ReleaseTimeout > d.YieldGrace {
 			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", d.ReleaseTimeout, d.YieldGrace)
@@ -238,6 +244,21 @@ func (s Config) Validate() error {
 		l.Addf("FenceFloor", "needs RequiresFenceAdvance: the floor is useless unless the lock can advance its counter")
 	}
 	return l.Err()
+}
+
+// earliestRelease is how long after a renewal is sent the Lock may give the lease to
+// another owner at the earliest (lock.ReleaseBound), TTL when it declares nothing.
+func (s Config) earliestRelease() time.Duration {
+	if s.Lock == nil {
+		return s.TTL
+	}
+	return lock.EarliestRelease(s.Lock, s.TTL)
+}
+
+// life is how long after a renewal is sent its term stays live: the grace, the
+// unwind and the release must all fit, Margin early, before the earliest release.
+func (s Config) life() time.Duration {
+	return s.earliestRelease() - s.Margin - s.YieldGrace - s.ReleaseTimeout
 }
 
 func allPositive(s Config) bool {
