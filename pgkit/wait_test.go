@@ -64,15 +64,12 @@ func TestAcquireWait(t *testing.T) {
 	})
 
 	t.Run("a waiter takes a killed holder's lease within a round trip of the socket closing", func(t *testing.T) {
-		if os.Getenv("PGKIT_WAIT_HELPER") != "" {
-			t.Skip("helper")
-		}
 		b := newLock(t, pg.DSN())
 		k := unique(t)
 		// The holder is another process, killed with SIGKILL: its socket closes
 		// without a goodbye.
-		cmd := exec.Command(os.Args[0], "-test.run=^TestWaitHelper$")
-		cmd.Env = append(os.Environ(), "PGKIT_WAIT_HELPER="+pg.DSN(), "PGKIT_WAIT_KEY="+k)
+		cmd := exec.Command(os.Args[0])
+		cmd.Env = append(os.Environ(), waitHelperEnv+"="+pg.DSN(), "PGKIT_WAIT_KEY="+k)
 		out, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -124,19 +121,18 @@ func TestAcquireWait(t *testing.T) {
 	})
 }
 
-// TestWaitHelper holds a lock for TestAcquireWait in a process of its own, until
-// killed.
-func TestWaitHelper(t *testing.T) {
-	dsn := os.Getenv("PGKIT_WAIT_HELPER")
-	if dsn == "" {
-		t.Skip("run by TestAcquireWait")
-	}
+// waitHelperEnv names the server a waitHelper process connects to.
+const waitHelperEnv = "PGKIT_WAIT_HELPER"
+
+// waitHelper holds a lock for TestAcquireWait in a process of its own, until
+// killed; TestMain runs it instead of the tests.
+func waitHelper(dsn string) int {
 	lk, err := NewLock(LockConfig{URL: dsn})
 	if err != nil {
-		t.Fatal(err)
+		return 2
 	}
 	if _, err := lk.Acquire(context.Background(), os.Getenv("PGKIT_WAIT_KEY"), "helper", time.Minute); err != nil {
-		t.Fatal(err)
+		return 1
 	}
 	_, _ = os.Stdout.WriteString("held")
 	select {} // until SIGKILL
