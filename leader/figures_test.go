@@ -59,6 +59,29 @@ func (c *countLock) WatchReleases(ctx context.Context, key, self string) (<-chan
 	return c.Lock.(lock.Notifier).WatchReleases(ctx, key, self)
 }
 
+func (c *countLock) EarliestRelease(ttl time.Duration) time.Duration {
+	return lock.EarliestRelease(c.Lock, ttl)
+}
+
+// countWaiter is a countLock of a lock.Waiter; each wait is one command.
+type countWaiter struct{ *countLock }
+
+func (c countWaiter) AcquireWait(ctx context.Context, key, owner string, ttl, wait time.Duration) (lock.Lease, error) {
+	if c.dead.Load() {
+		return lock.Lease{}, errCut
+	}
+	c.calls.Add(1)
+	return c.Lock.(lock.Waiter).AcquireWait(ctx, key, owner, ttl, wait)
+}
+
+// as returns c as the lock a replica uses: a lock.Waiter when the lock it counts is.
+func (c *countLock) as() lock.Lock {
+	if _, ok := c.Lock.(lock.Waiter); ok {
+		return countWaiter{c}
+	}
+	return c
+}
+
 // fleetFigure measures one fleet of n campaigners at the default timings, spread
 // over min(n, 10) processes (each with its own lock client and connections): the
 // backend commands per second per campaigner while one leads, the graceful failover
@@ -81,7 +104,7 @@ func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, grace
 	proc := make([]int, n)
 	for i := range n {
 		proc[i] = i % procs
-		c := Config{Lock: locks[proc[i]], Key: key, Owner: fmt.Sprintf("c%d", i), Wake: wake}
+		c := Config{Lock: locks[proc[i]].as(), Key: key, Owner: fmt.Sprintf("c%d", i), Wake: wake}
 		rs[i] = startReplica(t, c, (&termLog{}).untilEnded)
 	}
 	alive := func(skip int) []*replica {
