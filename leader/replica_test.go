@@ -32,6 +32,7 @@ const (
 	replicaKey  = "LEADER_TEST_KEY"
 	replicaOwn  = "LEADER_TEST_OWNER"
 	replicaFast = "LEADER_TEST_FAST" // "1": the short timings of fastSpec
+	replicaPoll = "LEADER_TEST_POLL" // "1": Wake is WakePoll
 )
 
 // fastSpec is the short timings of the partition tests: the backend may hand the
@@ -94,6 +95,9 @@ func replicaMain() int {
 	cfg := Config{Lock: lk, Key: os.Getenv(replicaKey), Owner: os.Getenv(replicaOwn)}
 	if fast {
 		cfg = fastSpec(cfg, os.Getenv(replicaEnv))
+	}
+	if os.Getenv(replicaPoll) == "1" {
+		cfg.Wake = WakePoll
 	}
 	l, err := New(cfg, func(ctx context.Context, term *Term) error {
 		<-term.Ended()
