@@ -51,9 +51,13 @@ const (
 	// campaigns as soon as the holder releases (a few milliseconds of jitter
 	// apart from the other waiters; Acquire still decides), besides every
 	// CampaignEvery. A lost notice costs at most one CampaignEvery. A lock that
-	// sends no notices is polled as with WakePoll. The default.
+	// sends no notices is polled as with WakePoll. When the Lock is also a
+	// lock.Waiter (pgkit.Lock), a replica that finds the lease held waits on the
+	// lock itself, up to one CampaignEvery at a time, and takes the lease within a
+	// round trip of its release or its holder's crash. The default.
 	WakeOnRelease Wake = iota
-	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing else.
+	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing
+	// else; it neither watches notices nor waits on a lock.Waiter.
 	WakePoll
 )
 
@@ -99,7 +103,9 @@ type Config struct {
 	TTL time.Duration
 	// CampaignEvery is how often a replica that does not hold the lease tries to
 	// take it (each wait drawn from [0.8, 1] × CampaignEvery so replicas spread
-	// out). It also cuts off each campaign call. Default 2s.
+	// out; after losing a campaign a release notice started, from [0,
+	// CampaignEvery)). It also cuts off each campaign call, and bounds each wait
+	// on a lock.Waiter. Default 2s.
 	CampaignEvery time.Duration
 	// Wake says whether a waiting replica also campaigns on the lock's release
 	// notices. Default WakeOnRelease.
@@ -113,7 +119,8 @@ type Config struct {
 	// the release may take. Default 1s.
 	ReleaseTimeout time.Duration
 	// Margin is the allowance for the lock backend's clock running ahead of ours: the leader
-	// treats its lease as gone Margin before its TTL. Default 1s.
+	// treats its lease as gone Margin before the lock's earliest release (its TTL,
+	// or sooner: lock.ReleaseBound). Default 1s.
 	Margin time.Duration
 
 	// Retry is the wait after a term whose body failed, before campaigning again.
