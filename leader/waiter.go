@@ -90,7 +90,9 @@ func (l *Leadership) queue(ctx context.Context, st *campaignState, w lock.Waiter
 		}
 		st.fenced = true
 	}
-	lease, sent, err := l.waitAcquire(ctx, w, l.campaignWait())
+	// A full interval: the backend's queue decides who is next, so there is no
+	// lock-step to break, and each wait is one command.
+	lease, sent, err := l.waitAcquire(ctx, w, l.conf.CampaignEvery)
 	switch {
 	case err == nil:
 		return &lease, sent, nil

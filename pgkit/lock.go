@@ -79,6 +79,8 @@ type Lock struct {
 	held   map[string]*session // sessions that hold a lease, by key
 	idle   []*session          // sessions that hold none
 	closed bool
+	waits  context.Context // cancelled by Close: ends every AcquireWait in flight
+	stop   context.CancelFunc
 
 	admin    sync.Mutex // guards adminC and ensured
 	adminC   *pgx.Conn
@@ -104,7 +106,8 @@ func NewLock(cfg LockConfig) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{connect: connect, table: table, dead: cfg.DeadClient.withDefaults(), held: map[string]*session{}}, nil
+	waits, stop := context.WithCancel(context.Background())
+	return &Lock{connect: connect, table: table, dead: cfg.DeadClient.withDefaults(), held: map[string]*session{}, waits: waits, stop: stop}, nil
 }
 
 // keyHash is the advisory lock's key for a lock name.
@@ -173,13 +176,19 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		}
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrFenceExhausted)
 	}
-	return l.hold(s, key, owner, uint64(*token), ttl), nil
+	return l.hold(s, key, owner, uint64(*token), ttl)
 }
 
-// hold records s as the session holding key's lease.
-func (l *Lock) hold(s *session, key, owner string, token uint64, ttl time.Duration) lock.Lease {
+// hold records s as the session holding key's lease. A Lock closed meanwhile
+// closes s instead, which frees the lease, and returns an error.
+func (l *Lock) hold(s *session, key, owner string, token uint64, ttl time.Duration) (lock.Lease, error) {
 	s.owner, s.token, s.expires = owner, token, time.Now().Add(ttl)
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		s.close()
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, errClosed)
+	}
 	old := l.held[key]
 	l.held[key] = s
 	lapsed := l.lapsedLocked(time.Now())
@@ -190,7 +199,7 @@ func (l *Lock) hold(s *session, key, owner string, token uint64, ttl time.Durati
 	for _, s := range lapsed {
 		s.close()
 	}
-	return lock.Lease{Key: key, Owner: owner, Token: token, TTL: ttl}
+	return lock.Lease{Key: key, Owner: owner, Token: token, TTL: ttl}, nil
 }
 
 // lapsedLocked removes and returns the sessions whose lease the server has ended
@@ -344,9 +353,11 @@ func (l *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
 }
 
 // Close ends every session of the lock, which frees the leases it holds (without
-// a release notice), and stops its watches. It returns once they are closed or ctx
+// a release notice), cancels the waits in flight (AcquireWait) and stops its
+// watches. It returns once they are closed or ctx
 // is done. The Lock is not usable afterwards.
 func (l *Lock) Close(ctx context.Context) error {
+	l.stop() // the waits close their own sessions
 	l.mu.Lock()
 	l.closed = true
 	all := append([]*session(nil), l.idle...)

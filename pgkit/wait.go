@@ -40,6 +40,11 @@ func (l *Lock) AcquireWait(ctx context.Context, key, owner string, ttl, wait tim
 	if err := l.ensure(ctx); err != nil {
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
 	}
+	// Close cancels the wait, as ctx does: a wait must not outlive the lock and
+	// take a lease nobody renews.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.waits, cancel)()
 	s, err := l.takeIdle(ctx)
 	if err != nil {
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
@@ -71,6 +76,9 @@ func (l *Lock) AcquireWait(ctx context.Context, key, owner string, ttl, wait tim
 		return lock.Lease{}, fmt.Errorf("acquire %q: still held after waiting %v: %w", key, wait, lock.ErrHeld)
 	case err != nil:
 		s.close() // whatever it took, closing frees it
+		if l.waits.Err() != nil {
+			return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, errClosed)
+		}
 		if ctx.Err() != nil {
 			return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, ctx.Err())
 		}
@@ -83,5 +91,5 @@ func (l *Lock) AcquireWait(ctx context.Context, key, owner string, ttl, wait tim
 		}
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrFenceExhausted)
 	}
-	return l.hold(s, key, owner, uint64(*token), ttl), nil
+	return l.hold(s, key, owner, uint64(*token), ttl)
 }

@@ -211,3 +211,37 @@ func TestDeadClient(t *testing.T) {
 		}
 	})
 }
+
+func TestCloseEndsWaits(t *testing.T) {
+	pg := env.Postgres(t)
+	ctx := context.Background()
+	a := newLock(t, pg.DSN())
+	b, err := NewLock(LockConfig{URL: pg.DSN()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := unique(t)
+	l, err := a.Acquire(ctx, k, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.AcquireWait(ctx, k, "b", time.Minute, time.Minute)
+		got <- err
+	}()
+	waitWaiting(t, pg.DSN(), 1)
+	_ = b.Close(ctx)
+	if err := <-got; !errors.Is(err, errClosed) {
+		t.Fatalf("wait on a closed lock = %v, want errClosed", err)
+	}
+	waitWaiting(t, pg.DSN(), 0)
+	// The closed lock's wait is gone from the server's queue: a release leaves the
+	// lease free, not taken by a process that no longer renews it.
+	if err := a.Release(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	if h, err := a.Inspect(ctx, k); err != nil || h.Held() {
+		t.Fatalf("after the release: %+v, %v; want free", h, err)
+	}
+}
