@@ -88,7 +88,11 @@ func (c *countLock) as() lock.Lock {
 // (the leader drains: the time from the end of its release to the next term), and
 // the crash failover (the leader's process dies: its connections close, or, on
 // Redis, nothing more reaches the backend from it).
-func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, graceful, crash time.Duration) {
+//
+// afterLapse is the crash failover less the time the crashed leader's lease still
+// had to live (Redis; 0 on PostgreSQL, which frees it at once): how long after the
+// lease became free someone campaigned, which is what spread campaigns shorten.
+func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, graceful, crash, afterLapse time.Duration) {
 	key := keyFor(t, "")
 	procs := min(n, 10)
 	var locks []*countLock
@@ -153,6 +157,10 @@ func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, grace
 	time.Sleep(DefaultCampaignEvery) // let the waiters' campaigns spread out again
 	old = leader(alive(-1))
 	dead := locks[proc[old]]
+	var left time.Duration
+	if h, err := locks[(proc[old]+1)%procs].Lock.Inspect(context.Background(), key); err == nil && b.name == "redis" {
+		left = h.TTL // what the lease still has to live (PTTL)
+	}
 	dead.dead.Store(true)
 	if dead.close != nil {
 		dead.close()
@@ -160,7 +168,7 @@ func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, grace
 	died := time.Now()
 	crash = waitFor(t, DefaultTTL+2*DefaultCampaignEvery, "a leader after the crash", func() bool { return leader(alive(proc[old])) >= 0 }).Sub(died)
 	dead.dead.Store(false) // so that the cleanup's drains end quickly
-	return cmds, graceful, crash
+	return cmds, graceful, crash, crash - left
 }
 
 // TestFleetFigures prints, for make bench, one line per backend, wake mode and fleet
@@ -185,9 +193,9 @@ func TestFleetFigures(t *testing.T) {
 		for _, n := range sizes {
 			for _, w := range []Wake{WakeOnRelease, WakePoll} {
 				t.Run(fmt.Sprintf("%s/%s/%d", b.name, w, n), func(t *testing.T) {
-					cmds, g, c := fleetFigure(t, b, w, n)
-					t.Logf("fleet_figure backend=%s wake=%s n=%d cmds_per_s=%.3f graceful_ms=%.1f crash_ms=%.1f",
-						b.name, w, n, cmds, millis(g), millis(c))
+					cmds, g, c, a := fleetFigure(t, b, w, n)
+					t.Logf("fleet_figure backend=%s wake=%s n=%d cmds_per_s=%.3f graceful_ms=%.1f crash_ms=%.1f after_lapse_ms=%.1f",
+						b.name, w, n, cmds, millis(g), millis(c), millis(a))
 				})
 			}
 		}
