@@ -62,7 +62,8 @@ func (w *watcher) unwatch() {
 // after a jitter of up to wakeJitter. A notice that came while this replica was
 // campaigning or leading still counts (the lease may have been freed since it
 // looked); each notice starts at most one campaign, and a campaign it starts that
-// loses is followed by a full wait, so notices never make a replica spin.
+// loses is followed by a wait (see afterLoss), so notices never make a replica spin:
+// it campaigns at most once per release besides its own interval.
 func (l *Leadership) pause(ctx context.Context, d time.Duration, w *watcher) bool {
 	l.watch(ctx, w)
 	ok, woken := wait.SleepOrWake(d, l.quit, w.notices) // nil notices while not watching
