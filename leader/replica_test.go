@@ -154,7 +154,10 @@ type replicaProc struct {
 // replica of backend at url, killed when t ends.
 func startReplicaProc(t *testing.T, cmd *exec.Cmd, name, backend, url, key string, fast bool) *replicaProc {
 	t.Helper()
-	cmd.Env = append(os.Environ(), replicaEnv+"="+backend, replicaURL+"="+url, replicaKey+"="+key, replicaOwn+"="+name,
+	if cmd.Env == nil {
+		cmd.Env = os.Environ()
+	}
+	cmd.Env = append(cmd.Env, replicaEnv+"="+backend, replicaURL+"="+url, replicaKey+"="+key, replicaOwn+"="+name,
 		replicaFast+"="+map[bool]string{true: "1", false: "0"}[fast])
 	out, err := cmd.StdoutPipe()
 	if err != nil {
