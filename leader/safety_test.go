@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/pgkit"
 )
 
 // boundLock is a Memory lock that declares an earliest release shorter than its TTL,
@@ -34,6 +35,22 @@ func TestEarliestRelease(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("error %q does not say %q", err, want)
 			}
+		}
+	})
+	t.Run("a PostgreSQL lock whose dead-client detection is shorter than the defaults need is refused", func(t *testing.T) {
+		lk, err := pgkit.NewLock(pgkit.LockConfig{URL: "postgres://127.0.0.1:1/db",
+			DeadClient: pgkit.DeadClient{KeepaliveIdle: 3 * time.Second, KeepaliveInterval: time.Second, KeepaliveCount: 2}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(Config{Lock: lk, Key: "job", Owner: "a"}, (&termLog{}).untilEnded) // TTL 15s: 5+2+1+1 = 9s ≥ 5s
+		assertProblems(t, err, "TTL")
+		if !strings.Contains(err.Error(), "earliest release 5s") {
+			t.Fatalf("error %q does not name the lock's earliest release", err)
+		}
+		lk, _ = pgkit.NewLock(pgkit.LockConfig{URL: "postgres://127.0.0.1:1/db"})
+		if _, err := New(Config{Lock: lk, Key: "job", Owner: "a"}, (&termLog{}).untilEnded); err != nil {
+			t.Fatalf("the defaults on the default PostgreSQL lock: %v", err)
 		}
 	})
 	t.Run("timings that fit are accepted", func(t *testing.T) {
