@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"slices"
@@ -153,10 +154,10 @@ func failoverRuns(t *testing.T, dsn string, poll bool) (crash, graceful []time.D
 		a.await(msgStarted, 0, 10*time.Second)
 		b := start("b")
 		if poll {
-			// A polling replica shows nothing to wait on: let its campaigns fall
-			// where they fall, as they would when a crash comes.
+			// A polling replica shows nothing to wait on: let the crash land at a
+			// random point of its interval, as a real one would.
 			b.await("replica: serving", 0, 10*time.Second)
-			time.Sleep(DefaultCampaignEvery)
+			time.Sleep(DefaultCampaignEvery + rand.N(DefaultCampaignEvery))
 		} else {
 			waitQueued(t, dsn, 1)
 		}
