@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"os/exec"
@@ -51,6 +52,13 @@ func leaderFigures(e env) ([]row, error) {
 			crashTarget, crashOK := "after the lease lapsed: ≤ polling + 250 ms", w.afterLapse <= p.afterLapse+250
 			crashMeasured := fmt.Sprintf("%.0f ms; %.0f ms after the lease lapsed", w.crash, w.afterLapse)
 			crashBase := fmt.Sprintf("polling: %.0f ms; %.0f ms after the lease lapsed", p.crash, p.afterLapse)
+			crashVerdict := ""
+			if backend == "redis" && n == "3" {
+				// After the drain and the crash one waiter is left: its next
+				// campaign is uniform over its interval in either design, and one
+				// draw says nothing about spread.
+				crashTarget, crashVerdict = "n/a (one waiter left: nothing to spread; 10 and 30 judge)", "n/a"
+			}
 			if backend == "postgres" {
 				crashTarget, crashOK = "≤ 100 ms (waiters queue on the lock)", w.crash <= 100
 				crashMeasured, crashBase = fmt.Sprintf("%.0f ms", w.crash), fmt.Sprintf("polling: %.0f ms", p.crash)
@@ -68,7 +76,7 @@ func leaderFigures(e env) ([]row, error) {
 					Target:   crashTarget,
 					Measured: crashMeasured,
 					Baseline: crashBase,
-					Verdict:  verdict(crashOK),
+					Verdict:  cmp.Or(crashVerdict, verdict(crashOK)),
 				},
 				row{
 					Figure:   fmt.Sprintf("lock commands/s per campaigner while one leads, %s, %s campaigners", name, n),
