@@ -28,6 +28,11 @@ type campaignState struct {
 	wantFails  int         // failed acquires in a row while asking
 	quietUntil time.Time   // no asking before this, after giving a request up
 	keep       uint64      // token of a lease whose body never returned: left to lapse, not released
+	last       uint64      // token of the latest lease this replica won
+	unsure     bool        // an acquire failed without saying whether it landed
+	dup        uint64      // token of the duplicate owner's lease reported last
+	waited     bool        // the latest campaign queued on the lock until its wait passed
+	fenced     bool        // the fence was advanced before queueing; reset by an unclaimed term
 }
 
 // run is the campaign loop: campaign, lead a term when one is won, wait, again, until
@@ -58,9 +63,10 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 			return err
 		}
 		if lease == nil {
-			next = l.campaignWait()
+			next = l.afterLoss(st, &w)
 			continue
 		}
+		st.last = lease.Token
 		if closed(l.quit) { // won just as Drain came: do not start a term
 			l.release(base, *lease, "acquire that landed while stopping")
 			return nil
@@ -69,6 +75,9 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 		st.freeSince = time.Time{} // seeing the lease free starts again after our term
 		if kept {
 			st.keep = lease.Token
+		}
+		if reason == ReasonUnclaimed {
+			st.fenced = false // the store refused the token: advance before the next wait
 		}
 		if err != nil {
 			return err
@@ -112,6 +121,12 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lea
 			return nil, time.Time{}, nil
 		}
 	}
+	wt := l.waiter()
+	if wt != nil && st.waited && s.Handoff == HandoffOff {
+		// Still queued a moment ago: wait again without reading the lease first,
+		// so a waiting campaigner sends one command per wait.
+		return l.queue(ctx, st, wt)
+	}
 	held, known, err := l.look(ctx, st)
 	if err != nil {
 		return nil, time.Time{}, err
@@ -126,6 +141,9 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lea
 		}
 	}
 	if p == planWait {
+		if wt != nil && held {
+			return l.queue(ctx, st, wt)
+		}
 		return nil, time.Time{}, nil
 	}
 	if s.FenceFloor != nil {
@@ -135,6 +153,9 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lea
 	}
 	lease, sent, err := l.acquire(ctx, s.Key)
 	l.afterAcquire(ctx, st, p == planAsk, err)
+	if err != nil && !errors.Is(err, lock.ErrHeld) {
+		st.unsure = true // it may have landed: a lease of ours found later is released
+	}
 	switch {
 	case err == nil:
 		return &lease, sent, nil
@@ -165,9 +186,18 @@ func (l *Leadership) look(ctx context.Context, st *campaignState) (held, known b
 		return false, false, nil
 	}
 	if h.Held() && h.Owner == s.Owner && h.Token != st.keep {
-		l.release(ctx, lock.Lease{Key: s.Key, Owner: s.Owner, Token: h.Token, TTL: s.TTL}, "acquire whose answer was lost")
-		h = lock.Holder{}
+		if st.unsure || h.Token == st.last {
+			l.release(ctx, lock.Lease{Key: s.Key, Owner: s.Owner, Token: h.Token, TTL: s.TTL}, "acquire whose answer was lost")
+			h = lock.Holder{}
+		} else if h.Token != st.dup {
+			// No acquire of ours can have drawn this token: another process
+			// campaigns under our owner id. Releasing its lease would only make
+			// the two take it from each other.
+			st.dup = h.Token
+			l.duplicate(h.Token, nil)
+		}
 	}
+	st.unsure = false
 	if h.Held() {
 		st.freeSince = time.Time{}
 		return true, true, nil

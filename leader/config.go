@@ -51,9 +51,13 @@ const (
 	// campaigns as soon as the holder releases (a few milliseconds of jitter
 	// apart from the other waiters; Acquire still decides), besides every
 	// CampaignEvery. A lost notice costs at most one CampaignEvery. A lock that
-	// sends no notices is polled as with WakePoll. The default.
+	// sends no notices is polled as with WakePoll. When the Lock is also a
+	// lock.Waiter (pgkit.Lock), a replica that finds the lease held waits on the
+	// lock itself, up to one CampaignEvery at a time, and takes the lease within a
+	// round trip of its release or its holder's crash. The default.
 	WakeOnRelease Wake = iota
-	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing else.
+	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing
+	// else; it neither watches notices nor waits on a lock.Waiter.
 	WakePoll
 )
 
@@ -88,7 +92,9 @@ type Config struct {
 	TTL time.Duration
 	// CampaignEvery is how often a replica that does not hold the lease tries to
 	// take it (each wait drawn from [0.8, 1] × CampaignEvery so replicas spread
-	// out). It also cuts off each campaign call. Default 2s.
+	// out; after losing a campaign a release notice started, from [0,
+	// CampaignEvery)). It also cuts off each campaign call, and bounds each wait
+	// on a lock.Waiter. Default 2s.
 	CampaignEvery time.Duration
 	// Wake says whether a waiting replica also campaigns on the lock's release
 	// notices. Default WakeOnRelease.
@@ -102,7 +108,8 @@ type Config struct {
 	// the release may take. Default 1s.
 	ReleaseTimeout time.Duration
 	// Margin is the allowance for the lock backend's clock running ahead of ours: the leader
-	// treats its lease as gone Margin before its TTL. Default 1s.
+	// treats its lease as gone Margin before the lock's earliest release (its TTL,
+	// or sooner: lock.ReleaseBound). Default 1s.
 	Margin time.Duration
 
 	// Retry is the wait after a term whose body failed, before campaigning again:
@@ -201,9 +208,15 @@ func (s Config) Validate() error {
 	}
 	if allPositive(d) { // a negative field is reported above; the sums would only repeat it
 		sum := d.RenewEvery + d.YieldGrace + d.ReleaseTimeout + d.Margin
-		if sum >= d.TTL {
+		switch er := d.earliestRelease(); {
+		case sum >= d.TTL:
 			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (%v + %v + %v + %v = %v, TTL %v)",
 				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, d.TTL)
+		case sum >= er:
+			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than the lock's earliest release, "+
+				"the soonest it may give the lease to another owner after a renewal (%v + %v + %v + %v = %v, earliest release %v for TTL %v); "+
+				"shorten RenewEvery, YieldGrace, ReleaseTimeout or Margin, or lengthen the backend's dead-client detection",
+				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, er, d.TTL)
 		}
 		if d.ReleaseTimeout > d.YieldGrace {
 			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", d.ReleaseTimeout, d.YieldGrace)
@@ -230,6 +243,21 @@ func (s Config) Validate() error {
 		l.Addf("FenceFloor", "needs RequiresFenceAdvance: the floor is useless unless the lock can advance its counter")
 	}
 	return l.Err()
+}
+
+// earliestRelease is how long after a renewal is sent the Lock may give the lease to
+// another owner at the earliest (lock.ReleaseBound), TTL when it declares nothing.
+func (s Config) earliestRelease() time.Duration {
+	if s.Lock == nil {
+		return s.TTL
+	}
+	return lock.EarliestRelease(s.Lock, s.TTL)
+}
+
+// life is how long after a renewal is sent its term stays live: the grace, the
+// unwind and the release must all fit, Margin early, before the earliest release.
+func (s Config) life() time.Duration {
+	return s.earliestRelease() - s.Margin - s.YieldGrace - s.ReleaseTimeout
 }
 
 func allPositive(s Config) bool {

@@ -21,8 +21,47 @@
 // YieldGrace to return, then its ctx is cancelled and it gets ReleaseTimeout more;
 // the lease is released only once it has returned, and the release wakes the waiting
 // replicas. The soft deadline is placed so that all of this finishes Margin before
-// the lease could lapse, counting from when the latest successful renewal was sent;
-// Config.Validate refuses timings that do not fit.
+// the backend could give the lease to another replica, counting from when the latest
+// successful renewal was sent; Config.Validate refuses timings that do not fit.
+//
+// # Stepping down before anyone can take over
+//
+// A holder cut off from its backend — paused, partitioned, its host gone — must stop
+// before the backend hands its lease to someone else. That moment is the lock's
+// earliest release (lock.ReleaseBound), counted from when the last successful acquire
+// or renewal was sent: on Redis the TTL; on PostgreSQL the sooner of the TTL (the
+// session's idle_session_timeout) and the server's detection of a dead client (the
+// keepalives and TCP_USER_TIMEOUT pgkit sets on each session: by default 10s + 3 ×
+// 1s, and 13s, so 13s). A lock that declares nothing is taken to release at its TTL.
+// The soft deadline is
+//
+//	last renewal sent + earliest release − Margin − YieldGrace − ReleaseTimeout
+//
+// and New refuses, as a *fault.ConfigError naming TTL and the fields summed, timings
+// that break
+//
+//	RenewEvery + YieldGrace + ReleaseTimeout + Margin < earliest release (≤ TTL)
+//
+// so that a term whose renewals stop ends, its body told, unwound and its release
+// tried, Margin before the earliest release. At the defaults on PostgreSQL that is
+// 5 + 2 + 1 + 1 = 9s < 13s, and a term lives 9s after its last renewal.
+//
+// # Campaigning
+//
+// A replica that finds the lease held waits for its next campaign, drawn from
+// [0.8, 1] × CampaignEvery. With a lock that announces releases (Wake), a release
+// starts a campaign at once; the losers of that campaign draw their next wait from
+// [0, CampaignEvery), so that a fleet woken together does not campaign in lock-step
+// ever after. With a lock that can queue a campaigner on the backend (lock.Waiter:
+// pgkit.Lock), a replica that finds the lease held waits on the lock itself for up to
+// one interval, so a released or crashed holder's lease passes to it within a round
+// trip; it sends one command per wait, and holds a server session while it waits.
+//
+// Every replica needs its own Config.Owner. A replica that finds the lease held under
+// its own owner id, with a token no acquire of its own drew, logs an error naming the
+// id and the key and counts servicewright_leadership_duplicate_owner_total{key}; it
+// leaves that lease alone. A holder whose renewal finds its owner id with another
+// token (lock.ErrDuplicateOwner) logs the same and ends its term as lost.
 //
 // In the Host's sequence: Bind checks the backend without failing on it; Serve starts
 // the campaign and returns at stop still leading, so the term lasts through the drain
@@ -60,8 +99,9 @@
 // Leadership.Halted). Everything else — the backend gone, a slow callback — is logged
 // and retried.
 //
-// Metrics (WithRegisterer): servicewright_leadership_held{key} and
-// servicewright_leadership_terms_ended_total{key,reason}; spans (WithTracerProvider):
+// Metrics (WithRegisterer): servicewright_leadership_held{key},
+// servicewright_leadership_terms_ended_total{key,reason} and
+// servicewright_leadership_duplicate_owner_total{key}; spans (WithTracerProvider):
 // one "leadership.term" per term. A sustained rate of "lost"
 // or "expired" means the lock backend is slow or unreachable from the leader.
 package leader

@@ -24,6 +24,9 @@ var env testenv.Env
 // TestMain starts the package's services once; testenv.Run stops them and then
 // checks for leaked goroutines with goleak.Find, as goleak.VerifyTestMain would.
 func TestMain(m *testing.M) {
+	if os.Getenv(replicaEnv) != "" { // a replica process of the process tests
+		os.Exit(replicaMain())
+	}
 	os.Exit(testenv.Run(m, &env, testenv.WithRedis(), testenv.WithPostgres()))
 }
 

@@ -73,8 +73,9 @@ func newOptions(opts []Option) *options {
 }
 
 type metrics struct {
-	held  *prometheus.GaugeVec
-	ended *prometheus.CounterVec
+	held       *prometheus.GaugeVec
+	ended      *prometheus.CounterVec
+	duplicates *prometheus.CounterVec
 }
 
 // newMetrics makes the collectors and registers them with reg when it is not nil,
@@ -89,6 +90,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "servicewright_leadership_terms_ended_total",
 			Help: "Terms this replica ended, by key and reason (released, unclaimed, failed, lost, expired, yielded, stopped).",
 		}, []string{"key", "reason"}),
+		duplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "servicewright_leadership_duplicate_owner_total",
+			Help: "Times this replica found the lease for key held by another process with its own owner id.",
+		}, []string{"key"}),
 	}
 	if reg == nil {
 		return m, nil
@@ -99,6 +104,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return nil, err
 	}
 	if m.ended, err = register(reg, m.ended); err != nil {
+		return nil, err
+	}
+	if m.duplicates, err = register(reg, m.duplicates); err != nil {
 		return nil, err
 	}
 	return m, nil

@@ -40,9 +40,10 @@ type yieldResult struct {
 func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Time) (reason string, kept bool, fatal error) {
 	s := &l.conf
 	// The soft deadline leaves room for the grace, the unwind and the release
-	// before the lease could lapse, Margin early, counted from when the acquire or
-	// the latest renewal was sent.
-	life := s.TTL - s.Margin - s.YieldGrace - s.ReleaseTimeout
+	// before the backend could give the lease to another (its earliest release, at
+	// most the TTL), Margin early, counted from when the acquire or the latest
+	// renewal was sent.
+	life := s.life()
 	term := newTerm(lease, sent.Add(life))
 	log := l.log.With(zap.Uint64("token", lease.Token))
 	l.term.Store(term)
@@ -97,6 +98,9 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 				if s.Handoff == HandoffOnRequest && yielded == nil {
 					yielded = l.startYieldCheck(side)
 				}
+			case errors.Is(r.err, lock.ErrDuplicateOwner):
+				reason = ReasonLost
+				l.duplicate(0, r.err)
 			case errors.Is(r.err, lock.ErrNotHeld):
 				reason = ReasonLost
 				log.Warn("leadership: the lease is gone; ending the term", zap.Error(r.err))

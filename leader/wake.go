@@ -22,6 +22,7 @@ type watcher struct {
 	notices <-chan struct{}
 	stop    func()
 	tried   bool // a watch was attempted (a failure is logged once)
+	woken   bool // the latest pause was cut short by a notice
 }
 
 // watch starts the watch when Config.Wake asks for it, the lock is a
@@ -61,12 +62,31 @@ func (w *watcher) unwatch() {
 // after a jitter of up to wakeJitter. A notice that came while this replica was
 // campaigning or leading still counts (the lease may have been freed since it
 // looked); each notice starts at most one campaign, and a campaign it starts that
-// loses is followed by a full wait, so notices never make a replica spin.
+// loses is followed by a wait (see afterLoss), so notices never make a replica spin:
+// it campaigns at most once per release besides its own interval.
 func (l *Leadership) pause(ctx context.Context, d time.Duration, w *watcher) bool {
 	l.watch(ctx, w)
 	ok, woken := wait.SleepOrWake(d, l.quit, w.notices) // nil notices while not watching
+	w.woken = woken
 	if !woken {
 		return ok
 	}
 	return wait.Sleep(rand.N(wakeJitter+1), l.quit)
+}
+
+// afterLoss is the wait before the next campaign after one that did not win. A
+// campaign that queued on the lock (lock.Waiter) until its wait passed has waited
+// already: the next starts at once. One that a release notice started draws its
+// wait from [0, CampaignEvery): every waiter was woken by the same notice, and a
+// full interval from that one moment would keep them in lock-step, so that a crash
+// (which sends no notice) would land on average half an interval from anyone's
+// next campaign, however many replicas campaign.
+func (l *Leadership) afterLoss(st *campaignState, w *watcher) time.Duration {
+	switch {
+	case st.waited:
+		return 0
+	case w.woken:
+		return rand.N(l.conf.CampaignEvery)
+	}
+	return l.campaignWait()
 }

@@ -170,6 +170,10 @@ func (m *Memory) Inspect(ctx context.Context, key string) (Holder, error) {
 func (m *Memory) held(op string, lease Lease, now time.Time) (memLease, error) {
 	m.init()
 	cur, ok := m.current(lease.Key, now)
+	if ok && cur.owner == lease.Owner && cur.token != lease.Token {
+		return memLease{}, fmt.Errorf("%s %q token %d: held by owner %q with token %d: %w: %w",
+			op, lease.Key, lease.Token, lease.Owner, cur.token, ErrDuplicateOwner, ErrNotHeld)
+	}
 	if !ok || cur.owner != lease.Owner || cur.token != lease.Token {
 		return memLease{}, fmt.Errorf("%s %q token %d: %w", op, lease.Key, lease.Token, ErrNotHeld)
 	}

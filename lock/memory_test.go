@@ -45,3 +45,18 @@ func TestMemory(t *testing.T) {
 		}
 	})
 }
+
+func TestMemoryDuplicateOwner(t *testing.T) {
+	lk := lock.NewMemory()
+	ctx := context.Background()
+	old, _ := lk.Acquire(ctx, "k", "a", time.Minute)
+	_ = lk.Release(ctx, old)
+	if _, err := lk.Acquire(ctx, "k", "a", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []func(context.Context, lock.Lease) error{lk.Renew, lk.Release} {
+		if err := op(ctx, old); !errors.Is(err, lock.ErrNotHeld) || !errors.Is(err, lock.ErrDuplicateOwner) {
+			t.Fatalf("= %v; want ErrNotHeld and ErrDuplicateOwner", err)
+		}
+	}
+}

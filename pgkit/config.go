@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -25,6 +26,78 @@ type LockConfig struct {
 	// Table names the fence table, optionally schema-qualified ("locks.fence").
 	// The lock creates it when first used. Default DefaultTable.
 	Table string
+
+	// DeadClient says how fast the server gives up on a lock connection that went
+	// silent (its host gone, a partition): the keepalives and TCP_USER_TIMEOUT the
+	// lock sets on each of its sessions. A lease is freed at the earliest when the
+	// server detects that, so it bounds how long a holder may act (see
+	// Lock.EarliestRelease). Zero fields take DefaultDeadClient's.
+	DeadClient DeadClient
+}
+
+// DeadClient is the server-side detection of a silent client, set per session
+// (tcp_keepalives_idle, tcp_keepalives_interval, tcp_keepalives_count,
+// tcp_user_timeout). Keepalive times are whole seconds, as PostgreSQL takes them.
+type DeadClient struct {
+	// KeepaliveIdle is the silence after which the server sends its first probe.
+	KeepaliveIdle time.Duration
+	// KeepaliveInterval is the time between unanswered probes.
+	KeepaliveInterval time.Duration
+	// KeepaliveCount is how many unanswered probes end the session.
+	KeepaliveCount int
+	// UserTimeout ends the session when data the server sent stays unacknowledged
+	// this long (a partition while a reply is in flight, when keepalives do not
+	// run). Whole milliseconds.
+	UserTimeout time.Duration
+}
+
+// DefaultDeadClient detects a silent client after 10s + 3 × 1s = 13s of silence, or
+// 13s of unacknowledged data: within the leader's default TTL (15s), with room for
+// the default RenewEvery, YieldGrace, ReleaseTimeout and Margin (5+2+1+1 = 9s).
+var DefaultDeadClient = DeadClient{KeepaliveIdle: 10 * time.Second, KeepaliveInterval: time.Second, KeepaliveCount: 3, UserTimeout: 13 * time.Second}
+
+// within is the longest silence the server tolerates before it ends a session:
+// the earlier of the keepalives' end and the user timeout.
+func (d DeadClient) within() time.Duration {
+	return min(d.KeepaliveIdle+time.Duration(d.KeepaliveCount)*d.KeepaliveInterval, d.UserTimeout)
+}
+
+func (d DeadClient) withDefaults() DeadClient {
+	if d.KeepaliveIdle == 0 {
+		d.KeepaliveIdle = DefaultDeadClient.KeepaliveIdle
+	}
+	if d.KeepaliveInterval == 0 {
+		d.KeepaliveInterval = DefaultDeadClient.KeepaliveInterval
+	}
+	if d.KeepaliveCount == 0 {
+		d.KeepaliveCount = DefaultDeadClient.KeepaliveCount
+	}
+	if d.UserTimeout == 0 {
+		d.UserTimeout = DefaultDeadClient.UserTimeout
+	}
+	return d
+}
+
+func (d DeadClient) check(l *fault.Problems) {
+	for _, f := range []struct {
+		name string
+		v    time.Duration
+		unit time.Duration
+	}{
+		{"DeadClient.KeepaliveIdle", d.KeepaliveIdle, time.Second},
+		{"DeadClient.KeepaliveInterval", d.KeepaliveInterval, time.Second},
+		{"DeadClient.UserTimeout", d.UserTimeout, time.Millisecond},
+	} {
+		switch {
+		case f.v < 0:
+			l.Addf(f.name, "must not be negative, got %v", f.v)
+		case f.v%f.unit != 0:
+			l.Addf(f.name, "must be a whole number of %v (PostgreSQL's unit), got %v", f.unit, f.v)
+		}
+	}
+	if d.KeepaliveCount < 0 {
+		l.Addf("DeadClient.KeepaliveCount", "must not be negative, got %d", d.KeepaliveCount)
+	}
 }
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
@@ -47,6 +120,7 @@ func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string,
 		pc.RuntimeParams["application_name"] = "servicewright-lock"
 		connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, pc.Copy()) }
 	}
+	cfg.DeadClient.check(&l)
 	table := cfg.Table
 	if table == "" {
 		table = DefaultTable

@@ -18,8 +18,10 @@ import (
 )
 
 var (
-	_ lock.Lock     = (*Lock)(nil)
-	_ lock.Notifier = (*Lock)(nil)
+	_ lock.Lock         = (*Lock)(nil)
+	_ lock.Notifier     = (*Lock)(nil)
+	_ lock.ReleaseBound = (*Lock)(nil)
+	_ lock.Waiter       = (*Lock)(nil)
 )
 
 // DefaultTable names the fence table a Lock creates and writes.
@@ -50,9 +52,16 @@ const maxIdle = 2
 // Each held lease costs a connection; so do Inspect and AdvanceFence (one shared
 // connection) and the watches (another), and up to two idle connections are kept
 // for the next acquire. A ctx that ends a call on a lease's connection mid-query
-// closes the connection, which ends that lease. The server also sends TCP
-// keepalives on the lock's connections (idle 5s, interval 1s, 3 probes), so a holder
-// whose host vanished is cut off after about 8s, within the default TTL.
+// closes the connection, which ends that lease. The server also gives up on a
+// silent connection (LockConfig.DeadClient: keepalives idle 10s, interval 1s, 3
+// probes, and a 13s TCP_USER_TIMEOUT by default), so a holder whose host vanished or
+// that is cut off by a partition loses its lease after about 13s, within the default
+// TTL; EarliestRelease declares that bound, and a Leadership steps down before it.
+//
+// AcquireWait (lock.Waiter) queues a campaigner on the advisory lock itself, on its
+// own session: a killed holder's lease passes to a waiter as soon as the server sees
+// the holder's socket close, in one round trip. Each waiting campaigner costs a
+// server session (a connection and a backend process) for as long as it waits.
 //
 // A lease taken once and left to lapse (a cron tick's) holds its connection until
 // the server ends the session at the TTL; the lock closes what is left of it at a
@@ -63,12 +72,15 @@ const maxIdle = 2
 // and must not sit between a Lock and the server.
 type Lock struct {
 	connect func(ctx context.Context) (*pgx.Conn, error)
-	table   string // quoted identifier
+	table   string     // quoted identifier
+	dead    DeadClient // with defaults
 
 	mu     sync.Mutex
 	held   map[string]*session // sessions that hold a lease, by key
 	idle   []*session          // sessions that hold none
 	closed bool
+	waits  context.Context // cancelled by Close: ends every AcquireWait in flight
+	stop   context.CancelFunc
 
 	admin    sync.Mutex // guards adminC and ensured
 	adminC   *pgx.Conn
@@ -94,7 +106,8 @@ func NewLock(cfg LockConfig) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Lock{connect: connect, table: table, held: map[string]*session{}}, nil
+	waits, stop := context.WithCancel(context.Background())
+	return &Lock{connect: connect, table: table, dead: cfg.DeadClient.withDefaults(), held: map[string]*session{}, waits: waits, stop: stop}, nil
 }
 
 // keyHash is the advisory lock's key for a lock name.
@@ -109,15 +122,31 @@ func channel(h int64) string { return "swlock_" + strconv.FormatUint(uint64(h), 
 
 func ms(d time.Duration) int64 { return int64((d + time.Millisecond - 1) / time.Millisecond) }
 
+// EarliestRelease implements lock.ReleaseBound: the server frees a silent holder's
+// lease when its session ends, at the earliest of idle_session_timeout (ttl) and its
+// detection of a dead client (DeadClient: keepalive idle + count × interval, or
+// TCP_USER_TIMEOUT), counted from the last packet it received, which is no earlier
+// than the acquire or renewal was sent.
+func (l *Lock) EarliestRelease(ttl time.Duration) time.Duration {
+	return min(ttl, l.dead.within())
+}
+
+func checkAcquire(key, owner string, ttl time.Duration) error {
+	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+		return err
+	}
+	if ms(ttl) > math.MaxInt32 {
+		return fault.Invalid("ttl", "must be at most %v, the longest idle_session_timeout PostgreSQL takes, got %v",
+			time.Duration(math.MaxInt32)*time.Millisecond, ttl)
+	}
+	return nil
+}
+
 // Acquire implements lock.Lock. A ttl above the server's limit for
 // idle_session_timeout (about 24.8 days) is a *fault.ConfigError.
 func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+	if err := checkAcquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
-	}
-	if ms(ttl) > math.MaxInt32 {
-		return lock.Lease{}, fault.Invalid("ttl", "must be at most %v, the longest idle_session_timeout PostgreSQL takes, got %v",
-			time.Duration(math.MaxInt32)*time.Millisecond, ttl)
 	}
 	if err := l.ensure(ctx); err != nil {
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
@@ -147,8 +176,19 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		}
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrFenceExhausted)
 	}
-	s.owner, s.token, s.expires = owner, uint64(*token), time.Now().Add(ttl)
+	return l.hold(s, key, owner, uint64(*token), ttl)
+}
+
+// hold records s as the session holding key's lease. A Lock closed meanwhile
+// closes s instead, which frees the lease, and returns an error.
+func (l *Lock) hold(s *session, key, owner string, token uint64, ttl time.Duration) (lock.Lease, error) {
+	s.owner, s.token, s.expires = owner, token, time.Now().Add(ttl)
 	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		s.close()
+		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, errClosed)
+	}
 	old := l.held[key]
 	l.held[key] = s
 	lapsed := l.lapsedLocked(time.Now())
@@ -159,7 +199,7 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	for _, s := range lapsed {
 		s.close()
 	}
-	return lock.Lease{Key: key, Owner: owner, Token: uint64(*token), TTL: ttl}, nil
+	return lock.Lease{Key: key, Owner: owner, Token: token, TTL: ttl}, nil
 }
 
 // lapsedLocked removes and returns the sessions whose lease the server has ended
@@ -313,9 +353,11 @@ func (l *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
 }
 
 // Close ends every session of the lock, which frees the leases it holds (without
-// a release notice), and stops its watches. It returns once they are closed or ctx
+// a release notice), cancels the waits in flight (AcquireWait) and stops its
+// watches. It returns once they are closed or ctx
 // is done. The Lock is not usable afterwards.
 func (l *Lock) Close(ctx context.Context) error {
+	l.stop() // the waits close their own sessions
 	l.mu.Lock()
 	l.closed = true
 	all := append([]*session(nil), l.idle...)

@@ -17,13 +17,17 @@ var errClosed = errors.New("pgkit: lock is closed")
 // closeTimeout bounds the goodbye to the server when a connection is closed.
 const closeTimeout = time.Second
 
-// open opens one connection for the lock and sets its server-side keepalives.
+// open opens one connection for the lock and sets its server-side dead-client
+// detection (DeadClient).
 func (l *Lock) open(ctx context.Context) (*pgx.Conn, error) {
 	c, err := l.connect(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
-	if _, err := c.Exec(ctx, keepaliveSQL); err != nil {
+	d := l.dead
+	if _, err := c.Exec(ctx, keepaliveSQL, strconv.FormatInt(int64(d.KeepaliveIdle/time.Second), 10),
+		strconv.FormatInt(int64(d.KeepaliveInterval/time.Second), 10), strconv.Itoa(d.KeepaliveCount),
+		strconv.FormatInt(int64(d.UserTimeout/time.Millisecond), 10)); err != nil {
 		closeConn(c)
 		return nil, fmt.Errorf("connect: %w", err)
 	}

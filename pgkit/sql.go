@@ -43,10 +43,27 @@ ON CONFLICT (key) DO UPDATE SET fence = GREATEST(t.fence, EXCLUDED.fence) WHERE 
 		AND classid::int8 = $2 AND objid::int8 = $3)
 FROM %[1]s t WHERE t.key = $1`
 
-	// Server-side TCP keepalives on each lock connection: a holder whose host
-	// vanished is cut off after idle + interval × count = 8s.
-	keepaliveSQL = `SELECT set_config('tcp_keepalives_idle', '5', false), set_config('tcp_keepalives_interval', '1', false),
-	set_config('tcp_keepalives_count', '3', false)`
+	// Server-side dead-client detection on each lock connection (DeadClient): $1
+	// keepalive idle (s), $2 interval (s), $3 count, $4 user timeout (ms), as text.
+	keepaliveSQL = `SELECT set_config('tcp_keepalives_idle', $1, false), set_config('tcp_keepalives_interval', $2, false),
+	set_config('tcp_keepalives_count', $3, false), set_config('tcp_user_timeout', $4, false)`
+
+	// The waiting acquire, sent as one pipeline (one round trip, one implicit
+	// transaction): lockTimeoutSQL bounds the wait ($1 ms as text; reverted with
+	// the transaction when the wait times out), waitLockSQL queues on the advisory
+	// lock ($1 advisory key), then lockTimeoutSQL with '0', then waitedSQL writes
+	// the fence row and the idle timeout as acquireSQL does. A session-level
+	// advisory lock survives the transaction's end either way.
+	lockTimeoutSQL = `SELECT set_config('lock_timeout', $1, false)`
+	waitLockSQL    = `SELECT pg_advisory_lock($1)`
+	// $1 key, $2 owner, $3 ttl in ms, $4 MaxToken, $5 ttl in ms as text.
+	waitedSQL = `WITH up AS (
+	INSERT INTO %[1]s AS t (key, owner, token, fence, ttl_ms)
+	VALUES ($1, $2, 1, 1, $3)
+	ON CONFLICT (key) DO UPDATE SET fence = t.fence + 1, token = t.fence + 1, owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms
+	WHERE t.fence < $4
+	RETURNING t.token)
+SELECT (SELECT token FROM up), set_config('idle_session_timeout', CASE WHEN EXISTS (SELECT 1 FROM up) THEN $5 ELSE '0' END, false)`
 )
 
 // ddlLockKey serialises CREATE TABLE IF NOT EXISTS across processes, which would

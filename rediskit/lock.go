@@ -16,8 +16,9 @@ import (
 )
 
 var (
-	_ lock.Lock     = (*Lock)(nil)
-	_ lock.Notifier = (*Lock)(nil)
+	_ lock.Lock         = (*Lock)(nil)
+	_ lock.Notifier     = (*Lock)(nil)
+	_ lock.ReleaseBound = (*Lock)(nil)
 )
 
 // DefaultKeyPrefix starts the name of every Redis key a Lock writes.
@@ -37,11 +38,19 @@ local t = redis.call('INCR', KEYS[2])
 if tonumber(ARGV[4]) > 0 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
 redis.call('SET', KEYS[1], ARGV[1] .. ':' .. string.format('%d', t), 'NX', 'PX', ARGV[2])
 return t`
+	// renew and release return -1 when the lease is held by the same owner with
+	// another token (ARGV[3] is the owner): a duplicate owner id.
 	renewLua = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+local v = redis.call('GET', KEYS[1])
+if v == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+if v and string.sub(v, 1, #ARGV[3] + 1) == ARGV[3] .. ':' and string.match(string.sub(v, #ARGV[3] + 2), '^%d+$') then return -1 end
 return 0`
 	releaseLua = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local v = redis.call('GET', KEYS[1])
+if v ~= ARGV[1] then
+	if v and string.sub(v, 1, #ARGV[3] + 1) == ARGV[3] .. ':' and string.match(string.sub(v, #ARGV[3] + 2), '^%d+$') then return -1 end
+	return 0
+end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[2], ARGV[3])
 return 1`
@@ -176,7 +185,7 @@ func (r *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 
 // Renew implements lock.Lock.
 func (r *Lock) Renew(ctx context.Context, lease lock.Lease) error {
-	return r.compare(ctx, r.renew, "renew", lease, ms(lease.TTL))
+	return r.compare(ctx, r.renew, "renew", lease, ms(lease.TTL), lease.Owner)
 }
 
 // Release implements lock.Lock.
@@ -193,11 +202,19 @@ func (r *Lock) compare(ctx context.Context, s *redis.Script, op string, lease lo
 	if err != nil {
 		return fmt.Errorf("%s %q: %w", op, lease.Key, err)
 	}
+	if n == -1 {
+		return fmt.Errorf("%s %q token %d: owner %q: %w: %w", op, lease.Key, lease.Token, lease.Owner, lock.ErrDuplicateOwner, lock.ErrNotHeld)
+	}
 	if n != 1 {
 		return fmt.Errorf("%s %q token %d: %w", op, lease.Key, lease.Token, lock.ErrNotHeld)
 	}
 	return nil
 }
+
+// EarliestRelease implements lock.ReleaseBound: Redis hands a lease to another owner
+// when its TTL lapses, counted on Redis's clock from when the acquire or renewal
+// reached it, so no earlier than ttl after it was sent.
+func (r *Lock) EarliestRelease(ttl time.Duration) time.Duration { return ttl }
 
 // AdvanceFence implements lock.Lock.
 func (r *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error {

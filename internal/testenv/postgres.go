@@ -35,6 +35,7 @@ type Postgres struct {
 	root   string // temporary directory holding data/, sock/ and postgres.log
 	port   int
 	cred   *syscall.Credential // the postgres user's, when running as root
+	listen []string            // addresses besides 127.0.0.1 (PostgresListen)
 
 	mu      sync.Mutex
 	proc    *process
@@ -155,7 +156,7 @@ func (pg *Postgres) initdb() error {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %w; output:\n%s", err, out)
 	}
-	return nil
+	return pg.allowListen()
 }
 
 // traversable reports whether every folder from dir up to / can be entered by others.
@@ -188,7 +189,7 @@ func (pg *Postgres) start() error {
 		"-D", pg.dataDir(),
 		"-p", strconv.Itoa(pg.port),
 		"-k", filepath.Join(pg.root, "sock"),
-		"-c", "listen_addresses=127.0.0.1",
+		"-c", "listen_addresses=" + strings.Join(append([]string{"127.0.0.1"}, pg.listen...), ","),
 		"-c", "fsync=off",
 		"-c", "full_page_writes=off",
 		"-c", "shared_buffers=32MB",

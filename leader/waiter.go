@@ -1,0 +1,110 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/lock"
+)
+
+// waiter returns the lock as a lock.Waiter when a campaigner that finds the lease
+// held should queue on the backend for it (Wake is WakeOnRelease and the lock can),
+// nil otherwise.
+func (l *Leadership) waiter() lock.Waiter {
+	if l.conf.Wake != WakeOnRelease {
+		return nil
+	}
+	w, _ := l.conf.Lock.(lock.Waiter)
+	return w
+}
+
+// waitAcquire queues on the lock for up to wait (lock.Waiter), so a holder's release
+// or crash passes the lease to this replica within a round trip. The call is
+// cancelled with ctx (Drain); one that lands as ctx ends is released. The time
+// returned is when the wait was sent: the lease's deadlines count from it, which
+// can only make the first renewal come sooner.
+func (l *Leadership) waitAcquire(ctx context.Context, w lock.Waiter, wait time.Duration) (lock.Lease, time.Time, error) {
+	s := &l.conf
+	type result struct {
+		lease lock.Lease
+		err   error
+	}
+	var (
+		mu     sync.Mutex
+		gaveUp bool
+		ch     = make(chan result, 1)
+		sent   = time.Now()
+		rctx   = context.WithoutCancel(ctx)
+	)
+	l.acq.Go(func() {
+		// The backend ends the wait itself after wait; CampaignEvery more bounds
+		// a backend that does not answer.
+		cctx, cancel := context.WithTimeout(ctx, wait+s.CampaignEvery)
+		defer cancel()
+		var r result
+		r.err = safe.Call("acquire", func() (err error) {
+			r.lease, err = w.AcquireWait(cctx, s.Key, s.Owner, s.TTL, wait)
+			return err
+		})
+		mu.Lock()
+		late := gaveUp
+		if !late {
+			ch <- r
+		}
+		mu.Unlock()
+		if late && r.err == nil {
+			l.release(rctx, r.lease, "waiting acquire that landed while stopping")
+		}
+	})
+	select {
+	case r := <-ch:
+		return r.lease, sent, r.err
+	case <-ctx.Done():
+	}
+	mu.Lock()
+	gaveUp = true
+	mu.Unlock()
+	select {
+	case r := <-ch:
+		if r.err == nil {
+			l.release(rctx, r.lease, "waiting acquire that landed while stopping")
+		}
+	default:
+	}
+	return lock.Lease{}, sent, ctx.Err()
+}
+
+// queue is the campaign of a replica that found the lease held and can queue on the
+// lock: it advances the fence first when FenceFloor is set and it has not since its
+// last unclaimed term, then waits on the lock for up to one campaign interval.
+func (l *Leadership) queue(ctx context.Context, st *campaignState, w lock.Waiter) (*lock.Lease, time.Time, error) {
+	st.waited = false
+	if l.conf.FenceFloor != nil && !st.fenced {
+		if err := l.advanceFence(ctx); err != nil {
+			return nil, time.Time{}, err
+		}
+		st.fenced = true
+	}
+	// A full interval: the backend's queue decides who is next, so there is no
+	// lock-step to break, and each wait is one command.
+	lease, sent, err := l.waitAcquire(ctx, w, l.conf.CampaignEvery)
+	switch {
+	case err == nil:
+		return &lease, sent, nil
+	case isFatal(err):
+		return nil, time.Time{}, err
+	case errors.Is(err, lock.ErrHeld):
+		st.waited = true
+		l.log.Debug("leadership: lease still held after waiting for it")
+	case ctx.Err() != nil:
+	default:
+		st.unsure = true
+		l.log.Warn("leadership: waiting acquire failed", zap.Error(err))
+	}
+	return nil, time.Time{}, nil
+}
