@@ -175,9 +175,9 @@ func memory(t *testing.T, pid int) (rss, peak int64) {
 	return rss, peak
 }
 
-// metricValue returns the value of the example's sample name{entrypoint="grpc"}, or
+// grpcMetric returns the value of the example's sample name{entrypoint="grpc"}, or
 // -1 when /metrics has no such sample.
-func metricValue(t *testing.T, probe, name string) float64 {
+func grpcMetric(t *testing.T, probe, name string) float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + probe + "/metrics")
 	if err != nil {
@@ -348,7 +348,7 @@ func TestGRPCRapidReset(t *testing.T) {
 	if calmed.Load() == 0 {
 		t.Error("no attacker connection got a GOAWAY with ENHANCE_YOUR_CALM")
 	}
-	cut := metricValue(t, probe, "servicewright_grpc_reset_abuse_closed_total")
+	cut := grpcMetric(t, probe, "servicewright_grpc_reset_abuse_closed_total")
 	if cut < 2 {
 		t.Errorf("servicewright_grpc_reset_abuse_closed_total = %v, want at least the 2 first connections", cut)
 	}
@@ -367,7 +367,7 @@ func TestGRPCRapidReset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cutDuring := metricValue(t, probe, "servicewright_grpc_reset_abuse_closed_total") - cut
+	cutDuring := grpcMetric(t, probe, "servicewright_grpc_reset_abuse_closed_total") - cut
 	t.Logf("GetOrder p50 %s before the flood, %s during it (%.1fx); p99 %s before, %s during; %.0f attacker connections cut during the measurement (before it, the test's own attackers opened %d connections, %d of them sent GOAWAY ENHANCE_YOUR_CALM)",
 		before, during, float64(during)/float64(before), before99, during99, cutDuring, conns.Load(), calmed.Load())
 	if cutDuring < 1 {
