@@ -124,13 +124,17 @@ func probesOff() health.ListenerConfig { return health.ListenerConfig{Disabled: 
 
 func TestBudgetWarnings(t *testing.T) {
 	core, logs := observer.New(zap.InfoLevel)
-	_, err := host.New(host.AppSpec{
+	h, err := host.New(host.AppSpec{
 		ServiceName: "x", Probes: probesOff(), Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
 		Entrypoints: []host.Registration{{Entrypoint: newFake("a", &journal{})}},
 	}, env("TERMINATION_GRACE_PERIOD", "10", "KUBERNETES_SERVICE_HOST", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if n := logs.FilterMessage("shutdown budget").Len(); n != 0 {
+		t.Errorf("New logged %d budget lines; the spec is final only at Run", n)
+	}
+	runStopped(t, h)
 	budget := logs.FilterMessage("shutdown budget").All()
 	if len(budget) != 1 {
 		t.Fatalf("no shutdown budget line: %v", logs.All())
@@ -180,5 +184,16 @@ func TestCheckTimeoutFromEnv(t *testing.T) {
 				t.Fatalf("New = %v, %v; want a ConfigError with %q", h, err, tc.want)
 			}
 		})
+	}
+}
+
+// runStopped runs h with its stop already requested: startup logs the budget and
+// goes straight to cleanup.
+func runStopped(t *testing.T, h *host.Host) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := h.Run(ctx); err != nil {
+		t.Fatalf("Run with the stop requested: %v", err)
 	}
 }

@@ -29,6 +29,7 @@ type Host struct {
 	log      *zap.Logger
 
 	scope     Scope // the container's; nil without one
+	closers   []closer // OnClose's steps, in the order added (guarded by mu)
 	regs      []Registration
 	steps     []Step
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
@@ -139,7 +140,6 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			return nil, err
 		}
 	}
-	h.logBudgets()
 	return h, nil
 }
 
@@ -232,9 +232,11 @@ func (h *Host) worstCaseLocked() WorstCase {
 	u := units{
 		entrypoints:  len(h.regs),
 		drainPhases:  len(lc.phases),
+		phasesMax:    phasesMax(lc.phases),
 		preShutdown:  len(lc.hooks[hooks.PreShutdown]),
 		postShutdown: len(lc.hooks[hooks.PostShutdown]),
 		container:    h.scope != nil,
+		closers:      len(h.closers),
 		probes:       h.probe != nil,
 		reporter:     h.tel.reporter != nil,
 	}
@@ -268,7 +270,15 @@ func (h *Host) logBudgets() {
 			zap.Duration("worst_case", w.Total), zap.Duration("termination_grace_period", grace),
 			zap.String("figures", w.String()))
 	}
-	if _, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST"); k8s && h.budgets.DrainDelay == 0 && !h.onlyTasks() {
+	_, k8s := h.opts.lookup("KUBERNETES_SERVICE_HOST")
+	if k8s && grace == 0 && !w.Fits(defaultK8sGrace) {
+		h.log.Warn("running under Kubernetes without TERMINATION_GRACE_PERIOD, and the worst-case exit does not fit "+
+			"Kubernetes' default grace period (30s) with 10% headroom: set terminationGracePeriodSeconds and "+
+			"TERMINATION_GRACE_PERIOD to cover it, or shrink the budgets",
+			zap.Duration("worst_case", w.Total), zap.Duration("default_grace", defaultK8sGrace),
+			zap.String("figures", w.String()))
+	}
+	if k8s && h.budgets.DrainDelay == 0 && !h.onlyTasks() {
 		h.log.Warn("running under Kubernetes with DrainDelay 0: endpoints are removed asynchronously, " +
 			"so requests routed during the first seconds of a stop will be refused; set SW_DRAIN_DELAY " +
 			"to the readiness probe's period x failureThreshold plus a few seconds")

@@ -205,13 +205,16 @@ func TestTask(t *testing.T) {
 func TestTaskBudgetWarnings(t *testing.T) {
 	task, _ := entrypoint.NewTask(entrypoint.TaskConfig{Name: "backfill"}, func(context.Context) error { return nil })
 	core, logs := observer.New(zap.InfoLevel)
-	_, err := host.New(host.AppSpec{
+	h, err := host.New(host.AppSpec{
 		ServiceName: "x", Probes: probesOff(), Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
 		Entrypoints: []host.Registration{{Entrypoint: task}},
 	}, env("KUBERNETES_SERVICE_HOST", "10.0.0.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_ = h.Run(ctx) // interrupted before it began: the budget is logged at bootstrap
 	if logs.FilterMessage("shutdown budget").Len() != 1 {
 		t.Fatal("no shutdown budget line")
 	}

@@ -84,9 +84,17 @@ func (r *run) teardown(cause error) error {
 			r.step(fmt.Sprintf("warmup %q Stop", s.Name), s.Stop)
 		}
 	}
-	if r.scopeOpen {
+	h.mu.Lock()
+	closers := h.closers
+	h.mu.Unlock()
+	if r.scopeOpen || len(closers) > 0 {
 		r.enter(StageCloseScope)
+	}
+	if r.scopeOpen {
 		r.step("close container", func(ctx context.Context) error { return h.scope.Close(ctx) })
+	}
+	for _, c := range slices.Backward(closers) {
+		r.step(fmt.Sprintf("close %q", c.name), c.close)
 	}
 	r.enter(StageFlush)
 	reported := r.flush(h.tel.flush)

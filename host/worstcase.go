@@ -12,10 +12,12 @@ import (
 type units struct {
 	entrypoints  int
 	drainPhases  int
+	phasesMax    time.Duration // the sum of the phases' MaxDuration; 0 when one has none
 	preShutdown  int
 	postShutdown int
 	warmupStops  int
 	container    bool
+	closers      int // OnClose's steps
 	probes       bool
 	reporter     bool // an error reporter, flushed again after post_shutdown and close_probes
 }
@@ -93,7 +95,11 @@ func (b Budgets) worstCase(u units) WorstCase {
 		add(StageDrainDelay, b.DrainDelay, "DrainDelay")
 	}
 	if u.drainPhases > 0 {
-		add(StageDrainPhases, addSat(b.DrainPhasesBudget, hooks.AbandonAfter), "DrainPhasesBudget + 1s for a phase that ignores cancellation")
+		if u.phasesMax > 0 && u.phasesMax < b.DrainPhasesBudget {
+			add(StageDrainPhases, addSat(u.phasesMax, hooks.AbandonAfter), "the phases' MaxDuration, summed, + 1s for a phase that ignores cancellation")
+		} else {
+			add(StageDrainPhases, addSat(b.DrainPhasesBudget, hooks.AbandonAfter), "DrainPhasesBudget + 1s for a phase that ignores cancellation")
+		}
 	}
 	if u.entrypoints > 0 {
 		add(StageDrain, addSat(b.DrainGrace, drainSlack), "DrainGrace + 5s slack, every Drain at once")
@@ -103,8 +109,8 @@ func (b Budgets) worstCase(u units) WorstCase {
 	}
 	add(StagePreShutdown, mulSat(u.preShutdown, hook), fmt.Sprintf("StepTimeout x %d hooks", u.preShutdown))
 	add(StageWarmupStop, mulSat(u.warmupStops, step), fmt.Sprintf("StepTimeout x %d warmup steps", u.warmupStops))
-	if u.container {
-		add(StageCloseScope, step, "StepTimeout")
+	if n := u.closers + b2i(u.container); n > 0 {
+		add(StageCloseScope, mulSat(n, step), fmt.Sprintf("StepTimeout x %d (the container and OnClose's steps)", n))
 	}
 	if u.reporter && (u.postShutdown > 0 || u.probes) {
 		add(StageFlush, mulSat(2, step), "StepTimeout x 2: the flush, and the reporter's again for what came after it")
@@ -116,4 +122,28 @@ func (b Budgets) worstCase(u units) WorstCase {
 		add(StageCloseProbes, step, "StepTimeout")
 	}
 	return w
+}
+
+// defaultK8sGrace is Kubernetes' default terminationGracePeriodSeconds.
+const defaultK8sGrace = 30 * time.Second
+
+// b2i is 1 for true.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// phasesMax is the sum of the phases' MaxDuration, which bounds their run when it is
+// below DrainPhasesBudget; 0 when a phase declares none (it may take the whole budget).
+func phasesMax(phases []hooks.DrainPhase) time.Duration {
+	var sum time.Duration
+	for _, p := range phases {
+		if p.MaxDuration <= 0 {
+			return 0
+		}
+		sum = addSat(sum, p.MaxDuration)
+	}
+	return sum
 }

@@ -1,0 +1,76 @@
+package host_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/host"
+)
+
+func TestBudgetsFit(t *testing.T) {
+	figure := func(w host.WorstCase, name string) time.Duration {
+		for _, f := range w.Figures {
+			if f.Name == name {
+				return f.Value
+			}
+		}
+		return 0
+	}
+	phase := func(name string, max time.Duration) hooks.DrainPhase {
+		return hooks.DrainPhase{Name: name, MaxDuration: max, Run: func(context.Context, time.Duration) error { return nil }}
+	}
+	build := func(t *testing.T, phases ...hooks.DrainPhase) *host.Host {
+		lc := &hooks.Registry{}
+		for _, p := range phases {
+			lc.AddDrainPhase(p)
+		}
+		h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(), Lifecycle: lc,
+			Budgets:   host.Budgets{DrainPhasesBudget: 20 * time.Second},
+			Telemetry: host.TelemetryConfig{Logger: zap.NewNop()}}, env())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+
+	t.Run("drain phases count at their declared MaxDuration when it is shorter than the budget", func(t *testing.T) {
+		h := build(t, phase("a", 2*time.Second), phase("b", 3*time.Second))
+		if got := figure(h.WorstCase(), "drain_phases"); got != 6*time.Second {
+			t.Errorf("drain_phases = %s, want 6s (2s + 3s + 1s for one that ignores cancellation)", got)
+		}
+		h = build(t, phase("a", 2*time.Second), phase("unbounded", 0))
+		if got := figure(h.WorstCase(), "drain_phases"); got != 21*time.Second {
+			t.Errorf("drain_phases = %s with a phase of no MaxDuration, want the 20s budget + 1s", got)
+		}
+	})
+
+	t.Run("under Kubernetes without a grace period, a worst case over 30s is warned about", func(t *testing.T) {
+		for _, tc := range []struct {
+			name  string
+			delay string
+			warn  bool
+		}{{"fits", "1s", false}, {"does not fit", "20s", true}} {
+			core, logs := observer.New(zap.WarnLevel)
+			h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(),
+				Entrypoints: []host.Registration{{Entrypoint: newFake("a", &journal{})}},
+				Telemetry:   host.TelemetryConfig{Logger: zap.New(core)}},
+				env("KUBERNETES_SERVICE_HOST", "10.0.0.1", "SW_DRAIN_DELAY", tc.delay))
+			if err != nil {
+				t.Fatal(err)
+			}
+			runStopped(t, h)
+			got := logs.FilterMessageSnippet("without TERMINATION_GRACE_PERIOD").All()
+			if (len(got) == 1) != tc.warn {
+				t.Errorf("%s (worst case %s): %d warnings, want warned=%v", tc.name, h.WorstCase().Total, len(got), tc.warn)
+			}
+			if tc.warn && len(got) == 1 && got[0].ContextMap()["figures"] == nil {
+				t.Errorf("the warning does not name the figures: %v", got[0].ContextMap())
+			}
+		}
+	})
+}
