@@ -28,7 +28,7 @@ type Host struct {
 	tel      *telemetry
 	log      *zap.Logger
 
-	scope     Scope // the container's; nil without one
+	scope     Scope    // the container's; nil without one
 	closers   []closer // OnClose's steps, in the order added (guarded by mu)
 	regs      []Registration
 	steps     []Step
