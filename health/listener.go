@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
@@ -75,6 +76,9 @@ type ListenerOptions struct {
 	Metrics   http.Handler     // served at /metrics when not nil
 	Lifecycle http.Handler     // served at /debug/lifecycle when not nil
 	Logger    *zap.Logger      // nil logs nothing
+	// Registerer, when set, receives servicewright_readiness_check_failing{check,gates}
+	// (see ReadinessOptions.Registerer).
+	Registerer prometheus.Registerer
 	// Routes are extra handlers served on the probe port, keyed by exact path (for
 	// example the Host's "/prestop", the target of a Kubernetes preStop httpGet). A
 	// path must begin with "/" and must not be one of the listener's own — /readyz,
@@ -163,8 +167,14 @@ func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listene
 	if log == nil {
 		log = zap.NewNop()
 	}
+	failing, err := newFailingGauge(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	e := newEvaluator(src, opts.Checks, cfg.CheckTimeout, log)
+	e.failing = failing
 	mux := http.NewServeMux()
-	mux.Handle("/readyz", &readiness{newEvaluator(src, opts.Checks, cfg.CheckTimeout, log)})
+	mux.Handle("/readyz", &readiness{e})
 	mux.Handle("/livez", Liveness())
 	mux.Handle("/startupz", newStartup(src, log))
 	if opts.Metrics != nil {

@@ -1,12 +1,15 @@
 package health_test
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
@@ -72,4 +75,36 @@ func TestListenerRoutes(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestListenerFailingGauge(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	down := health.CheckFunc(func(context.Context) error { return errors.New("refused") })
+	l := startListener(t, health.ListenerConfig{Addr: "127.0.0.1:0"}, ready(), health.ListenerOptions{
+		Checks:     map[string]health.Check{"db": down},
+		Registerer: reg,
+	})
+	if code, _ := text(t, client(), "http://"+l.Addr().String()+"/readyz"); code != 200 {
+		t.Errorf("/readyz = %d with a failing shared check, want 200 degraded", code)
+	}
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, f := range families {
+		if f.GetName() != "servicewright_readiness_check_failing" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == "check" && lp.GetValue() == "db" && m.GetGauge().GetValue() == 1 {
+					found = true
+				}
+			}
+		}
+	}
+	if !found {
+		t.Error("the probe listener's /readyz does not set servicewright_readiness_check_failing{check=\"db\"} to 1")
+	}
 }

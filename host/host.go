@@ -133,6 +133,9 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			Lifecycle: h.lifecycleHandler(),
 			Logger:    h.log.Named("probes"),
 			Routes:    map[string]http.Handler{PreStopPath: h.preStopHandler()},
+			// The gauge of each check that fails, gating or not: a degraded replica
+			// stays in rotation, so the metric is how an operator sees it.
+			Registerer: tel.reg,
 		})
 		if err != nil {
 			h.log.Error("invalid configuration; nothing was started", zap.Error(err))
