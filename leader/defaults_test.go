@@ -107,3 +107,33 @@ func gatheredNames(t *testing.T, reg *prometheus.Registry) map[string]bool {
 	}
 	return names
 }
+
+// A replica that has not led is scraped with servicewright_leadership_held 0, not
+// without the series.
+func TestHeldZeroBeforeLeading(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		l, err := New(vSpec(lock.NewMemory(), "a"), func(ctx context.Context, term *Term) error { return nil },
+			WithRegisterer(reg))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Bind(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		defer l.Stop(context.Background())
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "servicewright_leadership_held" {
+				if m := mf.GetMetric(); len(m) == 1 && m[0].GetGauge().GetValue() == 0 {
+					return
+				}
+				t.Fatalf("held = %v, want one series at 0", mf.GetMetric())
+			}
+		}
+		t.Error("no servicewright_leadership_held series before the first term")
+	})
+}

@@ -136,6 +136,9 @@ func (l *Leadership) Bind(ctx context.Context) error {
 	if err != nil {
 		l.log.Warn("leadership: lock backend did not answer at bind; the campaign keeps trying", zap.Error(err))
 	}
+	// 0 from the start, not absent: a replica that never led is scraped as not
+	// leading, and "sum(held) == 0" finds a fleet without a leader.
+	l.m.held.WithLabelValues(s.Key).Set(0)
 	l.guard.Bound()
 	return nil
 }
