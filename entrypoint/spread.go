@@ -2,6 +2,7 @@ package entrypoint
 
 import (
 	"context"
+	"errors"
 	"time"
 )
 
@@ -82,3 +83,8 @@ func spreadWindow(ctx context.Context, window time.Duration) time.Duration {
 	}
 	return max(window, 0)
 }
+
+// ErrStreamDrained is the context.Cause of a long-lived request's ctx (a stream, a
+// server-streaming RPC) when its server ends it: the spread drain reached it, or Stop
+// cut it. httpentry.ErrStreamDrained and grpcentry.ErrStreamDrained are this value.
+var ErrStreamDrained = errors.New("stream closed by the server's drain")

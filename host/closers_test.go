@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hosttest"
 )
@@ -85,6 +86,41 @@ func TestOnClose(t *testing.T) {
 		}
 		if err := x.Host().OnClose("pool", nil); err == nil {
 			t.Error("OnClose with a nil func accepted")
+		}
+	})
+}
+
+// servicewright_shutdowns_total is counted while the probe listener still serves
+// /metrics: a post_shutdown hook, which runs before the listener closes, sees it.
+func TestShutdownsCountedBeforeProbesClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var h *host.Host
+		var seen float64 = -1
+		lc := &hooks.Registry{}
+		lc.AddPostShutdown("read", func(context.Context) error {
+			mfs, err := h.Gatherer().Gather()
+			if err != nil {
+				return err
+			}
+			for _, mf := range mfs {
+				if mf.GetName() == "servicewright_shutdowns_total" {
+					for _, m := range mf.GetMetric() {
+						seen = m.GetCounter().GetValue()
+					}
+				}
+			}
+			return nil
+		})
+		x := hosttest.New(t, host.AppSpec{ServiceName: "svc", Lifecycle: lc})
+		h = x.Host()
+		x.Start()
+		x.WaitStage(host.StageServe)
+		x.Stop()
+		if err := x.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		if seen != 1 {
+			t.Errorf("servicewright_shutdowns_total = %v in a post_shutdown hook, want 1", seen)
 		}
 	})
 }

@@ -87,7 +87,6 @@ func (r *report) worsen(res Result) {
 // settled (after_result).
 func (r *report) log(h *Host, res Result, err, cause error, total time.Duration) {
 	result := res.String()
-	h.tel.metrics.shutdowns.WithLabelValues(result).Inc()
 	fields := []zap.Field{
 		zap.String("result", result),
 		zap.Int("exit_code", ExitCode(err)),

@@ -103,6 +103,9 @@ func (r *run) teardown(cause error) error {
 	res, err := r.result(cause, cutAt.Load())
 	h.shutdown.settle(res)
 	r.report.settled = true
+	// Counted now, while the probe listener still serves /metrics: a count made
+	// after it closed would never be scraped.
+	h.tel.metrics.shutdowns.WithLabelValues(res.String()).Inc()
 	if r.hooksRan {
 		r.enter(StagePostShutdown)
 		r.shutdownHooks(hooks.PostShutdown)

@@ -2,12 +2,12 @@ package grpcentry
 
 import (
 	"context"
-	"errors"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -15,7 +15,8 @@ import (
 // it: the spread drain reached it, or Stop cut it. A handler that returns when its
 // ctx is done needs nothing more: the Server turns what it returns into
 // StatusStreamDrained. One that checks context.Cause can send a last message first.
-var ErrStreamDrained = errors.New("grpcentry: stream closed by the server's drain")
+// It is entrypoint.ErrStreamDrained, the one sentinel every transport uses.
+var ErrStreamDrained = entrypoint.ErrStreamDrained
 
 // StatusStreamDrained is the status a drained stream ends with, unless its handler
 // returned a status of its own: UNAVAILABLE, which a client may retry at once,

@@ -8,14 +8,16 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // ErrStreamDrained is the context.Cause of a stream's ctx when the Server ends the
 // stream: the spread drain reached it, or Stop cut it. A handler that sees it can end
 // its response cleanly, for instance with a final event telling the client to
-// reconnect.
-var ErrStreamDrained = errors.New("httpentry: stream closed by the server's drain")
+// reconnect. It is entrypoint.ErrStreamDrained, the one sentinel every transport
+// uses, so a handler shared by transports matches either.
+var ErrStreamDrained = entrypoint.ErrStreamDrained
 
 // streamKey finds a request's *stream in its ctx.
 type streamKey struct{}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // sseHandler serves /events as a Server-Sent Events stream that lasts until its
@@ -35,7 +37,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.(http.Flusher).Flush()
 	h.opened <- struct{}{}
 	<-ctx.Done()
-	if errors.Is(context.Cause(ctx), ErrStreamDrained) {
+	if errors.Is(context.Cause(ctx), entrypoint.ErrStreamDrained) { // the one sentinel: ErrStreamDrained is it
 		io.WriteString(w, "event: bye\ndata: reconnect\n\n")
 	}
 }
