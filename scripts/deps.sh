@@ -9,6 +9,10 @@ command -v haproxy >/dev/null || need+=(haproxy)
 command -v kcat >/dev/null || need+=(kcat)
 command -v wrk >/dev/null || need+=(wrk)
 command -v curl >/dev/null || need+=(curl)
+# ip and tc build the network namespaces of the leadership partition test; prlimit
+# runs the example under a descriptor limit.
+{ command -v ip >/dev/null && command -v tc >/dev/null; } || need+=(iproute2)
+command -v prlimit >/dev/null || need+=(util-linux)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
 
 if [ ${#need[@]} -gt 0 ]; then

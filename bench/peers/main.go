@@ -1,13 +1,3 @@
-// Command peers measures overload protection: one CPU-bound handler (about 2 ms of
-// CPU per request) in one server process at GOMAXPROCS=1, offered an open-loop load
-// at 0.5×, 1×, 2× and 4× its measured capacity, served bare by net/http, by
-// httpentry (adaptive admission on by default), behind go-zero's adaptive shedder
-// and behind kratos's BBR limiter. It prints goodput (2xx answered within 1 s, per
-// second) and the p99 of the admitted requests, as a markdown table.
-//
-// It is its own module so that the framework's go.mod never requires the peers.
-//
-//	cd bench/peers && go run .
 package main
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -56,16 +57,31 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 			if !embedded {
 				return brokers, nil
 			}
-			// The broker binds a free port itself and reports it: a port picked and
-			// released here could be taken by another socket before the broker binds it.
-			cluster, err := kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{
-				Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
+			// The address must be known now, for the producer and the consumer, but the
+			// broker starts with the container (a Host built and never run starts
+			// nothing). The port is held by a listener of ours until then and released
+			// just before the broker binds it, so no other socket can take it while the
+			// container is built and warmed up.
+			hold, err := net.Listen("tcp", "127.0.0.1:0")
 			if err != nil {
 				return nil, err
 			}
-			lc.Append(fx.StopHook(cluster.Close))
-			log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", cluster.Addr()))
-			return []string{cluster.Addr()}, nil
+			port := hold.Addr().(*net.TCPAddr).Port
+			addr := fmt.Sprintf("127.0.0.1:%d", port)
+			var cluster *kafkadev.Embedded
+			lc.Append(fx.Hook{
+				OnStart: func(context.Context) error {
+					hold.Close()
+					cluster, err = kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{
+						Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
+					if err == nil {
+						log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", addr))
+					}
+					return err
+				},
+				OnStop: func(context.Context) error { cluster.Close(); return nil },
+			})
+			return []string{addr}, nil
 		}),
 		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider) (*kafkakit.Producer, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers, Topic: ordersTopic},
