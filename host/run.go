@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -25,6 +26,7 @@ type run struct {
 
 	stageStart time.Time
 	span       trace.Span
+	spanCtx    atomic.Pointer[trace.SpanContext] // span's, for the lines logged from any goroutine
 	phases     phaseSpans
 
 	scopeOpen bool
@@ -102,13 +104,27 @@ func (r *run) enter(s Stage) {
 	r.stageStart = now
 	if s != StageStopped {
 		_, r.span = h.tel.tracer.Start(r.stageParent(s), "servicewright."+s.String())
+		sc := r.span.SpanContext()
+		r.spanCtx.Store(&sc)
 	} else {
 		r.span = nil
+		r.spanCtx.Store(nil)
 	}
-	h.log.Debug("stage", zap.Stringer("stage", s))
+	r.log().Debug("stage", zap.Stringer("stage", s))
 	if h.opts.observer != nil {
 		h.opts.observer(Event{Stage: s, Readiness: h.Readiness(), At: now})
 	}
+}
+
+// log is the Host's logger with the trace_id and span_id of the stage in progress,
+// so that each line the Host writes during a stage is found from its trace (see
+// LoggerFor). It is safe from any goroutine.
+func (r *run) log() *zap.Logger {
+	sc := r.spanCtx.Load()
+	if sc == nil || !sc.IsValid() {
+		return r.h.log
+	}
+	return r.h.log.With(zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
 }
 
 // startup runs the startup stages from opening the container to the post_start
@@ -124,7 +140,7 @@ func (r *run) startup(ctx context.Context) error {
 		if err := h.probe.Start(); err != nil {
 			return &StartupError{Stage: StageBootstrap, Err: err}
 		}
-		h.log.Info("probe listener open", zap.String("addr", h.ProbeAddr()))
+		r.log().Info("probe listener open", zap.String("addr", h.ProbeAddr()))
 	}
 	stages := []struct {
 		stage Stage
@@ -138,21 +154,21 @@ func (r *run) startup(ctx context.Context) error {
 	}
 	for _, s := range stages {
 		if r.stopping() {
-			h.log.Info("stop requested during startup; skipping the rest", zap.Stringer("next_stage", s.stage))
+			r.log().Info("stop requested during startup; skipping the rest", zap.Stringer("next_stage", s.stage))
 			return nil
 		}
 		r.enter(s.stage)
 		if err := s.run(ctx); err != nil {
 			if r.stopping() {
-				h.log.Info("startup stage cut short by stop", zap.Stringer("stage", s.stage), zap.Error(err))
+				r.log().Info("startup stage cut short by stop", zap.Stringer("stage", s.stage), zap.Error(err))
 				return nil
 			}
-			h.log.Error("startup failed", zap.Stringer("stage", s.stage), zap.Error(err))
+			r.log().Error("startup failed", zap.Stringer("stage", s.stage), zap.Error(err))
 			return &StartupError{Stage: s.stage, Err: err}
 		}
 	}
 	r.complete = true
-	h.log.Info("service ready", append([]zap.Field{zap.Int("entrypoints", len(r.bound))}, runtimeFields()...)...)
+	r.log().Info("service ready", append([]zap.Field{zap.Int("entrypoints", len(r.bound))}, runtimeFields()...)...)
 	return nil
 }
 
@@ -298,11 +314,11 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
 			if !essential(res.e) {
 				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
-				h.log.Error("non-essential entrypoint failed; the others keep serving",
+				r.log().Error("non-essential entrypoint failed; the others keep serving",
 					zap.String("entrypoint", res.e.name), zap.Error(err))
 				continue
 			}
-			h.log.Error("essential entrypoint failed; shutting down",
+			r.log().Error("essential entrypoint failed; shutting down",
 				zap.String("entrypoint", res.e.name), zap.Error(err))
 			h.shutdown.Begin()
 			return &EntrypointError{Entrypoint: res.e.name, Err: err}
@@ -316,7 +332,7 @@ func (r *run) servedAfterStop(res serveResult) {
 		res.e.set(entryBound)
 	}
 	if res.err != nil {
-		r.h.log.Warn("entrypoint Serve returned an error at stop",
+		r.log().Warn("entrypoint Serve returned an error at stop",
 			zap.String("entrypoint", res.e.name), zap.Error(res.err))
 	}
 }

@@ -156,7 +156,7 @@ func (r *run) flush(fn func(context.Context) []loss) uint64 {
 		r.report.lost = append(r.report.lost, l.signal+": "+l.err.Error())
 	}
 	if len(lost) > 0 {
-		h.log.Warn("telemetry not delivered at exit; the exit is not failed for it",
+		r.log().Warn("telemetry not delivered at exit; the exit is not failed for it",
 			zap.Strings("undelivered", r.report.lost), zap.Duration("timeout", h.budgets.StepTimeout))
 	}
 	return seen
@@ -195,7 +195,7 @@ func (r *run) announce(force context.Context) {
 		delay = h.drainDelayLeft() // prestop.go: less what PreStop already waited
 	}
 	if delay > 0 {
-		h.log.Info("readiness withdrawn; waiting the drain delay with every entrypoint accepting",
+		r.log().Info("readiness withdrawn; waiting the drain delay with every entrypoint accepting",
 			zap.Duration("drain_delay", delay))
 	}
 	timer := time.NewTimer(delay)
@@ -221,7 +221,7 @@ func (r *run) announce(force context.Context) {
 			gaveUp = true
 			for _, e := range r.bound {
 				if e.get() == entryServing {
-					h.log.Error("entrypoint Serve did not return after stop; draining it anyway",
+					r.log().Error("entrypoint Serve did not return after stop; draining it anyway",
 						zap.String("entrypoint", e.name))
 				}
 			}
@@ -274,11 +274,11 @@ func (r *run) drain(force context.Context) time.Time {
 		r.report.drained(e.name, o.before, o.left, o.took, o.err, detail)
 		switch {
 		case errors.Is(o.err, fault.ErrAbandoned):
-			h.log.Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
+			r.log().Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
 				zap.Int("in_flight", o.left))
 			r.report.overran(e.name + " drain")
 		case o.err != nil:
-			h.log.Warn("entrypoint did not drain cleanly; Stop will cut what is left",
+			r.log().Warn("entrypoint did not drain cleanly; Stop will cut what is left",
 				zap.String("entrypoint", e.name), zap.Int("in_flight", o.left), zap.Error(o.err))
 			if o.late {
 				r.report.overran(e.name + " drain")
@@ -305,7 +305,7 @@ func (r *run) stop() {
 	}
 	r.serve.cancel()
 	if !r.serve.collect(h.budgets.StepTimeout, r.servedAfterStop) {
-		h.log.Error("Serve still running after Stop; abandoning it", zap.Int("serve_calls", r.serve.pending))
+		r.log().Error("Serve still running after Stop; abandoning it", zap.Int("serve_calls", r.serve.pending))
 		r.report.overran("serve")
 	}
 }
@@ -317,7 +317,7 @@ func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 	if !h.shutdown.isCooperative() {
 		return
 	}
-	h.log.Info("cooperative shutdown: waiting for MarkApplicationDrained",
+	r.log().Info("cooperative shutdown: waiting for MarkApplicationDrained",
 		zap.Duration("at_most", max(time.Until(windowEnd), 0)))
 	t := time.NewTimer(max(time.Until(windowEnd), 0))
 	defer t.Stop()
@@ -325,7 +325,7 @@ func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 	case <-h.shutdown.drained:
 		return
 	case <-t.C:
-		h.log.Error("cooperative shutdown: the application did not call MarkApplicationDrained within the drain window; cleaning up")
+		r.log().Error("cooperative shutdown: the application did not call MarkApplicationDrained within the drain window; cleaning up")
 	case <-force.Done():
 	}
 	r.report.overran("cooperative wait")
@@ -362,17 +362,17 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 	err := safe.Bounded(ctx, what, courtesy, r.unit(what, true, fn))
 	switch {
 	case errors.Is(err, fault.ErrAbandoned):
-		h.log.Error("step abandoned after its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout))
+		r.log().Error("step abandoned after its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout))
 		r.report.overran(what)
 		r.report.abandon(what)
 	case ctx.Err() != nil:
-		h.log.Error("step overran its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout), zap.Error(err))
+		r.log().Error("step overran its timeout", zap.String("step", what), zap.Duration("timeout", h.budgets.StepTimeout), zap.Error(err))
 		r.report.overran(what)
 		if err == nil {
 			err = context.DeadlineExceeded
 		}
 	case err != nil:
-		h.log.Error("step failed", zap.String("step", what), zap.Error(err))
+		r.log().Error("step failed", zap.String("step", what), zap.Error(err))
 		r.report.errs(what, err)
 	}
 	return err
