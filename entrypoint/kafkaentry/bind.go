@@ -201,7 +201,7 @@ func (c *Consumer) openPartition(topic string, partition int, offset int64) (par
 		MaxBytes:        c.cfg.MaxBytes,
 		MaxWait:         c.cfg.MaxWait,
 		ReadLagInterval: -1,
-		ErrorLogger:     zapLogger(c.log, zapcore.WarnLevel),
+		ErrorLogger:     c.readerErrors(zapLogger(c.log, zapcore.WarnLevel)),
 	}
 	if c.log.Core().Enabled(zapcore.DebugLevel) {
 		rc.Logger = zapLogger(c.log, zapcore.DebugLevel)
@@ -229,6 +229,18 @@ func zapLogger(l *zap.Logger, lvl zapcore.Level) kafka.Logger {
 		if ce := l.Check(lvl, "kafka-go: "+strings.TrimSpace(fmt.Sprintf(msg, args...))); ce != nil {
 			ce.Write()
 		}
+	})
+}
+
+// readerErrors passes a partition reader's errors to l until Stop cut the readers:
+// from then on each reader reports the cut connection ("use of closed network
+// connection"), which is the exit working as intended, not a warning.
+func (c *Consumer) readerErrors(l kafka.Logger) kafka.Logger {
+	return kafka.LoggerFunc(func(msg string, args ...any) {
+		if c.readers.isCut() {
+			return
+		}
+		l.Printf(msg, args...)
 	})
 }
 

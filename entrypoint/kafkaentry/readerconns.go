@@ -53,6 +53,13 @@ func (rc *readerConns) dialer(base *kafka.Dialer) *kafka.Dialer {
 	return &d
 }
 
+// isCut reports whether Stop cut the readers: their errors from then on are the cut's.
+func (rc *readerConns) isCut() bool {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return rc.cut
+}
+
 // cutAll closes every reader connection, and refuses those dialed later.
 func (rc *readerConns) cutAll() {
 	rc.mu.Lock()

@@ -6,6 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
+
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 )
 
@@ -18,7 +21,8 @@ func TestStopCutsTheFetchInProgress(t *testing.T) {
 	col := newCollector()
 	cfg := config(t, topic)
 	cfg.MaxWait = 5 * time.Second // an idle fetch waits this long on the broker
-	c, err := kafkaentry.New(cfg, col.handle)
+	core, logs := observer.New(zap.WarnLevel)
+	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithLogger(zap.New(core)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,5 +47,10 @@ func TestStopCutsTheFetchInProgress(t *testing.T) {
 	}
 	if got, want := committed(t, cfg.GroupID, topic, 2), endOffsets(t, topic, 2); !maps.Equal(got, want) {
 		t.Errorf("committed offsets %v, want the end offsets %v", got, want)
+	}
+	// The readers report the connections Stop cut; that is the exit working, and it
+	// must not reach the log as a warning on every graceful stop.
+	if n := logs.FilterMessageSnippet("use of closed network connection").Len(); n != 0 {
+		t.Errorf("%d warnings about the cut connections: %v", n, logs.FilterMessageSnippet("use of closed").All())
 	}
 }
