@@ -27,7 +27,7 @@ type row struct {
 
 func main() {
 	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
-	out := flag.String("out", "BENCH.md", "where to write the report")
+	out := flag.String("out", "", "where to write the report (default BENCH.md for a whole run; a run with -only writes none unless asked, so that it never replaces the whole report with a part)")
 	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, grpc, leader, rolling, kafka, process, weight); all when empty")
 	flag.Parse()
 
@@ -50,7 +50,13 @@ func main() {
 	}
 	report := render(rows)
 	fmt.Print(report)
-	check(os.WriteFile(*out, []byte("# Benchmarks\n\n"+machine()+"\n"+report+"\nProduced by `make bench`.\n"), 0o644))
+	path := *out
+	if path == "" && *only == "" {
+		path = "BENCH.md"
+	}
+	if path != "" {
+		check(os.WriteFile(path, []byte("# Benchmarks\n\n"+machine()+"\n"+report+"\nProduced by `make bench`.\n"), 0o644))
+	}
 	for _, r := range rows {
 		if r.Verdict == "FAIL" {
 			os.Exit(1)
