@@ -234,6 +234,25 @@ func (l *Leadership) advanceFence(ctx context.Context) error {
 // deadlines count from it.
 func (l *Leadership) acquire(ctx context.Context, key string) (lock.Lease, time.Time, error) {
 	s := &l.conf
+	sent := time.Now()
+	t := time.NewTimer(s.CampaignEvery)
+	defer t.Stop()
+	lease, answered, err := l.awaitLease(ctx, t.C, context.WithoutCancel(ctx), s.TTL,
+		func(cctx context.Context) (lock.Lease, error) { return s.Lock.Acquire(cctx, key, s.Owner, s.TTL) },
+		"acquire that landed after the campaign stopped waiting")
+	if !answered {
+		return lock.Lease{}, sent, fmt.Errorf("acquire %q: %w after %v", key, errNoAnswer, s.CampaignEvery)
+	}
+	return lease, sent, err
+}
+
+// awaitLease runs call, with a ctx derived from callCtx and bounded by bound, in a
+// goroutine l.acq owns, and waits for its answer until giveUp fires or ctx is done.
+// It reports answered = false when it stopped waiting first. A lease that lands
+// after the wait gave up, or that answers just as ctx ended, is released with what
+// as the reason; an answer that comes as giveUp fires (ctx still live) is returned.
+func (l *Leadership) awaitLease(ctx context.Context, giveUp <-chan time.Time, callCtx context.Context,
+	bound time.Duration, call func(context.Context) (lock.Lease, error), what string) (lock.Lease, bool, error) {
 	type result struct {
 		lease lock.Lease
 		err   error
@@ -242,15 +261,14 @@ func (l *Leadership) acquire(ctx context.Context, key string) (lock.Lease, time.
 		mu     sync.Mutex
 		gaveUp bool
 		ch     = make(chan result, 1)
-		sent   = time.Now()
-		actx   = context.WithoutCancel(ctx)
+		rctx   = context.WithoutCancel(ctx)
 	)
 	l.acq.Go(func() {
-		cctx, cancel := context.WithTimeout(actx, s.TTL)
+		cctx, cancel := context.WithTimeout(callCtx, bound)
 		defer cancel()
 		var r result
 		r.err = safe.Call("acquire", func() (err error) {
-			r.lease, err = s.Lock.Acquire(cctx, key, s.Owner, s.TTL)
+			r.lease, err = call(cctx)
 			return err
 		})
 		mu.Lock()
@@ -260,15 +278,13 @@ func (l *Leadership) acquire(ctx context.Context, key string) (lock.Lease, time.
 		}
 		mu.Unlock()
 		if late && r.err == nil {
-			l.release(actx, r.lease, "acquire that landed after the campaign stopped waiting")
+			l.release(rctx, r.lease, what)
 		}
 	})
-	t := time.NewTimer(s.CampaignEvery)
-	defer t.Stop()
 	select {
 	case r := <-ch:
-		return r.lease, sent, r.err
-	case <-t.C:
+		return r.lease, true, r.err
+	case <-giveUp:
 	case <-ctx.Done():
 	}
 	mu.Lock()
@@ -277,12 +293,12 @@ func (l *Leadership) acquire(ctx context.Context, key string) (lock.Lease, time.
 	select {
 	case r := <-ch: // answered as we gave up
 		if r.err != nil || ctx.Err() == nil {
-			return r.lease, sent, r.err
+			return r.lease, true, r.err
 		}
-		l.release(actx, r.lease, "acquire that landed while stopping")
+		l.release(rctx, r.lease, what)
 	default:
 	}
-	return lock.Lease{}, sent, fmt.Errorf("acquire %q: %w after %v", key, errNoAnswer, s.CampaignEvery)
+	return lock.Lease{}, false, ctx.Err()
 }
 
 // release frees lease within ReleaseTimeout; failures are logged (the lease then

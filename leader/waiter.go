@@ -3,12 +3,10 @@ package leader
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -30,53 +28,18 @@ func (l *Leadership) waiter() lock.Waiter {
 // can only make the first renewal come sooner.
 func (l *Leadership) waitAcquire(ctx context.Context, w lock.Waiter, wait time.Duration) (lock.Lease, time.Time, error) {
 	s := &l.conf
-	type result struct {
-		lease lock.Lease
-		err   error
+	sent := time.Now()
+	// The backend ends the wait itself after wait; CampaignEvery more bounds a
+	// backend that does not answer. The wait is cancelled with ctx.
+	lease, answered, err := l.awaitLease(ctx, nil, ctx, wait+s.CampaignEvery,
+		func(cctx context.Context) (lock.Lease, error) {
+			return w.AcquireWait(cctx, s.Key, s.Owner, s.TTL, wait)
+		},
+		"waiting acquire that landed while stopping")
+	if !answered && err == nil {
+		err = ctx.Err()
 	}
-	var (
-		mu     sync.Mutex
-		gaveUp bool
-		ch     = make(chan result, 1)
-		sent   = time.Now()
-		rctx   = context.WithoutCancel(ctx)
-	)
-	l.acq.Go(func() {
-		// The backend ends the wait itself after wait; CampaignEvery more bounds
-		// a backend that does not answer.
-		cctx, cancel := context.WithTimeout(ctx, wait+s.CampaignEvery)
-		defer cancel()
-		var r result
-		r.err = safe.Call("acquire", func() (err error) {
-			r.lease, err = w.AcquireWait(cctx, s.Key, s.Owner, s.TTL, wait)
-			return err
-		})
-		mu.Lock()
-		late := gaveUp
-		if !late {
-			ch <- r
-		}
-		mu.Unlock()
-		if late && r.err == nil {
-			l.release(rctx, r.lease, "waiting acquire that landed while stopping")
-		}
-	})
-	select {
-	case r := <-ch:
-		return r.lease, sent, r.err
-	case <-ctx.Done():
-	}
-	mu.Lock()
-	gaveUp = true
-	mu.Unlock()
-	select {
-	case r := <-ch:
-		if r.err == nil {
-			l.release(rctx, r.lease, "waiting acquire that landed while stopping")
-		}
-	default:
-	}
-	return lock.Lease{}, sent, ctx.Err()
+	return lease, sent, err
 }
 
 // queue is the campaign of a replica that found the lease held and can queue on the

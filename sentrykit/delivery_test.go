@@ -3,63 +3,15 @@ package sentrykit_test
 import (
 	"context"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/servicewright/servicewright/internal/testenv"
 	"github.com/servicewright/servicewright/sentrykit"
 )
-
-// silent accepts connections and never answers, until the test ends.
-func silent(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// refused is an address nothing listens on.
-func refused(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // TestFlushSaysWhatWasNotDelivered: a Flush fails the same way whether the backend
 // hangs, refuses the connection or answers an error, never naming the DSN's key; it
@@ -74,8 +26,8 @@ func TestFlushSaysWhatWasNotDelivered(t *testing.T) {
 		name, addr string
 		fails      bool
 	}{
-		{"hung", silent(t), true},
-		{"refused", refused(t), true},
+		{"hung", testenv.BlackHole(t), true},
+		{"refused", testenv.RefusedAddr(t), true},
 		{"503", strings.TrimPrefix(unavailable.URL, "http://"), true},
 		{"delivered", strings.TrimPrefix(ok.srv.URL, "http://"), false},
 	} {

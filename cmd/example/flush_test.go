@@ -1,64 +1,15 @@
 package main
 
 import (
-	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/servicewright/servicewright/internal/proctest"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
-
-// blackHole is a TCP listener that accepts every connection and never answers: a
-// collector or error tracker that hangs. The connections are held until the test ends.
-func blackHole(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, c := range conns {
-			c.Close()
-		}
-	})
-	return l.Addr().String()
-}
-
-// refusing is an address on which nothing listens: connections are refused.
-func refusing(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
-}
 
 // telemetryTo is the environment that sends one signal to addr: spans over
 // OTLP/HTTP, or errors to Sentry.
@@ -110,7 +61,7 @@ func checkUndelivered(t *testing.T, p *proctest.Proc, backend string, code, want
 func TestFlushThatCannotDeliver(t *testing.T) {
 	pg := env.Postgres(t)
 	backends := []string{"otlp", "sentry"}
-	modes := map[string]func(*testing.T) string{"hung": blackHole, "refused": refusing}
+	modes := map[string]func(testing.TB) string{"hung": testenv.BlackHole, "refused": testenv.RefusedAddr}
 
 	for _, backend := range backends {
 		for mode, addr := range modes {
