@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"strconv"
 	"time"
 
@@ -97,24 +98,13 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 // resolve fills in the defaults and records every problem in l, each naming its
 // field and the variable that can set it.
 func (cfg Config) resolve(l *fault.Problems) Config {
-	if cfg.MinLimit == 0 {
-		cfg.MinLimit = DefaultMinLimit
-	}
-	if cfg.MaxLimit == 0 {
-		cfg.MaxLimit = DefaultMaxLimit
-	}
-	if cfg.InitialLimit == 0 {
-		cfg.InitialLimit = DefaultInitialLimit
-	}
-	if cfg.Window == 0 {
-		cfg.Window = DefaultWindow
-	}
-	if cfg.Tolerance == 0 {
-		cfg.Tolerance = DefaultTolerance
-	}
-	if cfg.ProbeInterval == 0 {
-		cfg.ProbeInterval = DefaultProbeInterval
-	}
+	// A zero field takes its default.
+	cfg.MinLimit = cmp.Or(cfg.MinLimit, DefaultMinLimit)
+	cfg.MaxLimit = cmp.Or(cfg.MaxLimit, DefaultMaxLimit)
+	cfg.InitialLimit = cmp.Or(cfg.InitialLimit, DefaultInitialLimit)
+	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
+	cfg.Tolerance = cmp.Or(cfg.Tolerance, DefaultTolerance)
+	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, DefaultProbeInterval)
 	switch {
 	case cfg.MinLimit < 0:
 		l.Addf("MinLimit", "must be positive, got %d (%s)", cfg.MinLimit, EnvMinLimit)
