@@ -1,7 +1,6 @@
 package leader
 
 import (
-	"context"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -11,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/servicewright/servicewright/internal/testenv"
 )
@@ -73,7 +70,7 @@ func partitionBackend(t *testing.T, backend string, ns *testenv.Netns) (local, i
 		testenv.Require(t, err)
 		t.Cleanup(func() { _ = pg.Stop() })
 		local = pg.DSN()
-		return local, strings.Replace(local, "127.0.0.1", ns.HostIP, 1), func(*replicaProc) { waitQueued(t, local, 1) }
+		return local, strings.Replace(local, "127.0.0.1", ns.HostIP, 1), func(*replicaProc) { testenv.WaitAdvisoryWaiters(t, local, 1, 10*time.Second) }
 	default:
 		r, err := testenv.StartRedis(testenv.RedisArgs("--bind", "127.0.0.1", ns.HostIP, "--protected-mode", "no"))
 		testenv.Require(t, err)
@@ -82,30 +79,6 @@ func partitionBackend(t *testing.T, backend string, ns *testenv.Netns) (local, i
 		return local, strings.Replace(local, "127.0.0.1", ns.HostIP, 1), func(p *replicaProc) {
 			p.await("replica: serving", 0, 10*time.Second) // and so campaigning
 		}
-	}
-}
-
-// waitQueued waits until n sessions wait on an advisory lock of the server at dsn.
-func waitQueued(t *testing.T, dsn string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		var got int
-		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait on an advisory lock, want %d", got, n)
-		}
-		time.Sleep(5 * time.Millisecond) // polling the server's view; nothing to wait on instead
 	}
 }
 
@@ -159,7 +132,7 @@ func failoverRuns(t *testing.T, dsn string, poll bool) (crash, graceful []time.D
 			b.await("replica: serving", 0, 10*time.Second)
 			time.Sleep(DefaultCampaignEvery + rand.N(DefaultCampaignEvery))
 		} else {
-			waitQueued(t, dsn, 1)
+			testenv.WaitAdvisoryWaiters(t, dsn, 1, 10*time.Second)
 		}
 		var (
 			took time.Duration

@@ -9,8 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/servicewright/servicewright/internal/testenv"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/lock/locktest"
 )
@@ -36,7 +35,7 @@ func TestAcquireWait(t *testing.T) {
 			nl, err = b.AcquireWait(ctx, k, "b", time.Minute, 10*time.Second)
 			got <- err
 		}()
-		waitWaiting(t, pg.DSN(), 1)
+		testenv.WaitAdvisoryWaiters(t, pg.DSN(), 1, 5*time.Second)
 		released := time.Now()
 		if err := a.Release(ctx, l); err != nil {
 			t.Fatal(err)
@@ -86,7 +85,7 @@ func TestAcquireWait(t *testing.T) {
 			_, err := b.AcquireWait(ctx, k, "b", time.Minute, 10*time.Second)
 			got <- err
 		}()
-		waitWaiting(t, pg.DSN(), 1)
+		testenv.WaitAdvisoryWaiters(t, pg.DSN(), 1, 5*time.Second)
 		_ = cmd.Process.Signal(syscall.SIGKILL)
 		killed := time.Now()
 		_ = cmd.Wait()
@@ -112,12 +111,12 @@ func TestAcquireWait(t *testing.T) {
 			_, err := b.AcquireWait(cctx, k, "b", time.Minute, time.Minute)
 			got <- err
 		}()
-		waitWaiting(t, pg.DSN(), 1)
+		testenv.WaitAdvisoryWaiters(t, pg.DSN(), 1, 5*time.Second)
 		cancel()
 		if err := <-got; !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled wait = %v, want context.Canceled", err)
 		}
-		waitWaiting(t, pg.DSN(), 0)
+		testenv.WaitAdvisoryWaiters(t, pg.DSN(), 0, 5*time.Second)
 	})
 }
 
@@ -136,30 +135,6 @@ func waitHelper(dsn string) int {
 	}
 	_, _ = os.Stdout.WriteString("held")
 	select {} // until SIGKILL
-}
-
-// waitWaiting waits until n sessions wait on an advisory lock.
-func waitWaiting(t *testing.T, dsn string, n int) {
-	t.Helper()
-	ctx := context.Background()
-	c, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close(ctx)
-	for deadline := time.Now().Add(5 * time.Second); ; {
-		var got int
-		if err := c.QueryRow(ctx, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`).Scan(&got); err != nil {
-			t.Fatal(err)
-		}
-		if got == n {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d sessions wait on an advisory lock, want %d", got, n)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func TestDeadClient(t *testing.T) {
@@ -230,12 +205,12 @@ func TestCloseEndsWaits(t *testing.T) {
 		_, err := b.AcquireWait(ctx, k, "b", time.Minute, time.Minute)
 		got <- err
 	}()
-	waitWaiting(t, pg.DSN(), 1)
+	testenv.WaitAdvisoryWaiters(t, pg.DSN(), 1, 5*time.Second)
 	_ = b.Close(ctx)
 	if err := <-got; !errors.Is(err, errClosed) {
 		t.Fatalf("wait on a closed lock = %v, want errClosed", err)
 	}
-	waitWaiting(t, pg.DSN(), 0)
+	testenv.WaitAdvisoryWaiters(t, pg.DSN(), 0, 5*time.Second)
 	// The closed lock's wait is gone from the server's queue: a release leaves the
 	// lease free, not taken by a process that no longer renews it.
 	if err := a.Release(ctx, l); err != nil {
