@@ -56,7 +56,7 @@ func (l *Lock) takeIdle(ctx context.Context) (*session, error) {
 		s := l.idle[n-1]
 		l.idle = l.idle[:n-1]
 		l.mu.Unlock()
-		if s.conn != nil && !s.conn.IsClosed() {
+		if s.open() {
 			return s, nil
 		}
 	}
@@ -69,14 +69,24 @@ func (l *Lock) takeIdle(ctx context.Context) (*session, error) {
 
 // putIdle keeps s for a later acquire, or closes it when enough are kept.
 func (l *Lock) putIdle(s *session) {
+	open := s.open() // before l.mu: a session's lock is never taken under the Lock's
 	l.mu.Lock()
-	if !l.closed && len(l.idle) < maxIdle && s.conn != nil && !s.conn.IsClosed() {
+	if !l.closed && len(l.idle) < maxIdle && open {
 		l.idle = append(l.idle, s)
 		l.mu.Unlock()
 		return
 	}
 	l.mu.Unlock()
 	s.close()
+}
+
+// open reports whether the session still has a live connection. It takes s.mu: a
+// session released by one goroutine may be closed by another (an acquire that found
+// it lapsed), and close clears conn under s.mu.
+func (s *session) open() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.conn != nil && !s.conn.IsClosed()
 }
 
 // close closes the session's connection, which frees whatever it holds.
