@@ -45,8 +45,9 @@ func WithLogger(l *zap.Logger) Option {
 // WithRegisterer registers the consumer's metrics with r: the counters
 // servicewright_kafka_messages_{consumed,handled,failed,dead_lettered}_total{topic}
 // and the gauges servicewright_kafka_committed_offset{topic,partition},
-// servicewright_kafka_paused{topic,partition,cause} (1 while a partition is paused on
-// an outage) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
+// servicewright_kafka_paused{topic,cause} (how many of the topic's partitions an
+// outage holds, by the rule that saw it; every topic and cause is there at 0 from the
+// start) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
 // it the metrics go to the registry the consumer's Host hands it (SetDefaults), and
 // none is kept with neither.
 func WithRegisterer(r prometheus.Registerer) Option {
