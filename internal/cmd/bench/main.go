@@ -85,6 +85,7 @@ var figures = []figure{
 	{"leader", leaderFigures},
 	{"rolling", rollingFigure},
 	{"kafka", kafkaFigures},
+	{"kafkacost", kafkaCostFigures},
 	{"process", processFigures},
 	{"exit", exitFigure},
 	{"weight", weightFigure},
