@@ -79,7 +79,11 @@ func WithDeadLetterWriter(w MessageWriter) Option {
 // tp ("process <topic>", with the messaging attributes: system, destination,
 // partition, offset, consumer group), continuing the trace whose context the message
 // carries in its headers; retries, pauses and the dead-letter write are events of that
-// span. The handler's ctx holds the span. Without it the consumer traces with the
+// span, and a handling that did not end handled has the attribute
+// servicewright.kafka.outcome (released, dead_lettered or failed). The sampler sees
+// the span's kind and name; the attributes are made only for a span it keeps, so an
+// unsampled handling costs little more than its span context. The handler's ctx
+// holds the span. Without it the consumer traces with the
 // tracer provider its Host hands it (SetDefaults); with neither, with a no-op
 // provider, which costs next to nothing. A nil tp is ignored.
 func WithTracerProvider(tp trace.TracerProvider) Option {
