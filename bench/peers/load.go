@@ -29,6 +29,32 @@ const deadline = time.Second
 func openLoop(url string, rate float64, warm, measure time.Duration) result {
 	cl := newClient(strings.TrimSuffix(strings.TrimPrefix(url, "http://"), "/"))
 	defer cl.close()
+	return openLoopCall(url, func(deadline time.Time) (answer, error) {
+		code, err := cl.do(deadline)
+		switch {
+		case code >= 200 && code < 300:
+			return answerOK, err
+		case code == http.StatusServiceUnavailable:
+			return answerRefused, err
+		}
+		if err == nil {
+			err = fmt.Errorf("code %d", code)
+		}
+		return answerFailed, err
+	}, rate, warm, measure)
+}
+
+// answer is how a request of an open loop ended.
+type answer int
+
+const (
+	answerOK      answer = iota // served
+	answerRefused               // refused for overload (503; RESOURCE_EXHAUSTED or UNAVAILABLE)
+	answerFailed                // anything else
+)
+
+// openLoopCall is openLoop with call sending each request; name labels its errors.
+func openLoopCall(name string, call func(deadline time.Time) (answer, error), rate float64, warm, measure time.Duration) result {
 	interval := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	measureFrom := start.Add(warm)
@@ -61,7 +87,7 @@ func openLoop(url string, rate float64, warm, measure time.Duration) result {
 		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			code, err := cl.do(at.Add(2 * deadline))
+			a, err := call(at.Add(2 * deadline))
 			took := time.Since(at)
 			if !counted {
 				return
@@ -69,22 +95,22 @@ func openLoop(url string, rate float64, warm, measure time.Duration) result {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case code >= 200 && code < 300 && took <= deadline:
+			case a == answerOK && took <= deadline:
 				ok++
 				lat = append(lat, took)
-			case code == http.StatusServiceUnavailable:
+			case a == answerRefused:
 				refused++
 			default:
 				failed++
 				if firstErr == "" {
-					firstErr = fmt.Sprintf("code %d after %v, error %v", code, took, err)
+					firstErr = fmt.Sprintf("after %v, error %v", took, err)
 				}
 			}
 		})
 	}
 	wg.Wait()
 	if firstErr != "" {
-		fmt.Fprintf(os.Stderr, "%s at %.0f/s: %d failed, the first: %s\n", url, rate, failed, firstErr)
+		fmt.Fprintf(os.Stderr, "%s at %.0f/s: %d failed, the first: %s\n", name, rate, failed, firstErr)
 	}
 	secs := measure.Seconds()
 	r := result{offered: rate, goodput: float64(ok) / secs, refused: float64(refused) / secs, failed: float64(failed) / secs}

@@ -13,7 +13,8 @@ import (
 )
 
 func main() {
-	serveKind := flag.String("serve", "", "internal: run this server (bare, httpentry, httpentry-off, go-zero, kratos)")
+	serveKind := flag.String("serve", "", "internal: run this server (bare, httpentry, httpentry-off, go-zero, kratos, grpc-bare, grpcentry)")
+	grpcMode := flag.Bool("grpc", false, "compare gRPC servers instead (grpc-bare, grpcentry): a unary method, refusals are RESOURCE_EXHAUSTED or UNAVAILABLE")
 	work := flag.Int("work", 0, "rounds of hashing per request (0: calibrate to -cpu)")
 	cpu := flag.Duration("cpu", 2*time.Millisecond, "CPU per request to calibrate to")
 	measure := flag.Duration("measure", 4*time.Second, "measured span of each cell")
@@ -32,7 +33,11 @@ func main() {
 		return
 	}
 	if *serveKind != "" {
-		if err := serve(*serveKind, *work); err != nil {
+		run := serve
+		if strings.HasPrefix(*serveKind, "grpc") {
+			run = serveGRPC
+		}
+		if err := run(*serveKind, *work); err != nil {
 			fatal(err)
 		}
 		return
@@ -51,11 +56,19 @@ func main() {
 		if *capFlag > 0 {
 			return *capFlag
 		}
+		if *grpcMode {
+			p := start(self, "grpc-bare", *work)
+			defer p.stop()
+			closedLoopGRPC(p.addr(), 4, 500*time.Millisecond) // warm up
+			return closedLoopGRPC(p.addr(), 4, 2*time.Second)
+		}
 		p := start(self, "bare", *work)
 		defer p.stop()
-		addr := strings.TrimSuffix(strings.TrimPrefix(p.url, "http://"), "/")
-		closedLoopRaw(addr, 4, 500*time.Millisecond) // warm up
-		return closedLoopRaw(addr, 4, 2*time.Second)
+		closedLoopRaw(p.addr(), 4, 500*time.Millisecond) // warm up
+		return closedLoopRaw(p.addr(), 4, 2*time.Second)
+	}
+	if *grpcMode && !flagSet("servers") {
+		*servers = "grpc-bare,grpcentry"
 	}
 	fmt.Printf("handler: %d hash rounds ≈ %v of CPU; servers at GOMAXPROCS=1; open loop, %v measured after %v\n\n", *work, *cpu, *measure, *warm)
 
@@ -77,7 +90,11 @@ func main() {
 		caps[x] = measureCapacity()
 		for _, k := range kinds {
 			p := start(self, k, *work)
-			res[k][x] = openLoop(p.url, x*caps[x], *warm, *measure)
+			if strings.HasPrefix(k, "grpc") {
+				res[k][x] = openLoopGRPC(p.addr(), x*caps[x], *warm, *measure)
+			} else {
+				res[k][x] = openLoop(p.url, x*caps[x], *warm, *measure)
+			}
 			p.stop()
 		}
 	}
@@ -100,7 +117,7 @@ func main() {
 		fmt.Println()
 	}
 	fmt.Println()
-	fmt.Println("refused (503/s) and failed (errors or later than 1 s, /s) per cell:")
+	fmt.Println("refused (503, RESOURCE_EXHAUSTED or UNAVAILABLE /s) and failed (errors or later than 1 s, /s) per cell:")
 	for _, k := range kinds {
 		fmt.Printf("  %-14s", k)
 		for _, x := range levels {
@@ -109,13 +126,27 @@ func main() {
 		}
 		fmt.Println()
 	}
-	if e, ok := res["httpentry"]; ok && len(levels) > 0 {
+	for _, ours := range []string{"httpentry", "grpcentry"} {
+		e, ok := res[ours]
+		if !ok || len(levels) == 0 {
+			continue
+		}
 		top := levels[len(levels)-1]
 		lo, hi := e[levels[0]], e[top]
-		fmt.Printf("\nhttpentry at %.1f×: goodput %.2f× capacity (goal ≥ 0.90), p99 %.1f× its p99 at %.1f× (goal ≤ 3)\n",
-			top, hi.goodput/caps[top], float64(hi.p99)/float64(max(lo.p99, 1)), levels[0])
+		fmt.Printf("\n%s at %.1f×: goodput %.2f× capacity (goal ≥ 0.90), p99 %.1f× its p99 at %.1f× (goal ≤ 3)\n",
+			ours, top, hi.goodput/caps[top], float64(hi.p99)/float64(max(lo.p99, 1)), levels[0])
 	}
 }
+
+// flagSet reports whether the flag name was given on the command line.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// addr is the server's host:port.
+func (p *proc) addr() string { return strings.TrimSuffix(strings.TrimPrefix(p.url, "http://"), "/") }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d)/1e6) }
 
