@@ -5,7 +5,12 @@
 // and behind kratos's BBR limiter. It prints goodput (2xx answered within 1 s, per
 // second) and the p99 of the admitted requests, as a markdown table.
 //
+// With -grpc it compares, the same way, bare grpc-go with grpcentry (admission on)
+// on one unary method, peers.Burn/Do (a hand-written service descriptor, Empty in
+// and out), burning the same CPU; a RESOURCE_EXHAUSTED or UNAVAILABLE is a refusal.
+//
 // It is its own module so that the framework's go.mod never requires the peers.
 //
 //	cd bench/peers && go run .
+//	cd bench/peers && go run . -grpc
 package main

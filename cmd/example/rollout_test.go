@@ -18,13 +18,14 @@ import (
 // burnRounds is the SHA-256 rounds of each /burn request of the rollout test: a
 // few milliseconds of CPU, so that two single-CPU replicas saturate at a rate the
 // generator sustains.
-const burnRounds = 12000
+const burnRounds = 30000
 
 // rolloutOutcome is one request of an open loop.
 type rolloutOutcome struct {
 	at, done   time.Time // scheduled instant, answer
 	code       int
 	retryAfter bool
+	body       string // the start of a body that is not a 2xx's
 	err        error
 }
 
@@ -70,9 +71,13 @@ func (o *openLoad) run(url string, rate float64, stop <-chan struct{}) {
 			out := rolloutOutcome{at: at}
 			resp, err := o.client.Get(url)
 			if err == nil {
-				_, err = io.Copy(io.Discard, resp.Body)
+				var b []byte
+				b, err = io.ReadAll(resp.Body)
 				resp.Body.Close()
 				out.code, out.retryAfter = resp.StatusCode, resp.Header.Get("Retry-After") != ""
+				if out.code/100 != 2 {
+					out.body = string(b[:min(len(b), 120)])
+				}
 			}
 			out.err, out.done = err, time.Now()
 			o.mu.Lock()
@@ -140,7 +145,7 @@ func summarise(outs []rolloutOutcome, from, to time.Time) window {
 		}
 		w.failed++
 		if w.firstFailure == "" {
-			w.firstFailure = fmt.Sprintf("status %d, Retry-After %v, error %v, %s after its instant", o.code, o.retryAfter, o.err, o.done.Sub(o.at).Round(time.Millisecond))
+			w.firstFailure = fmt.Sprintf("status %d, Retry-After %v, error %v, %s after its instant, body %q", o.code, o.retryAfter, o.err, o.done.Sub(o.at).Round(time.Millisecond), o.body)
 		}
 	}
 	if len(lat) > 0 {
@@ -160,7 +165,12 @@ func TestRolloutOverload(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the rollout under load takes ~20s")
 	}
-	env := []string{"GOMAXPROCS=1", "SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn"}
+	// HAProxy checks every second, and a check answered later than that marks a
+	// replica down: at 250 ms (the rolling-restart test's), the survivor, on one
+	// CPU shared with neighbours, misses its check while it sheds and HAProxy, with
+	// no replica left, answers 503 itself, without Retry-After. The drain delay
+	// outlasts one check.
+	env := []string{"GOMAXPROCS=1", "SW_DRAIN_DELAY=2s", "SW_LOG_LEVEL=warn"}
 	var reps []*replica
 	var backends []testenv.Backend
 	for i := range 2 {
@@ -174,7 +184,7 @@ func TestRolloutOverload(t *testing.T) {
 	for _, r := range reps {
 		r.start(t)
 	}
-	lb, err := testenv.StartHAProxy(backends, 250*time.Millisecond)
+	lb, err := testenv.StartHAProxy(backends, time.Second)
 	testenv.Require(t, err)
 	t.Cleanup(func() { _ = lb.Stop() })
 	for _, r := range reps {
@@ -186,7 +196,7 @@ func TestRolloutOverload(t *testing.T) {
 
 	closedLoad(url, 8, 500*time.Millisecond) // warm up
 	capacity := closedLoad(url, 8, 2*time.Second)
-	if capacity < 100 {
+	if capacity < 50 {
 		t.Fatalf("the pair serves only %.0f/s: too few to tell a queue from noise", capacity)
 	}
 	rate := 0.8 * capacity
