@@ -1,8 +1,10 @@
 package httpentry
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"testing"
@@ -78,4 +80,77 @@ func TestConnSet(t *testing.T) {
 			t.Errorf("%d connections still followed after the hijack", open)
 		}
 	})
+}
+
+// The ConnState hook runs twice per request (active, then idle): it must allocate
+// nothing.
+func TestTrackAllocatesNothing(t *testing.T) {
+	cs, err := newConnSet("test", func(ln net.Listener) net.Listener { return ln })
+	if err != nil {
+		t.Fatal(err)
+	}
+	pl := pipeListener{conns: make(chan net.Conn, 1)}
+	s, c := net.Pipe()
+	defer s.Close()
+	defer c.Close()
+	pl.conns <- s
+	tc, err := cs.t.Listener(pl).AcceptConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pc := &pipeConn{Conn: tc, cs: cs} // as net/http sees a plaintext connection
+	if n := testing.AllocsPerRun(1000, func() {
+		cs.track(pc, http.StateActive)
+		cs.track(pc, http.StateIdle)
+	}); n != 0 {
+		t.Errorf("track allocates %.1f times per request, want 0", n)
+	}
+	if cs.busyCount() != 0 {
+		t.Errorf("busy = %d after active then idle", cs.busyCount())
+	}
+}
+
+// BenchmarkKeepAliveRequest measures a request on a kept-alive connection, the
+// ConnState hook's two calls included.
+func BenchmarkKeepAliveRequest(b *testing.B) {
+	s, err := New(Config{Addr: "127.0.0.1:0"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Write([]byte("ok"))
+	}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Bind(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(context.Background(), stop) }()
+	defer func() {
+		close(stop)
+		<-served
+		ctx, cancel := context.WithTimeout(context.Background(), failAfter)
+		defer cancel()
+		if err := s.Drain(ctx); err != nil {
+			b.Error(err)
+		}
+	}()
+	c, err := net.Dial("tcp", s.Addr().String())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReader(c)
+	req := []byte("GET / HTTP/1.1\r\nHost: bench\r\n\r\n")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.Write(req); err != nil {
+			b.Fatal(err)
+		}
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
 }
