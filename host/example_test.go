@@ -149,10 +149,11 @@ func Example_customEntrypoint() {
 	})
 	<-client
 	fmt.Println("exit code", host.ExitCode(err))
-	fmt.Println("idle connections told goodbye:", srv.conns.Stats().ClosedIdle)
+	st := srv.conns.Stats()
+	fmt.Println("connections told goodbye:", st.ClosedIdle+st.ClosedAfterAnswer)
 	// Output:
 	// HELLO
 	// BYE server going away
 	// exit code 0
-	// idle connections told goodbye: 1
+	// connections told goodbye: 1
 }
