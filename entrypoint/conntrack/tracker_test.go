@@ -267,3 +267,39 @@ func TestCloseBeforeServe(t *testing.T) {
 		t.Errorf("Accept after Close = %v, want net.ErrClosed", err)
 	}
 }
+
+// Input that arrives once the drain has decided to close an idle connection is not
+// handed to the entrypoint, which would answer it after the goodbye: Read fails as
+// on a closed connection, and the input is counted.
+func TestLateInput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTracker(t, Config{})
+		p := newPipes()
+		ln := tr.Listener(p)
+		accepted := make(chan *Conn, 1)
+		go func() {
+			c, _ := ln.AcceptConn()
+			accepted <- c
+		}()
+		client := p.dial(t)
+		c := <-accepted
+		c.Idle()
+		if !c.claimIdle() { // the drain's turn comes for it
+			t.Fatal("an idle connection was not claimed")
+		}
+		read := make(chan error, 1)
+		go func() {
+			_, err := c.Read(make([]byte, 8))
+			read <- err
+		}()
+		client.WriteString("late\n")
+		client.Flush()
+		if err := <-read; !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Read of late input = %v, want net.ErrClosed", err)
+		}
+		c.goodbye()
+		if st := tr.Stats(); st.LateInput != 1 || st.Open != 0 || st.Busy != 0 {
+			t.Errorf("Stats = %+v, want 1 late input and the connection closed", st)
+		}
+	})
+}
