@@ -93,7 +93,7 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 type LoopOption func(*loopOptions)
 
 type loopOptions struct {
-	log *zap.Logger
+	given Defaults // the telemetry the options gave; SetDefaults fills in the rest
 }
 
 // WithLogger sets the logger unit failures are reported to. Without it the Loop uses
@@ -102,7 +102,19 @@ type loopOptions struct {
 func WithLogger(l *zap.Logger) LoopOption {
 	return func(o *loopOptions) {
 		if l != nil {
-			o.log = l
+			o.given.Logger = l
+		}
+	}
+}
+
+// WithReporter sends each panic of a unit, recovered as a *fault.PanicError with the
+// unit's stack, to r, tagged with the entrypoint (fault.TagEntrypoint). Without it
+// the Loop uses the error reporter its Host hands it (see DefaultsUser); with
+// neither, panics are only logged. A nil r is ignored.
+func WithReporter(r fault.Reporter) LoopOption {
+	return func(o *loopOptions) {
+		if r != nil {
+			o.given.Reporter = r
 		}
 	}
 }
@@ -114,7 +126,7 @@ type Loop struct {
 	cfg     LoopConfig
 	what    string // names the unit in a *fault.PanicError
 	unit    func(context.Context) error
-	ownLog  bool // WithLogger was given; SetDefaults keeps it
+	given   Defaults // what the options gave; SetDefaults keeps it
 	log     atomic.Pointer[zap.Logger]
 	running atomic.Int32 // 1 while a unit runs
 
@@ -124,8 +136,9 @@ type Loop struct {
 	permanent  error // the fault.Permanent failure that ended the loop; written before done closes
 
 	mu     sync.Mutex
-	guard  Guard
-	quit   chan struct{}      // closed to stop the loop between units
+	guard    Guard
+	reporter fault.Reporter     // nil: panics are only logged; set before Serve
+	quit     chan struct{}      // closed to stop the loop between units
 	cancel context.CancelFunc // cancels the units' ctx
 	done   chan struct{}      // closed when the loop goroutine has exited
 }
@@ -149,9 +162,9 @@ func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...LoopO
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	r := &Loop{cfg: cfg, what: fmt.Sprintf("loop %q unit", cfg.Name), unit: unit, guard: NewGuard(cfg.Name)}
-	r.ownLog = o.log != nil
-	r.useLogger(o.log)
+	r := &Loop{cfg: cfg, what: fmt.Sprintf("loop %q unit", cfg.Name), unit: unit, guard: NewGuard(cfg.Name),
+		given: o.given, reporter: o.given.Reporter}
+	r.useLogger(o.given.Logger)
 	return r, nil
 }
 
@@ -162,15 +175,19 @@ func (r *Loop) useLogger(l *zap.Logger) {
 	r.log.Store(l.With(zap.String("entrypoint", r.cfg.Name)))
 }
 
-// SetDefaults takes the Host's logger unless WithLogger gave one. It does nothing
-// once the Loop is bound.
-func (r *Loop) SetDefaults(d Defaults) {
+// SetDefaults takes the Host's logger unless WithLogger gave one, and its error
+// reporter (for the units' panics) unless WithReporter did. It does nothing once the
+// Loop is bound, and never fails.
+func (r *Loop) SetDefaults(d Defaults) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ownLog || d.Logger == nil || r.guard.Phase() != PhaseNew {
-		return
+	if r.guard.Phase() != PhaseNew {
+		return nil
 	}
-	r.useLogger(d.Logger)
+	t := r.given.Or(d)
+	r.useLogger(t.Logger)
+	r.reporter = t.Reporter
+	return nil
 }
 
 // Name returns LoopConfig.Name.
@@ -332,6 +349,7 @@ func (r *Loop) run(ctx context.Context, cancel context.CancelFunc, quit <-chan s
 		fields := []zap.Field{zap.Error(err), zap.Uint64("consecutive_failures", streak), zap.Duration("retry_in", next)}
 		if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 			fields = append(fields, zap.ByteString("stack", pe.Stack))
+			safe.ReportPanic(ctx, r.reporter, r.cfg.Name, err)
 		}
 		log.Error("loop unit failed", fields...)
 	}

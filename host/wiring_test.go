@@ -24,6 +24,8 @@ import (
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
+var _ entrypoint.DefaultsUser = (*taker)(nil)
+
 // taker is a fake entrypoint that takes the Host's telemetry.
 type taker struct {
 	*fake
@@ -33,8 +35,9 @@ type taker struct {
 	d   entrypoint.Defaults
 }
 
-func (t *taker) SetDefaults(d entrypoint.Defaults) {
+func (t *taker) SetDefaults(d entrypoint.Defaults) error {
 	t.log, t.reg, t.tp, t.d = d.Logger, d.Registerer, d.TracerProvider, d
+	return nil
 }
 
 func TestPlainWiring(t *testing.T) {

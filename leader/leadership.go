@@ -38,6 +38,8 @@ type Leadership struct {
 	tracer trace.Tracer
 	own    options // what the options gave, without New's defaults (defaults.go)
 
+	reporter fault.Reporter // nil: panics of lead and Claim are only logged
+
 	term atomic.Pointer[Term] // the current term, nil between terms
 
 	mu         sync.Mutex
@@ -84,10 +86,12 @@ func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...O
 		own:    given(opts),
 		log:    o.log.With(zap.String("entrypoint", cfg.Name), zap.String("key", cfg.Key), zap.String("owner", cfg.Owner)),
 		m:      m,
-		tracer: o.tracer.Tracer("github.com/servicewright/servicewright/leader"),
-		guard:  entrypoint.NewGuard(cfg.Name),
-		quit:   make(chan struct{}),
-		cut:    make(chan struct{}),
+		tracer: o.tracer.Tracer(tracerName),
+
+		reporter: o.reporter,
+		guard:    entrypoint.NewGuard(cfg.Name),
+		quit:     make(chan struct{}),
+		cut:      make(chan struct{}),
 	}, nil
 }
 

@@ -45,7 +45,6 @@ type Server struct {
 	log      *zap.Logger
 	metrics  *metrics // nil without a registerer
 	own      options  // what the options gave; SetDefaults fills in the rest
-	regErr   error    // SetDefaults' registration failed; Bind reports it
 	tlsCfg   *tls.Config
 	register func(*grpc.Server)
 	traced   bool // the grpc.Server has otelgrpc
@@ -102,13 +101,13 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	}
 
 	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
-		prop: o.prop, reporter: o.reporter}
+		prop: o.given.Propagator, reporter: o.given.Reporter}
 	s.useAdmission(o.admission, &l)
-	if o.log != nil {
-		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
+	if o.given.Logger != nil {
+		s.log = o.given.Logger.With(zap.String("entrypoint", cfg.Name))
 	}
-	gs, names, err := s.build(o.tracer)
-	s.traced = o.tracer != nil
+	gs, names, err := s.build(o.given.TracerProvider)
+	s.traced = o.given.TracerProvider != nil
 	if err != nil {
 		l.Addf("register", "%v", err)
 		return nil, l.Err()
@@ -124,8 +123,8 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	healthpb.RegisterHealthServer(gs, s.health)
 	s.grpc = gs
 
-	if o.reg != nil {
-		if err := s.useRegisterer(o.reg); err != nil {
+	if o.given.Registerer != nil {
+		if err := s.useRegisterer(o.given.Registerer); err != nil {
 			if transport.AlreadyRegistered(err) {
 				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 			} else {
@@ -266,9 +265,6 @@ func (s *Server) Bind(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if err := s.guard.Bind(); err != nil {
 		return err
-	}
-	if s.regErr != nil {
-		return s.regErr
 	}
 	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {

@@ -42,7 +42,6 @@ type Server struct {
 	prop       propagation.TextMapPropagator
 	reporter   fault.Reporter // nil: panics are only logged
 	own        options        // what the options gave; SetDefaults fills in the rest
-	regErr     error          // SetDefaults' registration failed; Bind reports it
 	isStream   func(*http.Request) bool
 	classes    *classes // nil: every request not a stream is Ordinary (admission.go)
 	retryAfter string
@@ -88,8 +87,8 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
 		handler:    handler,
-		prop:       o.prop,
-		reporter:   o.reporter,
+		prop:       o.given.Propagator,
+		reporter:   o.given.Reporter,
 		isStream:   o.isStream,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		ln:         o.listener,
@@ -113,10 +112,10 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnState:         s.conns.track,
 	}
 	s.next = handler // no layer between: finish's recover sees the panic as raised
-	s.useLogger(o.log)
-	s.useTracerProvider(o.tracer)
-	if o.reg != nil {
-		if err := s.useRegisterer(o.reg); err != nil {
+	s.useLogger(o.given.Logger)
+	s.useTracerProvider(o.given.TracerProvider)
+	if o.given.Registerer != nil {
+		if err := s.useRegisterer(o.given.Registerer); err != nil {
 			l.Addf("WithRegisterer", "%v", err)
 			return nil, l.Err()
 		}
@@ -127,32 +126,23 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger, its registry for the metrics unless WithRegisterer, its tracer
 // provider unless WithTracerProvider, its propagator unless WithPropagator, its
-// error reporter (for handler panics) unless WithReporter. A registration that
-// fails is reported by Bind. It does nothing once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Defaults) {
+// error reporter (for handler panics) unless WithReporter. It returns a metrics
+// registration that fails (the Host refuses the entrypoint then), and does nothing
+// once the Server is bound.
+func (s *Server) SetDefaults(d entrypoint.Defaults) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {
-		return
+		return nil
 	}
-	if s.own.log == nil && d.Logger != nil {
-		s.useLogger(d.Logger)
+	t := s.own.given.Or(d)
+	s.useLogger(t.Logger)
+	s.reporter, s.prop = t.Reporter, t.Propagator
+	s.useTracerProvider(t.TracerProvider) // again with the Host's propagator, when it is the option's
+	if s.metrics == nil && t.Registerer != nil {
+		return s.useRegisterer(t.Registerer)
 	}
-	if s.own.reporter == nil && d.Reporter != nil {
-		s.reporter = d.Reporter
-	}
-	if s.own.prop == nil && d.Propagator != nil {
-		s.prop = d.Propagator
-		s.useTracerProvider(s.tracing) // again, with the propagator
-	}
-	if s.own.tracer == nil && d.TracerProvider != nil && s.tracing == nil {
-		s.useTracerProvider(d.TracerProvider)
-	}
-	if s.own.reg == nil && d.Registerer != nil && s.metrics == nil && s.regErr == nil {
-		if err := s.useRegisterer(d.Registerer); err != nil {
-			s.regErr = fmt.Errorf("%s: %w", s.cfg.Name, err)
-		}
-	}
+	return nil
 }
 
 // useLogger sends the Server's logs, and net/http's own complaints (TLS handshakes,
@@ -235,9 +225,6 @@ func (s *Server) Bind(ctx context.Context) error {
 	defer s.mu.Unlock()
 	if err := s.guard.Bind(); err != nil {
 		return err
-	}
-	if s.regErr != nil {
-		return s.regErr
 	}
 	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {
