@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -136,4 +139,60 @@ func TestHeldZeroBeforeLeading(t *testing.T) {
 		}
 		t.Error("no servicewright_leadership_held series before the first term")
 	})
+}
+
+func TestReportsPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ownRep bool
+	}{
+		{"a panic of lead goes to the Host's reporter", false},
+		{"WithReporter wins over the Host's", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				host, own := &testenv.Reports{}, &testenv.Reports{}
+				var opts []Option
+				want, other := host, own
+				if tc.ownRep {
+					opts, want, other = []Option{WithReporter(own)}, own, host
+				}
+				l, err := New(vSpec(lock.NewMemory(), "a"), func(context.Context, *Term) error { panic("nil map") }, opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := l.SetDefaults(entrypoint.Defaults{Reporter: host}); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.Bind(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				stop, served := make(chan struct{}), make(chan error, 1)
+				go func() { served <- l.Serve(context.Background(), stop) }()
+				time.Sleep(vCE + time.Millisecond) // virtual time: the first term was won, and its lead panicked
+				close(stop)
+				if err := <-served; err != nil {
+					t.Errorf("Serve = %v", err)
+				}
+				if err := l.Drain(context.Background()); err != nil {
+					t.Errorf("Drain = %v", err)
+				}
+				if err := l.Stop(context.Background()); err != nil {
+					t.Errorf("Stop = %v", err)
+				}
+				errs, tags := want.Get()
+				if len(errs) == 0 {
+					t.Fatal("no report, want the panic of lead")
+				}
+				for i, err := range errs {
+					if pe, ok := errors.AsType[*fault.PanicError](err); !ok || pe.Value != "nil map" || tags[i][fault.TagEntrypoint] != l.Name() {
+						t.Errorf("reported %v with %v, want lead's *fault.PanicError tagged entrypoint=%s", err, tags[i], l.Name())
+					}
+				}
+				if errs, _ := other.Get(); len(errs) != 0 {
+					t.Errorf("the other reporter got %v", errs)
+				}
+			})
+		})
+	}
 }
