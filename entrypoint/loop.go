@@ -135,12 +135,12 @@ type Loop struct {
 	failStreak atomic.Uint64
 	permanent  error // the fault.Permanent failure that ended the loop; written before done closes
 
-	mu     sync.Mutex
+	mu       sync.Mutex
 	guard    Guard
 	reporter fault.Reporter     // nil: panics are only logged; set before Serve
 	quit     chan struct{}      // closed to stop the loop between units
-	cancel context.CancelFunc // cancels the units' ctx
-	done   chan struct{}      // closed when the loop goroutine has exited
+	cancel   context.CancelFunc // cancels the units' ctx
+	done     chan struct{}      // closed when the loop goroutine has exited
 }
 
 // NewLoop checks cfg and returns a Loop that runs unit repeatedly, waiting
@@ -216,7 +216,9 @@ func (r *Loop) Bind(context.Context) error {
 // failure ends the loop too (the drain finds it ended) and is logged only.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cancels
-// the running unit, waits for the loop to exit and returns ctx.Err(). Serve before
+// the running unit, waits for the loop to exit, at most hooks.AbandonAfter, and
+// returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when the unit
+// ignored its cancellation and the loop did not exit in time). Serve before
 // Bind, or twice, returns an error wrapping ErrOutOfTurn. It does not start the loop,
 // and returns nil, if Drain or Stop was called first.
 func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
@@ -230,7 +232,7 @@ func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
 	r.mu.Unlock()
-	err := wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { return r.halt(haltStop) })
+	err := wait.ServeUntil(ctx, fmt.Sprintf("loop %q", r.cfg.Name), stop, done, func() <-chan struct{} { return r.halt(haltStop) })
 	if err == nil && closed(done) && r.permanent != nil { // done closed after r.permanent was written
 		return fmt.Errorf("loop %q: %w", r.cfg.Name, r.permanent)
 	}

@@ -111,10 +111,10 @@ func (e *TaskError) ExitCode() int { return e.Code }
 // work is always logged, once the work returns, with what it returned: the unit's
 // error when the stop cut a unit, the cause when the work stopped at a checkpoint.
 type Task struct {
-	name   string
-	code   int
-	work   func(ctx context.Context) error
-	given  Defaults // TaskConfig's Logger and Reporter; SetDefaults keeps them
+	name  string
+	code  int
+	work  func(ctx context.Context) error
+	given Defaults // TaskConfig's Logger and Reporter; SetDefaults keeps them
 
 	mu          sync.Mutex
 	guard       Guard

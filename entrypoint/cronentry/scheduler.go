@@ -157,8 +157,9 @@ func (s *Scheduler) Bind(context.Context) error {
 // cancels it.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve ends
-// the schedule, cancels the runs' ctx, waits for the scheduling goroutine and
-// returns ctx.Err(); Stop still waits for the runs. Serve returns an error when
+// the schedule, cancels the runs' ctx, waits for the scheduling goroutine at most
+// hooks.AbandonAfter and returns ctx.Err() (joined with an error wrapping
+// fault.ErrAbandoned when it did not exit in time); Stop still waits for the runs. Serve returns an error when
 // called before Bind or twice (wrapping entrypoint.ErrOutOfTurn). It starts
 // nothing, and returns nil, after Drain or Stop; if Drain or Stop comes while it
 // waits for stop, it returns nil then.
@@ -175,7 +176,7 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Unlock()
 	s.log.Info("cron schedule started", zap.Int("jobs", len(s.jobs)))
 
-	return wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { s.halt(true); return done })
+	return wait.ServeUntil(ctx, fmt.Sprintf("cronentry %q", s.name), stop, done, func() <-chan struct{} { s.halt(true); return done })
 }
 
 // Drain takes no new tick and waits for the runs in progress: first it ends the
