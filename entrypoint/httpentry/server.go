@@ -2,7 +2,6 @@ package httpentry
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -16,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -56,13 +54,13 @@ type Server struct {
 	mu        sync.Mutex
 	guard     entrypoint.Guard // the lifecycle phase
 	ln        net.Listener
-	serveDone chan struct{} // closed when the http.Server's Serve has returned
-	serveErr  error         // what it returned, unless ErrServerClosed, until reported
+	serveDone chan struct{} // closed when the http.Server's Serve has returned (serving.Done)
 	draining  chan struct{} // closed once Drain has closed the Gate
 
 	backlog *backlogListener // what the http.Server serves, once its listener is taken over
 
-	capped *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
+	capped  *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
+	serving *transport.Serving // the goroutine of http.Server.Serve
 }
 
 // New checks cfg and the options and returns a Server that will serve handler. It
@@ -96,6 +94,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
+		serving:    transport.NewServing(cfg.Name, "http.Server", http.ErrServerClosed),
 	}
 	s.useAdmission(o.admission, &l)
 	if err := l.Err(); err != nil {
@@ -223,15 +222,11 @@ func (s *Server) Stats() Stats {
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.guard.Bind(); err != nil {
-		return err
-	}
-	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
+	ln, err := transport.Bind(ctx, &s.guard, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {
 		return err
 	}
 	s.ln = ln
-	s.guard.Bound()
 	return nil
 }
 
@@ -243,8 +238,9 @@ func (s *Server) Bind(ctx context.Context) error {
 //
 // If the http.Server fails before stop is closed (the listener breaks), Serve returns
 // its error. If ctx is done before stop, the Host has given up on the entrypoint:
-// Serve closes everything as Stop does, waits for the http.Server to return and
-// returns ctx.Err().
+// Serve closes everything as Stop does, waits for the http.Server to return at most
+// hooks.AbandonAfter and returns ctx.Err() (joined with an error wrapping
+// fault.ErrAbandoned when it did not return in time).
 //
 // Serve returns an error if called before Bind or twice. It returns nil at once,
 // serving nothing, if Drain or Stop was called first.
@@ -256,54 +252,24 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	}
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }
-	done := make(chan struct{})
-	s.serveDone = done
 	ln := s.ln
+	s.serveDone = s.serving.Start(func() error { return s.serve(ln) })
 	s.mu.Unlock()
-
-	go s.run(ln, done)
-
-	select {
-	case <-stop:
-		return nil
-	case <-done:
-		if err := s.takeServeErr(); err != nil {
-			return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
-		}
-		return nil // Drain or Stop came before stop
-	case <-ctx.Done():
-		s.cutAll()
-		<-done
-		return ctx.Err()
-	}
+	return s.serving.Until(ctx, stop, s.cutAll)
 }
 
-// run is the serving goroutine.
-func (s *Server) run(ln net.Listener, done chan<- struct{}) {
-	defer close(done)
+// serve is what the serving goroutine runs.
+func (s *Server) serve(ln net.Listener) error {
 	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
 	defer served()
 	ln = s.countPipelined(ln)  // so that Drain counts the pipelined requests it leaves unanswered
 	ln = s.capped.Listener(ln) // outermost: outside takeOver's and the pipeline counter's, so that the connections it hands over count too
-	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
-		if s.srv.TLSConfig != nil {
-			return s.srv.ServeTLS(ln, "", "")
-		}
-		return s.srv.Serve(ln)
-	})
-	if !errors.Is(err, http.ErrServerClosed) {
-		s.mu.Lock()
-		s.serveErr = err
-		s.mu.Unlock()
+	if s.srv.TLSConfig != nil {
+		return s.srv.ServeTLS(ln, "", "")
 	}
+	return s.srv.Serve(ln)
 }
 
 // takeServeErr returns the http.Server's failure once, so that Serve and Drain do
 // not both report it.
-func (s *Server) takeServeErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.serveErr
-	s.serveErr = nil
-	return err
-}
+func (s *Server) takeServeErr() error { return s.serving.TakeErr() }
