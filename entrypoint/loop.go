@@ -1,6 +1,7 @@
 package entrypoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,12 +81,8 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 	if c.Backoff.Initial > 0 && c.Backoff.Max > 0 && c.Backoff.Max < c.Backoff.Initial {
 		l.Addf("Backoff.Max", "must be at least Backoff.Initial (%v), got %v", c.Backoff.Initial, c.Backoff.Max)
 	}
-	if c.Backoff.Initial == 0 {
-		c.Backoff.Initial = DefaultBackoffInitial
-	}
-	if c.Backoff.Max == 0 {
-		c.Backoff.Max = max(DefaultBackoffMax, c.Backoff.Initial)
-	}
+	c.Backoff.Initial = cmp.Or(c.Backoff.Initial, DefaultBackoffInitial)
+	c.Backoff.Max = cmp.Or(c.Backoff.Max, max(DefaultBackoffMax, c.Backoff.Initial))
 	return c
 }
 

@@ -141,9 +141,7 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 		l.Addf("work", "must not be nil")
 	}
 	code := cfg.PermanentExitCode
-	if code == 0 {
-		code = DefaultPermanentExitCode
-	}
+	code = cmp.Or(code, DefaultPermanentExitCode)
 	if why, ok := reservedExitCodes[code]; ok {
 		l.Addf("PermanentExitCode", "%d already means %s", code, why)
 	} else if code < 2 || code > 127 {

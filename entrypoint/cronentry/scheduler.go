@@ -75,9 +75,7 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
+	cfg.Name = cmp.Or(cfg.Name, DefaultName)
 	var l fault.Problems
 	compiled, err := compile(jobs, time.Now())
 	l.Merge("", err)
