@@ -23,31 +23,54 @@ import (
 // it has led one term, then stops it as the Host does.
 func leadOnce(t *testing.T, d entrypoint.Defaults, opts ...Option) {
 	t.Helper()
-	l, err := New(vSpec(lock.NewMemory(), "a"), func(ctx context.Context, term *Term) error {
+	c := campaignOnce(t, d, func(ctx context.Context, term *Term) error {
 		<-term.Ended()
 		return nil
 	}, opts...)
+	if !c.l.Leadership()[c.l.conf.Key].Held {
+		t.Fatal("no term won")
+	}
+	c.end(t)
+}
+
+// campaign is a Leadership being served.
+type campaign struct {
+	l      *Leadership
+	stop   chan struct{}
+	served chan error
+}
+
+// campaignOnce serves a Leadership made by New with lead and opts, given d as the
+// Host would, until its first campaign has won.
+func campaignOnce(t *testing.T, d entrypoint.Defaults, lead func(context.Context, *Term) error, opts ...Option) campaign {
+	t.Helper()
+	l, err := New(vSpec(lock.NewMemory(), "a"), lead, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.SetDefaults(d)
+	if err := l.SetDefaults(d); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Bind(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	stop, served := make(chan struct{}), make(chan error, 1)
-	go func() { served <- l.Serve(context.Background(), stop) }()
+	c := campaign{l: l, stop: make(chan struct{}), served: make(chan error, 1)}
+	go func() { c.served <- l.Serve(context.Background(), c.stop) }()
 	time.Sleep(vCE + time.Millisecond) // virtual time: the first campaign has won
-	if !l.Leadership()[l.conf.Key].Held {
-		t.Fatal("no term won")
-	}
-	close(stop)
-	if err := <-served; err != nil {
+	return c
+}
+
+// end stops the campaign as the Host does: the stop, then Drain and Stop.
+func (c campaign) end(t *testing.T) {
+	t.Helper()
+	close(c.stop)
+	if err := <-c.served; err != nil {
 		t.Errorf("Serve = %v", err)
 	}
-	if err := l.Drain(context.Background()); err != nil {
+	if err := c.l.Drain(context.Background()); err != nil {
 		t.Errorf("Drain = %v", err)
 	}
-	if err := l.Stop(context.Background()); err != nil {
+	if err := c.l.Stop(context.Background()); err != nil {
 		t.Errorf("Stop = %v", err)
 	}
 }
@@ -157,29 +180,9 @@ func TestReportsPanics(t *testing.T) {
 				if tc.ownRep {
 					opts, want, other = []Option{WithReporter(own)}, own, host
 				}
-				l, err := New(vSpec(lock.NewMemory(), "a"), func(context.Context, *Term) error { panic("nil map") }, opts...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := l.SetDefaults(entrypoint.Defaults{Reporter: host}); err != nil {
-					t.Fatal(err)
-				}
-				if err := l.Bind(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-				stop, served := make(chan struct{}), make(chan error, 1)
-				go func() { served <- l.Serve(context.Background(), stop) }()
-				time.Sleep(vCE + time.Millisecond) // virtual time: the first term was won, and its lead panicked
-				close(stop)
-				if err := <-served; err != nil {
-					t.Errorf("Serve = %v", err)
-				}
-				if err := l.Drain(context.Background()); err != nil {
-					t.Errorf("Drain = %v", err)
-				}
-				if err := l.Stop(context.Background()); err != nil {
-					t.Errorf("Stop = %v", err)
-				}
+				c := campaignOnce(t, entrypoint.Defaults{Reporter: host}, func(context.Context, *Term) error { panic("nil map") }, opts...)
+				c.end(t) // the first term was won, and its lead panicked
+				l := c.l
 				errs, tags := want.Get()
 				if len(errs) == 0 {
 					t.Fatal("no report, want the panic of lead")
