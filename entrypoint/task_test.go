@@ -74,12 +74,7 @@ func TestTaskLifecycle(t *testing.T) {
 				cause = context.Cause(ctx)
 				return nil
 			})
-			stop := make(chan struct{})
-			served := make(chan error)
-			go func() { served <- task.Serve(context.Background(), stop) }()
-			synctest.Wait()
-			close(stop)
-			if err := <-served; err != nil {
+			if err := serveToStop(task); err != nil {
 				t.Errorf("Serve at stop = %v, want nil", err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -143,6 +138,17 @@ func bound(t *testing.T, cfg entrypoint.TaskConfig, work func(context.Context) e
 	return boundWith(t, entrypoint.Defaults{}, cfg, work)
 }
 
+// serveToStop serves task in a synctest bubble until its work blocks, then closes the
+// stop, and returns what Serve returned.
+func serveToStop(task *entrypoint.Task) error {
+	stop := make(chan struct{})
+	served := make(chan error)
+	go func() { served <- task.Serve(context.Background(), stop) }()
+	synctest.Wait()
+	close(stop)
+	return <-served
+}
+
 // boundWith is bound with the Host's telemetry d handed over before Bind.
 func boundWith(t *testing.T, d entrypoint.Defaults, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
 	t.Helper()
@@ -191,12 +197,7 @@ func TestTaskReportsPanics(t *testing.T) {
 					<-ctx.Done()
 					panic("cleanup failed")
 				})
-				stop := make(chan struct{})
-				served := make(chan error)
-				go func() { served <- task.Serve(context.Background(), stop) }()
-				synctest.Wait()
-				close(stop)
-				if err := <-served; err != nil {
+				if err := serveToStop(task); err != nil {
 					t.Fatalf("Serve = %v, want nil at the stop", err)
 				}
 				if err := task.Drain(context.Background()); err != nil {
