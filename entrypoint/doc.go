@@ -88,7 +88,7 @@
 //	entrypoint.DrainReporter   DrainReport() string            the shutdown report (conntrack.Tracker.Report)
 //	entrypoint.StatusDetailer  StatusDetail() string           /debug/lifecycle's detail
 //	entrypoint.DrainTimer      StopTime() time.Duration        refusing a DrainGrace too short for it
-//	entrypoint.DefaultsUser    SetDefaults(Defaults)           the Host's logger, registry, tracing
+//	entrypoint.DefaultsUser    SetDefaults(Defaults) error     the Host's logger, registry, tracing
 //	entrypoint.Finite          Finished() bool                 a task: its end ends the service
 //	fleet.Marker               Marks() fleet.Marks             the fleet posture check
 //	health.MonitorUser         UseMonitor(*health.Monitor)     following readiness (gRPC health)

@@ -125,7 +125,12 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		_ = tel.flush(context.Background())
 		return nil, err
 	}
-	h.adopt(h.regs)
+	if err := h.adopt(h.regs); err != nil {
+		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
+		tel.report(context.Background(), err, StageCreated, "")
+		_ = tel.flush(context.Background())
+		return nil, err
+	}
 	if !spec.Probes.Disabled {
 		h.probe, err = health.NewListener(h.spec.Probes, readiness{h}, health.ListenerOptions{
 			Checks:    h.checks,
