@@ -12,10 +12,9 @@ import (
 )
 
 // TestMiddlewareAllocs holds the Server's allocations per request to what they are
-// (the profiles of docs/budgets.md, "Per-request cost"): an untraced request, with
-// admission and metrics on, allocates nothing more than the bare handler; a traced
-// one allocates only what the span needs. A change that adds an allocation to the
-// request path fails here.
+// (docs/cost.md): an untraced request, with admission and metrics on, allocates
+// nothing more than the bare handler; a traced one allocates only what the span
+// needs. A change that adds an allocation to the request path fails here.
 func TestMiddlewareAllocs(t *testing.T) {
 	if raceOn {
 		t.Skip("the race detector makes sync.Pool drop objects: allocation counts are not exact")

@@ -35,7 +35,7 @@ type metrics struct {
 // now reads the monotonic clock, as the time elapsed since the metrics were made. A
 // request's duration is two such reads: time.Now would read the wall clock as well,
 // which a duration does not need (the read is the larger part of the metrics' cost
-// per request, see docs/api.md, "Where the middleware's time goes").
+// per request, see docs/cost.md).
 func (m *metrics) now() time.Duration { return time.Since(m.epoch) }
 
 // routeSeries is one route's cache: per method, a table by status code, made on

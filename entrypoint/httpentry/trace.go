@@ -13,11 +13,11 @@ import (
 )
 
 // The server span of a request is started and ended here rather than by otelhttp.
-// Profiled with every request sampled and a batch processor (docs/api.md, "Where
-// tracing's time goes"), otelhttp spent most of its cost on work nobody reads here: a
-// second ResponseWriter wrapper (httpsnoop) beside the Server's own, a request body
-// wrapper, a labeler in the ctx, and the semantic-convention metric attributes it
-// computes even with a no-op meter — the Server's RED metrics already count the same
+// Profiled with every request sampled and a batch processor (docs/cost.md), otelhttp
+// spent most of its cost on work nobody reads here: a second ResponseWriter wrapper
+// (httpsnoop) beside the Server's own, a request body wrapper, a labeler in the ctx,
+// and the semantic-convention metric attributes it computes even with a no-op
+// meter — the Server's RED metrics already count the same
 // requests. It also ends its span before the Server's recovery sees a panic, so a
 // panicking handler's span said neither the route, nor 500, nor error. The span
 // below carries the attributes of the stable HTTP server conventions that matter for
