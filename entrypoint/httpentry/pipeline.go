@@ -73,10 +73,11 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	// One critical section when bytes are pending, two when the socket is read: a
+	// request head takes a Read or two, and each lock is a share of its cost.
 	c.mu.Lock()
-	empty := len(c.pending) == 0
-	c.mu.Unlock()
-	if empty {
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
 		if c.store == nil {
 			c.store = make([]byte, 4096)
 		}
@@ -86,9 +87,7 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 		}
 		c.mu.Lock()
 		c.pending = c.store[:n]
-		c.mu.Unlock()
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	end, found := len(c.pending), false
 	if i := firstHeadEnd(c.tail, c.pending); i >= 0 {

@@ -173,7 +173,8 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	s.tracing = tp
-	s.trace = tracing{tracer: tp.Tracer(tracerName), prop: prop}
+	s.trace = tracing{tracer: tp.Tracer(tracerName), prop: prop,
+		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 }
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
