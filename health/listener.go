@@ -134,6 +134,7 @@ func registers(path string) (ok bool) {
 // through the whole drain, and closes it last.
 type Listener struct {
 	cfg     ListenerConfig
+	eval    *evaluator // /readyz's
 	handler http.Handler
 	log     *zap.Logger
 
@@ -186,8 +187,13 @@ func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listene
 	for path, h := range opts.Routes {
 		mux.Handle(path, h)
 	}
-	return &Listener{cfg: cfg, handler: canonicalOnly(mux), log: log}, nil
+	return &Listener{cfg: cfg, eval: e, handler: canonicalOnly(mux), log: log}, nil
 }
+
+// AddCheck adds the check c under name to those /readyz runs, as if it had been in
+// ListenerOptions.Checks; it takes effect at the next probe, Start or no Start. It
+// refuses what Monitor.AddCheck refuses, with the same *fault.ConfigError.
+func (l *Listener) AddCheck(name string, c Check) error { return l.eval.add(name, c) }
 
 // canonicalOnly answers 404 to a request whose path is not written the one way the
 // listener's paths are: with a percent-escape ("/%70restop"), a doubled or trailing

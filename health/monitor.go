@@ -84,6 +84,14 @@ func NewMonitor(src Source, cfg MonitorConfig) (*Monitor, error) {
 	return m, nil
 }
 
+// AddCheck adds the check c under name to those the Monitor runs, as if it had been
+// in MonitorConfig.Checks: the next evaluation, and the next run of every
+// subscription, runs it; an evaluation under way keeps the checks it began with. An
+// empty name, one with a comma or surrounding spaces, a nil c, or a name already in
+// use is a *fault.ConfigError naming Checks[name], and nothing is added. It is safe
+// to call concurrently with Evaluate and Subscribe.
+func (m *Monitor) AddCheck(name string, c Check) error { return m.e.add(name, c) }
+
 // Serving reports whether r lets the process take work: Status is ReportOK, or
 // ReportDegraded (a check that does not gate traffic failed; see Gating).
 func (r Report) Serving() bool { return r.Status == ReportOK || r.Status == ReportDegraded }
@@ -183,7 +191,7 @@ func (m *Monitor) wait(ctx context.Context, changed <-chan struct{}, before Stat
 // evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
 // leaves before.
 func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
-	if before != Ready || len(m.e.checks) == 0 {
+	if before != Ready || len(m.e.list()) == 0 {
 		return m.Evaluate(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)

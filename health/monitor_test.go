@@ -185,3 +185,37 @@ func TestNewMonitorRefusesBadConfig(t *testing.T) {
 		}
 	}
 }
+
+func TestMonitorAddCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var st health.State
+		st.Set(health.Ready)
+		m, err := health.NewMonitor(&st, health.MonitorConfig{CheckInterval: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := subscribe(t, m)
+		if r := v.next(t); r.Status != health.ReportOK {
+			t.Fatalf("without checks: %+v", r)
+		}
+		down := health.Gating(health.CheckFunc(func(context.Context) error { return errors.New("sidecar gone") }))
+		if err := m.AddCheck("sidecar", down); err != nil {
+			t.Fatal(err)
+		}
+		if r := v.next(t); r.Status != health.ReportFailing || r.Checks["sidecar"].OK {
+			t.Errorf("a subscription after AddCheck of a failing gating check: %+v", r)
+		}
+		for _, name := range []string{"sidecar", "", "a,b"} {
+			_, ok := errors.AsType[*fault.ConfigError](m.AddCheck(name, down))
+			if !ok {
+				t.Errorf("AddCheck(%q) was accepted", name)
+			}
+		}
+		if _, ok := errors.AsType[*fault.ConfigError](m.AddCheck("nil", nil)); !ok {
+			t.Error("AddCheck of a nil check was accepted")
+		}
+		if r := m.Evaluate(t.Context()); len(r.Checks) != 1 {
+			t.Errorf("refused checks were added: %+v", r)
+		}
+	})
+}
