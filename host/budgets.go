@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/hooks"
 )
 
 // Budgets bound each stage of an orderly exit. A zero field takes its default; a
@@ -21,13 +22,13 @@ type Budgets struct {
 	// probe's period × failure threshold plus the balancer's own lag; under
 	// Kubernetes, 0 drops requests during rollouts. Default 0. SW_DRAIN_DELAY.
 	DrainDelay time.Duration
-	// DrainPhasesBudget is shared by all drain phases, in order. Default 5s.
+	// DrainPhasesBudget is shared by all drain phases, in order. Default 3s.
 	// SW_DRAIN_PHASES_BUDGET.
 	DrainPhasesBudget time.Duration
 	// DrainGrace is the window in which the entrypoints finish their in-flight
 	// work. Every entrypoint's Drain starts at the same moment and each gets the
 	// whole window, so one slow drain never shortens another's and the worst
-	// case does not grow with their number. The Host waits 5 s beyond it so an
+	// case does not grow with their number. The Host waits 1 s beyond it so an
 	// entrypoint that honours the window exactly is not cut short. A cooperative
 	// shutdown's wait for MarkApplicationDrained ends with the window too.
 	// Default 10s. SW_DRAIN_GRACE.
@@ -35,7 +36,7 @@ type Budgets struct {
 	// StepTimeout bounds each step after the drain: each entrypoint's Stop, the
 	// wait for Serve to return, each shutdown hook, each warmup step's Stop,
 	// closing the container, flushing telemetry and closing the probe listener.
-	// Default 2s. SW_STEP_TIMEOUT.
+	// Default 1s. SW_STEP_TIMEOUT.
 	StepTimeout time.Duration
 	// Deadline, when positive, caps the waits of the exit from the moment a stop
 	// is requested: when it expires, the waits still running — the drain delay
@@ -62,11 +63,15 @@ type Budgets struct {
 	WarmupTimeout time.Duration
 }
 
-// Default budgets.
+// Default budgets. They are sized so that a service like the example — six
+// entrypoints, a drain phase, a shutdown hook, a container, an error reporter and the
+// probe listener — has a worst-case exit within Kubernetes' default grace period
+// (30 s) with 10% headroom when its phases declare a MaxDuration, and within the
+// period itself when they do not (docs/budgets.md).
 const (
-	DefaultDrainPhasesBudget = 5 * time.Second
+	DefaultDrainPhasesBudget = 3 * time.Second
 	DefaultDrainGrace        = 10 * time.Second
-	DefaultStepTimeout       = 2 * time.Second
+	DefaultStepTimeout       = time.Second
 	DefaultWarmupTimeout     = time.Minute
 )
 
@@ -75,8 +80,10 @@ const (
 // meant to last a day, and the ceiling keeps every sum of budgets far from overflow.
 const MaxBudget = 24 * time.Hour
 
-// drainSlack is how long the Host waits beyond DrainGrace for a Drain to return.
-const drainSlack = 5 * time.Second
+// drainSlack is how long the Host waits beyond DrainGrace for a Drain to return: the
+// second a drain phase that ignores its cancellation is given (hooks.AbandonAfter),
+// ample for a Drain that honours its ctx to return.
+const drainSlack = hooks.AbandonAfter
 
 // budgetEnv maps each override variable to its field.
 var budgetEnv = []struct {

@@ -14,9 +14,9 @@ func TestWorstCaseFigures(t *testing.T) {
 	step := 2*time.Second + courtesy
 	hook := 2*time.Second + 100*time.Millisecond
 	w2 := b.worstCase(units{entrypoints: 2, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
-	// (5 + 2: the delay, then the Serve wait) + (3+1) + (10+5) + 3 steps (2 Stops, the
+	// (5 + 2: the delay, then the Serve wait) + (3+1) + (10+1) + 3 steps (2 Stops, the
 	// Serve wait) + hook + warmup + scope + flush + probes
-	want := 7*time.Second + 4*time.Second + 15*time.Second + 3*step + hook + 4*step
+	want := 7*time.Second + 4*time.Second + 11*time.Second + 3*step + hook + 4*step
 	if w2.Total != want {
 		t.Errorf("total = %s, want %s: %s", w2.Total, want, w2)
 	}
@@ -26,7 +26,7 @@ func TestWorstCaseFigures(t *testing.T) {
 		t.Errorf("7 more entrypoints cost %s, want 7 Stops (%s)", d, 7*step)
 	}
 	for _, f := range w2.Figures {
-		if f.Name == "drain" && f.Value != 15*time.Second {
+		if f.Name == "drain" && f.Value != 11*time.Second {
 			t.Errorf("drain figure = %s, want DrainGrace + slack", f.Value)
 		}
 	}
@@ -34,8 +34,8 @@ func TestWorstCaseFigures(t *testing.T) {
 		!strings.Contains(w2.String(), "flush=") || !strings.Contains(w2.String(), "close_probes=") {
 		t.Errorf("figures not named after their stages: %s", w2)
 	}
-	if w2.Fits(30*time.Second) || !w2.Fits(50*time.Second) {
-		t.Errorf("fits: 30s %v, 50s %v", w2.Fits(30*time.Second), w2.Fits(50*time.Second))
+	if w2.Fits(40*time.Second) || !w2.Fits(50*time.Second) {
+		t.Errorf("fits: 40s %v, 50s %v", w2.Fits(40*time.Second), w2.Fits(50*time.Second))
 	}
 }
 
