@@ -100,24 +100,35 @@ var budgetEnv = []struct {
 	{"SW_WARMUP_TIMEOUT", "WarmupTimeout", func(b *Budgets) *time.Duration { return &b.WarmupTimeout }},
 }
 
+// budgetVars names, for each Budgets field whose value came from the environment,
+// the variable it came from ("DrainGrace" → "SW_DRAIN_GRACE"), so that a problem
+// found later with that value names the variable the user set.
+type budgetVars map[string]string
+
+// of is the variable field's value came from, or "".
+func (v budgetVars) of(field string) string { return v[field] }
+
 // resolve applies environment overrides, checks every field and fills defaults.
-// Problems are recorded in l under the field or variable name.
-func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) Budgets {
-	fromEnv := map[string]bool{}
+// Problems are recorded in l under the field ("Budgets.DrainGrace"), with the
+// variable when the value came from one. It returns the variables the values came
+// from.
+func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
+	fromEnv := budgetVars{}
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
 		if !ok || strings.TrimSpace(v) == "" {
 			continue
 		}
-		fromEnv[e.field] = true
+		fromEnv[e.field] = e.name
 		d, err := parseDuration(v, e.name == "TERMINATION_GRACE_PERIOD")
+		field := "Budgets." + e.field
 		switch {
 		case err != nil:
-			l.Addf(e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, MaxBudget)
+			l.AddEnvf(field, e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, MaxBudget)
 		case d < 0:
-			l.Addf(e.name, "must not be negative, got %s", d)
+			l.AddEnvf(field, e.name, "must not be negative, got %s", d)
 		case d > MaxBudget:
-			l.Addf(e.name, "%s is above the ceiling of %s", d, MaxBudget)
+			l.AddEnvf(field, e.name, "%s is above the ceiling of %s", d, MaxBudget)
 		default:
 			*e.ptr(&b) = d
 			continue
@@ -125,7 +136,7 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 		*e.ptr(&b) = 0 // reported; keep the figures sane for what follows
 	}
 	for _, e := range budgetEnv {
-		if fromEnv[e.field] {
+		if fromEnv[e.field] != "" {
 			continue
 		}
 		switch d := *e.ptr(&b); {
@@ -149,7 +160,7 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 	if b.WarmupTimeout == 0 {
 		b.WarmupTimeout = DefaultWarmupTimeout
 	}
-	return b
+	return b, fromEnv
 }
 
 // parseDuration reads a Go duration, or whole seconds when seconds is true. A value
@@ -203,11 +214,11 @@ func checkTimeoutEnv(lookup func(string) (string, bool), d time.Duration, l *fau
 	got, err := parseDuration(v, false)
 	switch {
 	case err != nil:
-		l.Addf("SW_CHECK_TIMEOUT", "%v (want e.g. \"2s\" or \"500ms\")", err)
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%v (want e.g. \"2s\" or \"500ms\")", err)
 	case got <= 0:
-		l.Addf("SW_CHECK_TIMEOUT", "must be positive, got %s", got)
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "must be positive, got %s", got)
 	case got > MaxBudget:
-		l.Addf("SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, MaxBudget)
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, MaxBudget)
 	default:
 		return got
 	}

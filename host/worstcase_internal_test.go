@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -68,7 +69,7 @@ func TestBudgetOverflow(t *testing.T) {
 	} {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
 			var l fault.Problems
-			b := Budgets{}.resolve(func(k string) (string, bool) {
+			b, _ := Budgets{}.resolve(func(k string) (string, bool) {
 				if k == c.env {
 					return c.value, true
 				}
@@ -76,8 +77,9 @@ func TestBudgetOverflow(t *testing.T) {
 			}, &l)
 			err := l.Err()
 			if c.bad {
-				if err == nil || !strings.Contains(err.Error(), c.env) {
-					t.Fatalf("resolve = %v, want a problem naming %s", err, c.env)
+				ce, ok := errors.AsType[*fault.ConfigError](err)
+				if !ok || len(ce.Problems) != 1 || ce.Problems[0].Variable != c.env || !strings.HasPrefix(ce.Problems[0].Field, "Budgets.") {
+					t.Fatalf("resolve = %v, want one problem naming %s and the field it sets", err, c.env)
 				}
 				w := b.worstCase(units{entrypoints: 3, preShutdown: 2})
 				if w.Total <= 0 {
@@ -101,7 +103,7 @@ func TestBudgetOverflow(t *testing.T) {
 	}
 	t.Run("spec fields above the ceiling name the field", func(t *testing.T) {
 		var l fault.Problems
-		Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(func(string) (string, bool) { return "", false }, &l)
+		_, _ = Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(func(string) (string, bool) { return "", false }, &l)
 		err := l.Err()
 		if err == nil || !strings.Contains(err.Error(), "Budgets.StepTimeout") || !strings.Contains(err.Error(), "Budgets.DrainGrace") {
 			t.Errorf("resolve = %v", err)
