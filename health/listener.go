@@ -72,12 +72,12 @@ func (c ListenerConfig) addr() string {
 // (AppSpec.Probes), and only the Host calls NewListener, which is why they stay one
 // struct rather than options.
 type ListenerOptions struct {
-	Checks    map[string]Check // readiness dependencies, as in ReadinessOptions
+	Checks    map[string]Check // readiness dependencies, as in ReadinessConfig
 	Metrics   http.Handler     // served at /metrics when not nil
 	Lifecycle http.Handler     // served at /debug/lifecycle when not nil
 	Logger    *zap.Logger      // nil logs nothing
 	// Registerer, when set, receives servicewright_readiness_check_failing{check,gates}
-	// (see ReadinessOptions.Registerer).
+	// (see ReadinessConfig.Registerer).
 	Registerer prometheus.Registerer
 	// Routes are extra handlers served on the probe port, keyed by exact path (for
 	// example the Host's "/prestop", the target of a Kubernetes preStop httpGet). A

@@ -29,7 +29,7 @@ var _ Notifier = (*State)(nil)
 // it.
 type MonitorConfig struct {
 	// Checks are the dependencies the process cannot serve without, by name, as in
-	// ReadinessOptions: give both the same map and they give the same verdicts.
+	// ReadinessConfig: give both the same map and they give the same verdicts.
 	Checks map[string]Check
 	// CheckTimeout is each check's own budget. 0 means DefaultCheckTimeout (2s);
 	// negative is refused.
@@ -54,10 +54,11 @@ type Monitor struct {
 	note Notifier // nil when the Source is not one
 }
 
-// NewMonitor returns a Monitor of src and cfg.Checks. Invalid arguments (a nil src, a
-// nil or badly named check, a negative duration) return a *fault.ConfigError listing
-// each problem by field.
-func NewMonitor(src Source, cfg MonitorConfig) (*Monitor, error) {
+// NewMonitor returns a Monitor of src and cfg.Checks. Like NewReadiness and
+// NewListener, it takes its configuration first and the Source second. Invalid
+// arguments (a nil src, a nil or badly named check, a negative duration) return a
+// *fault.ConfigError listing each problem by field.
+func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	var l fault.Problems
 	validateSource(&l, src)
 	validateTimeout(&l, cfg.CheckTimeout)

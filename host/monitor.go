@@ -68,11 +68,11 @@ func (h *Host) buildMonitor(extra []namedCheck) (*health.Monitor, error) {
 			delete(checks, name)
 		}
 	}
-	m, err := health.NewMonitor(readiness{h}, health.MonitorConfig{
+	m, err := health.NewMonitor(health.MonitorConfig{
 		Checks:       checks,
 		CheckTimeout: max(h.spec.Probes.CheckTimeout, 0),
 		Logger:       h.log.Named("health"),
-	})
+	}, readiness{h})
 	if err != nil {
 		return nil, err
 	}
