@@ -88,8 +88,9 @@ func (g *Gate) SetLimiter(lim *admission.Limiter) { g.lim.Store(lim) }
 func (g *Gate) Limiter() *admission.Limiter { return g.lim.Load() }
 
 // Admit asks to admit one unit of work of class c. It returns Draining once the Gate
-// is closed, Overloaded when c is Ordinary and the limiter's limit of units in
-// flight is reached, and otherwise Admitted with the Ticket whose Leave the caller
+// is closed, Overloaded when c is Ordinary and the limiter refuses it (its limit of
+// units in flight is reached, or the process is saturated and the unit is not in
+// the share the limiter admits), and otherwise Admitted with the Ticket whose Leave the caller
 // must call when the unit is done. A refused Admit returns the zero Ticket, so that
 // `t, v := g.Admit(c); defer t.Leave()` is always safe.
 //
@@ -120,6 +121,10 @@ func (g *Gate) Admit(c Class) (Ticket, Verdict) {
 	if c == Ordinary && n > uint64(limit) {
 		g.release(unit)
 		lim.Shed()
+		return Ticket{}, Overloaded
+	}
+	if c == Ordinary && !lim.Admit() {
+		g.release(unit)
 		return Ticket{}, Overloaded
 	}
 	return Ticket{g: g, lim: lim, unit: unit, start: lim.Start(int(n), limit)}, Admitted

@@ -147,7 +147,12 @@ type proc struct {
 }
 
 func start(self, kind string, work int) *proc {
-	cmd := exec.Command(self, "-serve", kind, "-work", fmt.Sprint(work))
+	args := []string{"-serve", kind, "-work", fmt.Sprint(work)}
+	cmd := exec.Command(self, args...)
+	if cpu := os.Getenv("PEERS_SERVER_CPU"); cpu != "" {
+		// The server on a CPU of its own, away from the load generator's.
+		cmd = exec.Command("taskset", append([]string{"-c", cpu, self}, args...)...)
+	}
 	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()

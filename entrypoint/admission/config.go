@@ -16,6 +16,7 @@ const (
 	DefaultWindow        = 100 * time.Millisecond
 	DefaultTolerance     = 1.5
 	DefaultProbeInterval = 30 * time.Second
+	DefaultMaxQueueDelay = 2 * time.Millisecond
 )
 
 // The environment variables that override Config's fields (see Config.FromEnv).
@@ -25,6 +26,7 @@ const (
 	EnvMaxLimit      = "SW_ADMISSION_MAX_LIMIT"
 	EnvWindow        = "SW_ADMISSION_WINDOW"
 	EnvProbeInterval = "SW_ADMISSION_PROBE_INTERVAL"
+	EnvMaxQueueDelay = "SW_ADMISSION_MAX_QUEUE_DELAY"
 )
 
 // Config bounds a Limiter. Every zero field takes the default named after it, so the
@@ -53,6 +55,12 @@ type Config struct {
 	// two windows to measure the no-load latency afresh. Default 30s. Env
 	// SW_ADMISSION_PROBE_INTERVAL.
 	ProbeInterval time.Duration
+	// MaxQueueDelay is how long, on average over a window, runnable goroutines may
+	// wait for a CPU (the Go scheduler's latency) before the process counts as
+	// saturated and the Limiter admits only a share of the ordinary units under the
+	// limit, cut while the wait stays over it. A CPU-bound handler queues there,
+	// before any Gate sees it. Default 2ms. Env SW_ADMISSION_MAX_QUEUE_DELAY.
+	MaxQueueDelay time.Duration
 }
 
 // FromEnv returns cfg with the fields that lookup (os.LookupEnv in production)
@@ -82,7 +90,8 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	durs := []struct {
 		env, field string
 		v          *time.Duration
-	}{{EnvWindow, "Window", &cfg.Window}, {EnvProbeInterval, "ProbeInterval", &cfg.ProbeInterval}}
+	}{{EnvWindow, "Window", &cfg.Window}, {EnvProbeInterval, "ProbeInterval", &cfg.ProbeInterval},
+		{EnvMaxQueueDelay, "MaxQueueDelay", &cfg.MaxQueueDelay}}
 	for _, e := range durs {
 		if v, ok := lookup(e.env); ok {
 			d, err := time.ParseDuration(v)
@@ -105,6 +114,7 @@ func (cfg Config) resolve(l *fault.Problems) Config {
 	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
 	cfg.Tolerance = cmp.Or(cfg.Tolerance, DefaultTolerance)
 	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, DefaultProbeInterval)
+	cfg.MaxQueueDelay = cmp.Or(cfg.MaxQueueDelay, DefaultMaxQueueDelay)
 	switch {
 	case cfg.MinLimit < 0:
 		l.Addf("MinLimit", "must be positive, got %d (%s)", cfg.MinLimit, EnvMinLimit)
@@ -122,6 +132,9 @@ func (cfg Config) resolve(l *fault.Problems) Config {
 	}
 	if cfg.ProbeInterval < 0 {
 		l.Addf("ProbeInterval", "must be positive, got %v (%s)", cfg.ProbeInterval, EnvProbeInterval)
+	}
+	if cfg.MaxQueueDelay < 0 {
+		l.Addf("MaxQueueDelay", "must be positive, got %v (%s)", cfg.MaxQueueDelay, EnvMaxQueueDelay)
 	}
 	if cfg.Tolerance < 1 {
 		l.Addf("Tolerance", "must be at least 1, got %v", cfg.Tolerance)

@@ -57,9 +57,21 @@ const (
 // takes the latency of the second as the new base. At MinLimit itself the latency
 // measured is by definition the no-load one.
 //
-// The hot path (Limit, Start, Finish of an unsampled unit) takes no lock and
-// allocates nothing; one unit in eight reads the clock twice. The window's
+// The hot path (Limit, Admit, Start, Finish of an unsampled unit) takes no lock and
+// allocates nothing; one unit in sixteen reads the clock twice, every unit while
+// the process is near saturation. The window's
 // arithmetic runs in the Finish that closes it, under a lock the others skip.
+//
+// A concurrency limit cannot see a CPU-bound service saturate: a request that waits
+// for a CPU waits before its handler runs, so the units in flight stay few and fast
+// while the queue in front of them grows without bound. The Limiter therefore
+// watches a second signal, the Go scheduler's latency (how long runnable goroutines
+// wait for a CPU, from runtime/metrics), once a window. Over Config.MaxQueueDelay
+// the process is saturated, and the Limiter admits only a share of the ordinary
+// units under the limit, paced at the rate its CPUs served, spread evenly, so that
+// the queue drains and stays short (see Share and the saturation method). Both
+// refusals are Overloaded to the Gate; ShedCount and SaturatedCount tell them
+// apart.
 //
 // A Limiter does not queue: a unit over the limit is refused at once. It does not
 // see what never reaches it (the listener's backlog, the TLS handshake).
@@ -76,6 +88,8 @@ type Limiter struct {
 	peak  atomic.Int64 // highest in-flight count a sample saw
 	shed  atomic.Int64 // units refused
 	close atomic.Int64 // when the window may close, ns since epoch
+
+	shareState // the share a saturated process admits (saturation.go)
 
 	mu        sync.Mutex // one window's arithmetic at a time; guards the fields below
 	est       float64    // the limit, unrounded
@@ -101,6 +115,9 @@ func New(cfg Config) (*Limiter, error) {
 	}
 	lim := &Limiter{cfg: cfg, epoch: time.Now(), est: float64(cfg.InitialLimit)}
 	lim.limit.Store(int64(cfg.InitialLimit))
+	lim.share.Store(shareOne)
+	lim.cpuTime = processCPU
+	lim.setWaits(schedWaits())
 	lim.close.Store(int64(cfg.Window))
 	lim.nextProbe = int64(cfg.Window) * 10 // the first probe comes early, then every ProbeInterval
 	return lim, nil
@@ -122,7 +139,7 @@ func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
 // itself included, under limit (what Limit returned). It returns 0 for a unit that
 // is not sampled, and a clock reading to hand to Finish for one that is.
 func (l *Limiter) Start(inFlight, limit int) int64 {
-	if 2*inFlight < limit && rand.Uint32()&(sampleEvery-1) != 0 {
+	if 2*inFlight < limit && !l.hot.Load() && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
 	return l.stamp()
@@ -166,8 +183,76 @@ func (l *Limiter) record(now, rtt int64, inFlight int) {
 	if now < l.close.Load() { // another Finish closed this window first
 		return
 	}
+	l.closeWindow(now)
+}
+
+// closeWindow closes the window at now: the share moves on it, then the limit.
+// Called with mu held.
+func (l *Limiter) closeWindow(now int64) {
 	l.close.Store(now + int64(l.cfg.Window))
-	l.step(now, l.sum.Swap(0), l.n.Swap(0), l.peak.Swap(0), l.shed.Swap(0))
+	n := l.n.Swap(0)
+	l.closeShare(now, n)
+	l.step(now, l.sum.Swap(0), n, l.peak.Swap(0), l.shed.Swap(0))
+}
+
+// closeShare moves the share on the window closing at now, in which n units were
+// sampled. Called with mu held.
+func (l *Limiter) closeShare(now, n int64) {
+	exact := l.hot.Load() // every unit of the window was sampled: n is what it admitted
+	waits, wait := l.windowWaits()
+	span := float64(now-l.opened) / 1e9
+	l.opened = now
+	refused := int64(l.saturatedTotal.Load() - l.refusedSeen)
+	l.refusedSeen += uint64(refused)
+	l.hot.Store(l.saturation(waits, wait, l.windowBusy(span), n, refused, span, exact))
+}
+
+// refuseSaturated counts a unit under the limit that the share refused (see Admit):
+// every 32nd such refusal also closes a window that is due, so that a share cut to
+// its floor still moves when few admitted units are left to close windows.
+func (l *Limiter) refuseSaturated() {
+	if l.saturatedTotal.Add(1)%32 != 0 {
+		return
+	}
+	now := l.now()
+	if now < l.close.Load() || !l.mu.TryLock() {
+		return
+	}
+	defer l.mu.Unlock()
+	if now < l.close.Load() {
+		return
+	}
+	l.closeWindow(now)
+}
+
+// Admit says whether one ordinary unit, under the concurrency limit, is admitted
+// by the share of a saturated process; a refusal is counted in SaturatedCount. An
+// entrypoint.Gate asks it for each ordinary unit it would admit.
+func (l *Limiter) Admit() bool {
+	if l.pass() {
+		return true
+	}
+	l.refuseSaturated()
+	return false
+}
+
+// setWaits makes src the Limiter's scheduler source, read from now on.
+func (l *Limiter) setWaits(src waitSource) {
+	l.waits = src
+	l.waitN, l.waitSum = src()
+	l.cpu, _ = l.cpuTime()
+}
+
+// windowWaits reads the scheduler's samples since the last window closed: how many
+// and their mean wait in seconds. Called with mu held.
+func (l *Limiter) windowWaits() (uint64, float64) {
+	n, sum := l.waits()
+	dn, dsum := n-l.waitN, sum-l.waitSum
+	l.waitN, l.waitSum = n, sum
+	if dn == 0 {
+		return 0, 0
+	}
+	return dn, dsum / float64(dn)
 }
 
 // step closes one window: sum and n are its samples, peak its highest in-flight

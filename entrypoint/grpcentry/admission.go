@@ -52,8 +52,9 @@ type admissionState struct {
 // grpc.health.v1 is never shed nor counted. Streaming calls are Exempt: how long a
 // stream lasts says nothing of load. Shedding is not unreadiness: the health
 // service keeps answering SERVING. With a registerer, the Server also exports
-// servicewright_grpc_shed_total{reason="draining"|"overload"} and
-// servicewright_grpc_admission_limit (0 when off).
+// servicewright_grpc_shed_total{reason="draining"|"overload"|"saturated"},
+// servicewright_grpc_admission_limit and servicewright_grpc_admission_share (0 when
+// off).
 func WithAdmission(cfg admission.Config) Option {
 	return func(o *options) { o.admission.cfg = cfg }
 }
@@ -112,9 +113,6 @@ func (s *Server) refuseFor(ctx context.Context, ss grpc.ServerStream, v entrypoi
 			s.adm.shed.Draining.Inc()
 		}
 		return errDraining
-	}
-	if s.adm.shed != nil {
-		s.adm.shed.Overload.Inc()
 	}
 	if ss != nil {
 		ss.SetTrailer(pushbackTrailer)

@@ -54,7 +54,7 @@ func (s *Server) SetDefaults(d entrypoint.Defaults) {
 
 // useRegisterer registers the metrics with reg.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	shed, err := transport.NewShed(reg, s.cfg.Name, "grpc", s.AdmissionLimit)
+	shed, err := transport.NewShed(reg, s.cfg.Name, "grpc", s.gate.Limiter)
 	if err != nil {
 		return err
 	}

@@ -121,9 +121,6 @@ func (s *Server) classOf(r *http.Request, stream bool) entrypoint.Class {
 // connection kept open — the client's next request may well find room, and a new
 // connection would cost more than this answer.
 func (s *Server) shed(w http.ResponseWriter) {
-	if s.metrics != nil {
-		s.metrics.shedOverload.Inc()
-	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Retry-After", overloadRetryAfter)

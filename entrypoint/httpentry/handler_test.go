@@ -145,6 +145,7 @@ func TestMetrics(t *testing.T) {
 			"servicewright_http_accept_paused_seconds_total",
 			"servicewright_http_accept_paused_total",
 			"servicewright_http_admission_limit",
+			"servicewright_http_admission_share",
 			"servicewright_http_connections_max",
 			"servicewright_http_connections_open",
 			"servicewright_http_in_flight",
@@ -171,6 +172,8 @@ func TestMetrics(t *testing.T) {
 			`servicewright_http_in_flight{entrypoint="http"}`:                                                       0,
 			`servicewright_http_shed_total{entrypoint="http",reason="draining"}`:                                    1,
 			`servicewright_http_shed_total{entrypoint="http",reason="overload"}`:                                    0,
+			`servicewright_http_shed_total{entrypoint="http",reason="saturated"}`:                                   0,
+			`servicewright_http_admission_share{entrypoint="http"}`:                                                 1,
 			`servicewright_http_admission_limit{entrypoint="http"}`:                                                 20,
 			`servicewright_http_accept_paused_total{entrypoint="http"}`:                                             0,
 		} {
@@ -178,8 +181,8 @@ func TestMetrics(t *testing.T) {
 				t.Errorf("%s = %v (present %v), want %v", series, v, ok, want)
 			}
 		}
-		if len(got) != 14 {
-			t.Errorf("gathered %d series, want 14: %v", len(got), got)
+		if len(got) != 16 {
+			t.Errorf("gathered %d series, want 16: %v", len(got), got)
 		}
 	})
 

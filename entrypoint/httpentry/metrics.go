@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/servicewright/servicewright/entrypoint/admission"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -19,8 +20,8 @@ type metrics struct {
 	refused  prometheus.Counter
 	panics   prometheus.Counter
 
-	shedDraining, shedOverload prometheus.Counter // shed_total by reason
-	codes                      [600]string        // status code → label, made once so observing allocates nothing
+	shedDraining *transport.Counter // shed_total{reason="draining"}; the others are the Limiter's
+	codes        [600]string        // status code → label, made once so observing allocates nothing
 
 	// routes holds, per route, per method and status code, the series a request is
 	// counted in, so that a request costs one map read and no label hashing once its
@@ -54,8 +55,8 @@ var methodLabels = [...]string{
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() int, capped *transport.ConnCap) (*metrics, error) {
-	shed, err := transport.NewShed(reg, name, "http", limit)
+func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, lim func() *admission.Limiter, capped *transport.ConnCap) (*metrics, error) {
+	shed, err := transport.NewShed(reg, name, "http", lim)
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight, limit func() i
 		return nil, err
 	}
 	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics,
-		shedDraining: shed.Draining, shedOverload: shed.Overload}
+		shedDraining: shed.Draining}
 	for code := 100; code < len(m.codes); code++ {
 		m.codes[code] = strconv.Itoa(code)
 	}

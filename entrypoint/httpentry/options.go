@@ -62,12 +62,16 @@ func WithLogger(l *zap.Logger) Option {
 //	servicewright_http_panics_total                           counter
 //	servicewright_http_shed_total{reason}                     counter
 //	servicewright_http_admission_limit                        gauge
+//	servicewright_http_admission_share                        gauge
 //
 // requests_total and the histogram count admitted requests, when their handler
 // returns; a refused request is counted only in refused_draining_total and in
 // shed_total{reason="draining"}, one shed for overload only in
-// shed_total{reason="overload"}. admission_limit is the adaptive concurrency limit
-// (0 when WithAdmission turned it off). method is
+// shed_total{reason="overload"} (the concurrency limit) or
+// shed_total{reason="saturated"} (the CPUs; see admission.Limiter).
+// admission_limit is the adaptive concurrency limit and admission_share the share
+// of ordinary requests under it that are admitted (both 0 when WithAdmission turned
+// it off). method is
 // the request's method when it is a standard one and "other" otherwise; code is
 // the status sent, "101" for a hijacked connection and "aborted" when the handler
 // aborted the response. in_flight counts admitted requests whose handler runs and

@@ -185,7 +185,7 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
 func (s *Server) useRegisterer(reg prometheus.Registerer) error {
-	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.AdmissionLimit, s.capped)
+	m, err := newMetrics(reg, s.cfg.Name, s.InFlight, s.gate.Limiter, s.capped)
 	if err != nil {
 		if transport.AlreadyRegistered(err) {
 			return fmt.Errorf("metrics for entrypoint %q are already registered: %w", s.cfg.Name, err)

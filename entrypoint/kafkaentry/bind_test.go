@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -226,9 +227,18 @@ func TestMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The paused gauge is there before anything pauses, one series per cause at 0, so
+	// that an alert on it tells "not paused" from "no consumer".
+	wantPaused := map[string]float64{kafkaentry.CauseTransient: 0, kafkaentry.CauseDependencyCheck: 0, kafkaentry.CauseDistinctFailures: 0}
+	if got := pausedByCause(t, reg, topic); !maps.Equal(got, wantPaused) {
+		t.Errorf("servicewright_kafka_paused after New = %v, want %v", got, wantPaused)
+	}
 	r := start(t, c)
 	col.waitCount(t, 2)
 	r.mustShutdown(t)
+	if got := pausedByCause(t, reg, topic); !maps.Equal(got, wantPaused) {
+		t.Errorf("servicewright_kafka_paused after the stop = %v, want %v", got, wantPaused)
+	}
 
 	for name, want := range map[string]float64{
 		"servicewright_kafka_messages_handled_total":       2,
@@ -252,8 +262,8 @@ func TestMetrics(t *testing.T) {
 	for _, mf := range mfs {
 		series += len(mf.GetMetric())
 	}
-	if series != 6 {
-		t.Errorf("%d series, want 6", series)
+	if series != 9 {
+		t.Errorf("%d series, want 9", series)
 	}
 
 	// A second consumer with another name shares the registry.
@@ -266,6 +276,35 @@ func TestMetrics(t *testing.T) {
 	if _, err := kafkaentry.New(cfg2, noop, kafkaentry.WithRegisterer(reg)); err == nil {
 		t.Error("a second consumer named orders registered its metrics")
 	}
+}
+
+// pausedByCause returns the servicewright_kafka_paused series of topic by their cause
+// label, failing on a series with another label than entrypoint, topic and cause.
+func pausedByCause(t *testing.T, reg *prometheus.Registry, topic string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "servicewright_kafka_paused" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if len(labels) != 3 || labels["entrypoint"] == "" || labels["cause"] == "" {
+				t.Errorf("servicewright_kafka_paused series with labels %v, want entrypoint, topic and cause", labels)
+			}
+			if labels["topic"] == topic {
+				out[labels["cause"]] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
 }
 
 // gathered returns the value of the one series of metric name.

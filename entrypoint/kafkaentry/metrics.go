@@ -13,12 +13,16 @@ import (
 type metrics struct {
 	byTopic   map[string]*topicMetrics // made at New for every consumed topic; read-only after
 	committed *prometheus.GaugeVec
-	paused    *prometheus.GaugeVec
 }
 
 type topicMetrics struct {
 	consumed, handled, failed, deadLettered prometheus.Counter
+	paused                                  map[string]prometheus.Gauge // by cause; read-only after New
 }
+
+// causes are the values of the paused gauge's cause label, each present from the
+// start.
+var causes = [...]string{CauseTransient, CauseDependencyCheck, CauseDistinctFailures}
 
 // newMetrics makes the collectors and registers them with r. inFlight is read at
 // every scrape.
@@ -42,8 +46,8 @@ func newMetrics(r prometheus.Registerer, entrypoint string, topics []string, inF
 	}, []string{"topic", "partition"})
 	paused := prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "servicewright", Subsystem: "kafka", Name: "paused", ConstLabels: labels,
-		Help: "1 while a partition is paused on a message by a dependency outage, with the rule that saw it (cause).",
-	}, []string{"topic", "partition", "cause"})
+		Help: "Partitions of the topic paused on a message by a dependency outage, by the rule that saw it (cause); 0 when none is.",
+	}, []string{"topic", "cause"})
 	inFlightGauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Namespace: "servicewright", Subsystem: "kafka", Name: "in_flight", ConstLabels: labels,
 		Help: "Messages being handled, retries and dead-lettering included.",
@@ -58,14 +62,19 @@ func newMetrics(r prometheus.Registerer, entrypoint string, topics []string, inF
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("register metrics: %w", err)
 	}
-	m := &metrics{byTopic: make(map[string]*topicMetrics, len(topics)), committed: committed, paused: paused}
+	m := &metrics{byTopic: make(map[string]*topicMetrics, len(topics)), committed: committed}
 	for _, t := range topics {
-		m.byTopic[t] = &topicMetrics{
+		tm := &topicMetrics{
 			consumed:     consumed.WithLabelValues(t),
 			handled:      handled.WithLabelValues(t),
 			failed:       failed.WithLabelValues(t),
 			deadLettered: deadLettered.WithLabelValues(t),
+			paused:       make(map[string]prometheus.Gauge, len(causes)),
 		}
+		for _, cause := range causes {
+			tm.paused[cause] = paused.WithLabelValues(t, cause) // at 0 until a pause
+		}
+		m.byTopic[t] = tm
 	}
 	return m, nil
 }
@@ -84,17 +93,17 @@ func (m *metrics) setCommitted(topic string, partition int, next int64) {
 	}
 }
 
-// setPaused moves a partition's paused series from the cause was ("": none) to now
-// ("": not paused).
-func (m *metrics) setPaused(topic string, partition int, was, now string) {
-	if m == nil {
+// setPaused moves one of topic's partitions from the paused count of the cause was
+// ("": none) to that of now ("": not paused).
+func (m *metrics) setPaused(topic string, was, now string) {
+	tm := m.topic(topic)
+	if tm == nil {
 		return
 	}
-	p := strconv.Itoa(partition)
-	if was != "" {
-		m.paused.DeleteLabelValues(topic, p, was)
+	if g := tm.paused[was]; g != nil {
+		g.Dec()
 	}
-	if now != "" {
-		m.paused.WithLabelValues(topic, p, now).Set(1)
+	if g := tm.paused[now]; g != nil {
+		g.Inc()
 	}
 }

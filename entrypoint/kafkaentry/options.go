@@ -45,8 +45,9 @@ func WithLogger(l *zap.Logger) Option {
 // WithRegisterer registers the consumer's metrics with r: the counters
 // servicewright_kafka_messages_{consumed,handled,failed,dead_lettered}_total{topic}
 // and the gauges servicewright_kafka_committed_offset{topic,partition},
-// servicewright_kafka_paused{topic,partition,cause} (1 while a partition is paused on
-// an outage) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
+// servicewright_kafka_paused{topic,cause} (how many of the topic's partitions an
+// outage holds, by the rule that saw it; every topic and cause is there at 0 from the
+// start) and servicewright_kafka_in_flight, each with the constant label entrypoint=Name. Without
 // it the metrics go to the registry the consumer's Host hands it (SetDefaults), and
 // none is kept with neither.
 func WithRegisterer(r prometheus.Registerer) Option {
@@ -78,7 +79,11 @@ func WithDeadLetterWriter(w MessageWriter) Option {
 // tp ("process <topic>", with the messaging attributes: system, destination,
 // partition, offset, consumer group), continuing the trace whose context the message
 // carries in its headers; retries, pauses and the dead-letter write are events of that
-// span. The handler's ctx holds the span. Without it the consumer traces with the
+// span, and a handling that did not end handled has the attribute
+// servicewright.kafka.outcome (released, dead_lettered or failed). The sampler sees
+// the span's kind and name; the attributes are made only for a span it keeps, so an
+// unsampled handling costs little more than its span context. The handler's ctx
+// holds the span. Without it the consumer traces with the
 // tracer provider its Host hands it (SetDefaults); with neither, with a no-op
 // provider, which costs next to nothing. A nil tp is ignored.
 func WithTracerProvider(tp trace.TracerProvider) Option {

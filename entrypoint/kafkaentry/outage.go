@@ -203,7 +203,7 @@ func (c *Consumer) paused(h handling, msg *kafka.Message, cause string, err erro
 	ps.Attempts++
 	c.outage.mu.Unlock()
 	if prevCause != cause {
-		c.metrics.setPaused(msg.Topic, msg.Partition, prevCause, cause)
+		c.metrics.setPaused(msg.Topic, prevCause, cause)
 	}
 	if begun {
 		h.log().Warn("dependency outage: partition paused on the message; retrying until it is back",
@@ -222,7 +222,7 @@ func (c *Consumer) resumed(h handling, msg *kafka.Message, outcome string) {
 	if ps == nil {
 		return
 	}
-	c.metrics.setPaused(msg.Topic, msg.Partition, ps.Cause, "")
+	c.metrics.setPaused(msg.Topic, ps.Cause, "")
 	h.event("resumed", attribute.String("outcome", outcome), attribute.Int("attempts", ps.Attempts))
 	h.log().Info("partition resumed", msgFields(msg, zap.String("outcome", outcome), zap.String("cause", ps.Cause),
 		zap.Duration("paused_for", time.Since(ps.Since)), zap.Int("attempts", ps.Attempts))...)

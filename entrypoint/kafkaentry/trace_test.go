@@ -95,6 +95,11 @@ func TestTrace(t *testing.T) {
 		if _, ok := attrs.Value("messaging.kafka.offset"); !ok {
 			t.Errorf("%s: no messaging.kafka.offset", key)
 		}
+		// The outcome is said when it is not "handled".
+		want := map[string]string{"good": "", "bad": "dead_lettered"}[key]
+		if v, _ := attrs.Value("servicewright.kafka.outcome"); v.Emit() != want {
+			t.Errorf("%s: servicewright.kafka.outcome = %q, want %q", key, v.Emit(), want)
+		}
 	}
 	events := map[string]bool{}
 	for _, e := range process["bad"].Events() {

@@ -126,41 +126,54 @@ func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 	return c.process(p, msg, &slot)
 }
 
-// process handles one message: the handler with retries, then OnFailure; during an
-// outage (Config.Outage) the partition pauses on the message instead. It reports
-// whether the message is done (handled or dead-lettered, and marked for commit);
-// false means it was given up on and its offset must not be committed. With tracing,
-// the handling runs in a consumer span that continues the message's trace.
+// process handles one message: attempts runs the handler until the message
+// settles, and settle applies the outcome. It reports whether the message is done
+// (handled or dead-lettered, and marked for commit); false means it was given up on
+// and its offset must not be committed. With tracing, the handling runs in a
+// consumer span that continues the message's trace.
 func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool {
 	h, p := c.startHandling(p, msg)
+	return c.settle(h, p, msg, c.attempts(h, p, msg, slot))
+}
+
+// Outcomes of a message's attempts, as settlement.outcome and the span's
+// servicewright.kafka.outcome give them.
+const (
+	outcomeHandled  = "handled"  // the handler succeeded
+	outcomeReleased = "released" // given back uncommitted: cut short, or a wait ended by a drain, revocation or stop
+	outcomeGivenUp  = "given_up" // failed for good: OnFailure applies
+)
+
+// settlement is how a message's attempts ended.
+type settlement struct {
+	outcome  string
+	err      error // the last attempt's error; nil when handled
+	attempts int   // calls that count against Retry.Attempts
+	resumed  bool  // handled after its partition paused on it
+	// why, when set, is the line logged at info when the message is released, with
+	// fields after the message's own.
+	why    string
+	fields []zap.Field
+}
+
+// attempts calls the handler on msg until it succeeds, is cut short, or fails for
+// good: retries on Config.Retry's schedule, and during an outage (Config.Outage) the
+// partition pauses on the message instead. It counts and logs each failure.
+func (c *Consumer) attempts(h handling, p partitionRun, msg *kafka.Message, slot *bool) settlement {
 	ctx := p.handlers
 	tm := c.metrics.topic(msg.Topic)
 	b := c.newBackoff()
 	var ob wait.Backoff // the outage schedule, made at the first outage failure
-	var err error
-	attempts := 0 // calls that count against Retry.Attempts: not those of an outage
+	attempts := 0       // calls that count against Retry.Attempts: not those of an outage
 	panicReported := false
 	for {
 		attempts++
-		err = safe.Call(c.what, func() error { return c.handler(ctx, *msg) })
+		err := safe.Call(c.what, func() error { return c.handler(ctx, *msg) })
 		if err == nil {
-			c.stats.handled.Add(1)
-			if tm != nil {
-				tm.handled.Inc()
-			}
-			c.outage.succeeded()
-			if ob.Initial > 0 {
-				c.resumed(h, msg, "handled")
-			}
-			c.marked(p.gs, msg)
-			h.end("handled", nil)
-			return true
+			return settlement{outcome: outcomeHandled, attempts: attempts, resumed: ob.Initial > 0}
 		}
 		if ctx.Err() != nil { // Stop or a revocation cut the handler; not a failure of the message
-			c.stats.released.Add(1)
-			c.resumed(h, msg, "released")
-			h.end("released", err)
-			return false
+			return settlement{outcome: outcomeReleased, err: err, attempts: attempts}
 		}
 		c.stats.failed.Add(1)
 		c.reportPanic(h, msg, err, attempts, &panicReported)
@@ -174,11 +187,8 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			}
 			c.paused(h, msg, cause, err)
 			if !c.outageWait(p, &ob, slot) {
-				h.log().Info("paused message released (drain, revocation or stop); it stays uncommitted", msgFields(msg)...)
-				c.stats.released.Add(1)
-				c.resumed(h, msg, "released")
-				h.end("released", err)
-				return false
+				return settlement{outcome: outcomeReleased, err: err, attempts: attempts,
+					why: "paused message released (drain, revocation or stop); it stays uncommitted"}
 			}
 			continue
 		}
@@ -187,35 +197,62 @@ func (c *Consumer) process(p partitionRun, msg *kafka.Message, slot *bool) bool 
 			ob = wait.Backoff{}
 		}
 		if noRetry(err) || attempts >= c.cfg.Retry.Attempts {
-			break
+			return settlement{outcome: outcomeGivenUp, err: err, attempts: attempts}
 		}
 		next := b.Next()
 		h.log().Warn("handler failed; retrying", msgFields(msg, failureFields(err, attempts, zap.Duration("retry_in", next))...)...)
 		h.event("retry", attribute.Int("attempt", attempts), attribute.String("error.type", errorType(err)),
 			attribute.String("retry_in", next.String()))
 		if !c.pause(p, next) {
-			h.log().Info("retry given up (drain, revocation or stop); the message stays uncommitted", msgFields(msg, zap.Int("attempts", attempts))...)
-			c.stats.released.Add(1)
-			h.end("released", err)
-			return false
+			return settlement{outcome: outcomeReleased, err: err, attempts: attempts,
+				why:    "retry given up (drain, revocation or stop); the message stays uncommitted",
+				fields: []zap.Field{zap.Int("attempts", attempts)}}
 		}
 	}
-	c.outage.forget(msg)
-	h.log().Error("handler failed; giving up", msgFields(msg, failureFields(err, attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
-	if c.cfg.OnFailure.deadLetter {
-		if !c.deadLetter(h, p, msg, err, attempts) {
-			c.stats.released.Add(1)
-			h.end("released", err)
-			return false
+}
+
+// settle applies the outcome of msg's attempts and ends the handling's span: a
+// message handled is counted and marked for commit; one given up on goes to
+// OnFailure (dead-lettered, and marked, or the entrypoint fails); one released — or
+// whose dead-letter write was cut short — is counted as released, its partition's
+// pause ended, and stays uncommitted. It reports whether msg is done.
+func (c *Consumer) settle(h handling, p partitionRun, msg *kafka.Message, s settlement) bool {
+	switch s.outcome {
+	case outcomeHandled:
+		c.stats.handled.Add(1)
+		if tm := c.metrics.topic(msg.Topic); tm != nil {
+			tm.handled.Inc()
 		}
-		h.end("dead_lettered", err)
+		c.outage.succeeded()
+		if s.resumed {
+			c.resumed(h, msg, outcomeHandled)
+		}
+		c.marked(p.gs, msg)
+		h.end(outcomeHandled, nil)
 		return true
+	case outcomeGivenUp:
+		c.outage.forget(msg)
+		h.log().Error("handler failed; giving up", msgFields(msg, failureFields(s.err, s.attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
+		if !c.cfg.OnFailure.deadLetter {
+			c.fail(&HandlerError{
+				Entrypoint: c.cfg.Name, Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
+				Attempts: s.attempts, Err: s.err,
+			})
+			h.end("failed", s.err)
+			return false
+		}
+		if c.deadLetter(h, p, msg, s.err, s.attempts) {
+			h.end("dead_lettered", s.err)
+			return true
+		}
+		// The dead-letter write was cut short: released like the rest.
 	}
-	c.fail(&HandlerError{
-		Entrypoint: c.cfg.Name, Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
-		Attempts: attempts, Err: err,
-	})
-	h.end("failed", err)
+	if s.why != "" {
+		h.log().Info(s.why, msgFields(msg, s.fields...)...)
+	}
+	c.stats.released.Add(1)
+	c.resumed(h, msg, outcomeReleased) // no-op unless its partition is paused on it
+	h.end(outcomeReleased, s.err)
 	return false
 }
 

@@ -36,7 +36,8 @@ func rollingFigure(e env) ([]row, error) {
 }
 
 // kafkaFigures runs the example's 20 000-order restart test (kcat produces, two
-// replicas consume, one restarted five times) and the consume benchmark.
+// replicas consume, one restarted five times); kafkaCostFigures (kafkacost.go) the
+// consume benchmark.
 func kafkaFigures(e env) ([]row, error) {
 	out, err := exec.Command("go", "test", "-count=1", "-run", "^TestKafkaRestarts$", "-v", "-timeout", "20m", "./cmd/example/").CombinedOutput()
 	kills := kafkaKills.FindSubmatch(out)
@@ -50,25 +51,5 @@ func kafkaFigures(e env) ([]row, error) {
 		Baseline: fmt.Sprintf("SIGKILL instead: 0 lost, %s orders handled twice (handled, not yet committed)", kills[2]),
 		Verdict:  verdict(err == nil),
 	}}
-	r, err := goBench("./entrypoint/kafkaentry/", "^BenchmarkConsume$", e.runs)
-	if err != nil {
-		return nil, err
-	}
-	raw, ours := median(r["BenchmarkConsume/raw-kafka-go"]["msgs/s"]), median(r["BenchmarkConsume/kafkaentry"]["msgs/s"])
-	rows = append(rows, row{
-		Figure:   "kafkaentry vs a raw kafka-go fetch/commit loop, same kfake broker",
-		Target:   "ratio ≥ 0.90",
-		Measured: fmt.Sprintf("%.0f msgs/s (ratio %.2f)", ours, ours/raw),
-		Baseline: fmt.Sprintf("raw kafka-go %.0f msgs/s", raw),
-		Verdict:  verdict(ours/raw >= 0.90),
-	})
-	traced := median(r["BenchmarkConsume/kafkaentry-traced"]["msgs/s"])
-	rows = append(rows, row{
-		Figure:   "kafkaentry with tracing on (SDK provider, every span sampled, no exporter) vs raw kafka-go",
-		Target:   "reported",
-		Measured: fmt.Sprintf("%.0f msgs/s (ratio %.2f)", traced, traced/raw),
-		Baseline: fmt.Sprintf("raw kafka-go %.0f msgs/s; untraced ratio %.2f", raw, ours/raw),
-		Verdict:  "—",
-	})
 	return rows, nil
 }
