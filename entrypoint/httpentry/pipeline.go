@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // maxPipelineResidue bounds what a closing connection reads of the requests left
@@ -30,7 +32,7 @@ func (s *Server) countPipelined(ln net.Listener) net.Listener {
 	if s.srv.TLSConfig != nil {
 		return ln
 	}
-	return &pipelineListener{Listener: ln, cs: &s.conns, draining: s.draining}
+	return &pipelineListener{Listener: ln, cs: s.conns, draining: s.draining}
 }
 
 func (l *pipelineListener) Accept() (net.Conn, error) {
@@ -132,7 +134,7 @@ func (c *pipeConn) Close() error {
 		rest := append([]byte(nil), c.pending...)
 		c.pending = nil
 		c.mu.Unlock()
-		rest = append(rest, readQueued(c.Conn, maxPipelineResidue)...)
+		rest = append(rest, transport.ReadQueued(c.Conn, maxPipelineResidue)...)
 		if n := bytes.Count(rest, headEnd); n > 0 {
 			c.cs.unanswered.Add(uint64(n))
 		}

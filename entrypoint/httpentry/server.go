@@ -49,7 +49,7 @@ type Server struct {
 
 	gate      entrypoint.Gate
 	streams   streamSet
-	conns     connSet
+	conns     *connSet
 	responses sync.Pool // of *response, reused across plain requests
 	panics    atomic.Uint64
 	refused   atomic.Uint64
@@ -60,8 +60,6 @@ type Server struct {
 	serveDone chan struct{} // closed when the http.Server's Serve has returned
 	serveErr  error         // what it returned, unless ErrServerClosed, until reported
 	draining  chan struct{} // closed once Drain has closed the Gate
-
-	backlog *backlogListener // what the http.Server serves, once its listener is taken over
 
 	capped *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
 }
@@ -99,6 +97,11 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
 	}
 	s.useAdmission(o.admission, &l)
+	if cs, err := newConnSet(cfg.Name, s.capped.Listener); err != nil {
+		l.Merge("", err)
+	} else {
+		s.conns = cs
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -294,17 +297,18 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 // run is the serving goroutine.
 func (s *Server) run(ln net.Listener, done chan<- struct{}) {
 	defer close(done)
-	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
-	defer served()
-	ln = s.countPipelined(ln)  // so that Drain counts the pipelined requests it leaves unanswered
-	ln = s.capped.Listener(ln) // outermost: outside takeOver's and the pipeline counter's, so that the connections it hands over count too
+	ln = s.conns.t.Listener(ln)     // busy/idle per connection, the cap, and the backlog answered at Drain
+	defer s.conns.t.CloseListener() // when Serve returned mid-backlog
+	ln = s.countPipelined(ln)       // so that Drain counts the pipelined requests it leaves unanswered
 	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
 		if s.srv.TLSConfig != nil {
 			return s.srv.ServeTLS(ln, "", "")
 		}
 		return s.srv.Serve(ln)
 	})
-	if !errors.Is(err, http.ErrServerClosed) {
+	// Drain closes the listener once the Gate is closed: that ends Serve as
+	// http.Server.Shutdown would.
+	if !errors.Is(err, http.ErrServerClosed) && !(errors.Is(err, net.ErrClosed) && s.gate.Closed()) {
 		s.mu.Lock()
 		s.serveErr = err
 		s.mu.Unlock()
