@@ -24,8 +24,9 @@ import (
 //	err = h.Register(host.Registration{Entrypoint: api})
 //	err = h.Run(ctx)
 
-// ErrRegisterAfterRun is returned by Register once Run has been called.
-var ErrRegisterAfterRun = errors.New("host: Register called after Run: register every entrypoint before Run")
+// ErrRegisterAfterRun is returned by Register, and wrapped by AddCheck and OnClose,
+// once Run has been called: what the service runs is fixed when it starts.
+var ErrRegisterAfterRun = errors.New("host: registered after Run: add every entrypoint, check and close step before Run")
 
 // Registerer is the Prometheus registerer of the Host's metrics, served at /metrics
 // on the probe listener (TelemetryConfig.Registry, or the Host's own registry with
@@ -63,7 +64,7 @@ func (h *Host) Register(regs ...Registration) error {
 	all := append(slices.Clone(h.regs), regs...)
 	var problems fault.Problems
 	validateEntrypoints(&h.spec, all, &problems)
-	checkStopTimes(all, h.budgets.DrainGrace, &problems)
+	checkStopTimes(all, h.budgets.DrainGrace, h.budgetVars, &problems)
 	if err := problems.Err(); err != nil {
 		return err
 	}
