@@ -1,6 +1,8 @@
 package entrypoint
 
 import (
+	"cmp"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -32,8 +34,26 @@ type Defaults struct {
 //
 // The Host calls SetDefaults once, before Bind. An implementation uses each non-nil
 // field of d for which no option was given at construction (WithLogger,
-// WithRegisterer, WithTracerProvider, WithPropagator, WithReporter) and keeps what it was given otherwise: an
-// explicit option always wins. SetDefaults after Bind does nothing.
+// WithRegisterer, WithTracerProvider, WithPropagator, WithReporter) and keeps what it
+// was given otherwise — an explicit option always wins: given.Or(d) is that merge.
+// SetDefaults after Bind does nothing and returns nil.
+//
+// SetDefaults returns what it could not take, such as a metrics registration that
+// clashes with one already in d.Registerer; the Host then refuses the registration
+// with a *fault.ConfigError naming the entrypoint, at New or Register.
 type DefaultsUser interface {
-	SetDefaults(d Defaults)
+	SetDefaults(d Defaults) error
+}
+
+// Or returns given with each nil field taken from host: the telemetry an entrypoint
+// was given by its own options wins, and the Host's fills in the rest. Every
+// DefaultsUser of the module merges this way.
+func (given Defaults) Or(host Defaults) Defaults {
+	return Defaults{
+		Logger:         cmp.Or(given.Logger, host.Logger),
+		Registerer:     cmp.Or(given.Registerer, host.Registerer),
+		TracerProvider: cmp.Or(given.TracerProvider, host.TracerProvider),
+		Propagator:     cmp.Or(given.Propagator, host.Propagator),
+		Reporter:       cmp.Or(given.Reporter, host.Reporter),
+	}
 }

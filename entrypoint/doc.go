@@ -69,6 +69,15 @@
 // (cut the work's ctx; safe before Serve and twice) and InFlight. The entrypoint
 // supplies only its Name, its Bind and its Work.
 //
+// A network entrypoint adds a conntrack.Tracker (package entrypoint/conntrack) on its
+// listener: connections busy while they read or answer a request and idle between
+// requests, and a drain that answers the connections queued in the kernel's accept
+// queue, tells idle connections goodbye and closes them spread over a window, closes
+// busy ones after their answer, and waits for them without polling; a connection cap
+// too. Its Drain calls the Tracker's Drain then the Runner's, its Stop the Tracker's
+// Close then the Runner's, its DrainReport the Tracker's Report. httpentry is built on
+// the same Tracker; the README's line server is a complete example.
+//
 // # Capabilities the Host looks for
 //
 // Beyond the four methods, the Host asks each registered entrypoint for these optional
@@ -76,10 +85,10 @@
 //
 //	interface                  method                          the Host uses it for
 //	entrypoint.InFlighter      InFlight() int                  /debug/lifecycle, the drain report
-//	entrypoint.DrainReporter   DrainReport() string            the shutdown report
+//	entrypoint.DrainReporter   DrainReport() string            the shutdown report (conntrack.Tracker.Report)
 //	entrypoint.StatusDetailer  StatusDetail() string           /debug/lifecycle's detail
 //	entrypoint.DrainTimer      StopTime() time.Duration        refusing a DrainGrace too short for it
-//	entrypoint.DefaultsUser    SetDefaults(Defaults)           the Host's logger, registry, tracing
+//	entrypoint.DefaultsUser    SetDefaults(Defaults) error     the Host's logger, registry, tracing
 //	entrypoint.Finite          Finished() bool                 a task: its end ends the service
 //	fleet.Marker               Marks() fleet.Marks             the fleet posture check
 //	health.MonitorUser         UseMonitor(*health.Monitor)     following readiness (gRPC health)

@@ -1,6 +1,7 @@
 package entrypoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -80,12 +81,8 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 	if c.Backoff.Initial > 0 && c.Backoff.Max > 0 && c.Backoff.Max < c.Backoff.Initial {
 		l.Addf("Backoff.Max", "must be at least Backoff.Initial (%v), got %v", c.Backoff.Initial, c.Backoff.Max)
 	}
-	if c.Backoff.Initial == 0 {
-		c.Backoff.Initial = DefaultBackoffInitial
-	}
-	if c.Backoff.Max == 0 {
-		c.Backoff.Max = max(DefaultBackoffMax, c.Backoff.Initial)
-	}
+	c.Backoff.Initial = cmp.Or(c.Backoff.Initial, DefaultBackoffInitial)
+	c.Backoff.Max = cmp.Or(c.Backoff.Max, max(DefaultBackoffMax, c.Backoff.Initial))
 	return c
 }
 
@@ -93,7 +90,7 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 type LoopOption func(*loopOptions)
 
 type loopOptions struct {
-	log *zap.Logger
+	given Defaults // the telemetry the options gave; SetDefaults fills in the rest
 }
 
 // WithLogger sets the logger unit failures are reported to. Without it the Loop uses
@@ -102,7 +99,19 @@ type loopOptions struct {
 func WithLogger(l *zap.Logger) LoopOption {
 	return func(o *loopOptions) {
 		if l != nil {
-			o.log = l
+			o.given.Logger = l
+		}
+	}
+}
+
+// WithReporter sends each panic of a unit, recovered as a *fault.PanicError with the
+// unit's stack, to r, tagged with the entrypoint (fault.TagEntrypoint). Without it
+// the Loop uses the error reporter its Host hands it (see DefaultsUser); with
+// neither, panics are only logged. A nil r is ignored.
+func WithReporter(r fault.Reporter) LoopOption {
+	return func(o *loopOptions) {
+		if r != nil {
+			o.given.Reporter = r
 		}
 	}
 }
@@ -114,7 +123,7 @@ type Loop struct {
 	cfg     LoopConfig
 	what    string // names the unit in a *fault.PanicError
 	unit    func(context.Context) error
-	ownLog  bool // WithLogger was given; SetDefaults keeps it
+	given   Defaults // what the options gave; SetDefaults keeps it
 	log     atomic.Pointer[zap.Logger]
 	running atomic.Int32 // 1 while a unit runs
 
@@ -123,11 +132,12 @@ type Loop struct {
 	failStreak atomic.Uint64
 	permanent  error // the fault.Permanent failure that ended the loop; written before done closes
 
-	mu     sync.Mutex
-	guard  Guard
-	quit   chan struct{}      // closed to stop the loop between units
-	cancel context.CancelFunc // cancels the units' ctx
-	done   chan struct{}      // closed when the loop goroutine has exited
+	mu       sync.Mutex
+	guard    Guard
+	reporter fault.Reporter     // nil: panics are only logged; set before Serve
+	quit     chan struct{}      // closed to stop the loop between units
+	cancel   context.CancelFunc // cancels the units' ctx
+	done     chan struct{}      // closed when the loop goroutine has exited
 }
 
 // NewLoop checks cfg and returns a Loop that runs unit repeatedly, waiting
@@ -149,9 +159,9 @@ func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...LoopO
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	r := &Loop{cfg: cfg, what: fmt.Sprintf("loop %q unit", cfg.Name), unit: unit, guard: NewGuard(cfg.Name)}
-	r.ownLog = o.log != nil
-	r.useLogger(o.log)
+	r := &Loop{cfg: cfg, what: fmt.Sprintf("loop %q unit", cfg.Name), unit: unit, guard: NewGuard(cfg.Name),
+		given: o.given, reporter: o.given.Reporter}
+	r.useLogger(o.given.Logger)
 	return r, nil
 }
 
@@ -162,15 +172,19 @@ func (r *Loop) useLogger(l *zap.Logger) {
 	r.log.Store(l.With(zap.String("entrypoint", r.cfg.Name)))
 }
 
-// SetDefaults takes the Host's logger unless WithLogger gave one. It does nothing
-// once the Loop is bound.
-func (r *Loop) SetDefaults(d Defaults) {
+// SetDefaults takes the Host's logger unless WithLogger gave one, and its error
+// reporter (for the units' panics) unless WithReporter did. It does nothing once the
+// Loop is bound, and never fails.
+func (r *Loop) SetDefaults(d Defaults) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.ownLog || d.Logger == nil || r.guard.Phase() != PhaseNew {
-		return
+	if r.guard.Phase() != PhaseNew {
+		return nil
 	}
-	r.useLogger(d.Logger)
+	t := r.given.Or(d)
+	r.useLogger(t.Logger)
+	r.reporter = t.Reporter
+	return nil
 }
 
 // Name returns LoopConfig.Name.
@@ -199,7 +213,9 @@ func (r *Loop) Bind(context.Context) error {
 // failure ends the loop too (the drain finds it ended) and is logged only.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cancels
-// the running unit, waits for the loop to exit and returns ctx.Err(). Serve before
+// the running unit, waits for the loop to exit, at most hooks.AbandonAfter, and
+// returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when the unit
+// ignored its cancellation and the loop did not exit in time). Serve before
 // Bind, or twice, returns an error wrapping ErrOutOfTurn. It does not start the loop,
 // and returns nil, if Drain or Stop was called first.
 func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
@@ -213,7 +229,7 @@ func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
 	r.mu.Unlock()
-	err := wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { return r.halt(haltStop) })
+	err := wait.ServeUntil(ctx, fmt.Sprintf("loop %q", r.cfg.Name), stop, done, func() <-chan struct{} { return r.halt(haltStop) })
 	if err == nil && closed(done) && r.permanent != nil { // done closed after r.permanent was written
 		return fmt.Errorf("loop %q: %w", r.cfg.Name, r.permanent)
 	}
@@ -332,6 +348,7 @@ func (r *Loop) run(ctx context.Context, cancel context.CancelFunc, quit <-chan s
 		fields := []zap.Field{zap.Error(err), zap.Uint64("consecutive_failures", streak), zap.Duration("retry_in", next)}
 		if pe, ok := errors.AsType[*fault.PanicError](err); ok {
 			fields = append(fields, zap.ByteString("stack", pe.Stack))
+			safe.ReportPanic(ctx, r.reporter, r.cfg.Name, err)
 		}
 		log.Error("loop unit failed", fields...)
 	}

@@ -11,6 +11,9 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
 
 func TestLoopShutdown(t *testing.T) {
@@ -321,4 +324,61 @@ func TestLoopSetDefaults(t *testing.T) {
 			})
 		})
 	}
+}
+
+func TestLoopReportsPanics(t *testing.T) {
+	panicking := func(context.Context) error { panic("nil map") }
+	for _, tc := range []struct {
+		name     string
+		opts     func(own *testenv.Reports) []LoopOption
+		wantHost bool
+	}{
+		{"to the Host's reporter without WithReporter", func(*testenv.Reports) []LoopOption { return nil }, true},
+		{"to WithReporter's over the Host's", func(own *testenv.Reports) []LoopOption { return []LoopOption{WithReporter(own)} }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				host, own := &testenv.Reports{}, &testenv.Reports{}
+				r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, panicking, tc.opts(own)...)
+				if err := r.SetDefaults(Defaults{Reporter: host}); err != nil {
+					t.Fatal(err)
+				}
+				s := serve(t, r)
+				synctest.Wait() // the first unit has panicked; the next waits out its backoff
+				s.shutdown(t)
+				want, other := own, host
+				if tc.wantHost {
+					want, other = host, own
+				}
+				errs, tags := want.Get()
+				if len(errs) != 1 {
+					t.Fatalf("%d reports, want the one panic", len(errs))
+				}
+				if pe, ok := errors.AsType[*fault.PanicError](errs[0]); !ok || pe.Value != "nil map" || len(pe.Stack) == 0 {
+					t.Errorf("reported %v, want the unit's *fault.PanicError with its stack", errs[0])
+				}
+				if tags[0][fault.TagEntrypoint] != "relay" {
+					t.Errorf("tags = %v, want entrypoint=relay", tags[0])
+				}
+				if errs, _ := other.Get(); len(errs) != 0 {
+					t.Errorf("the other reporter got %v", errs)
+				}
+			})
+		})
+	}
+	t.Run("a failure that is not a panic is only logged", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			host := &testenv.Reports{}
+			r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, func(context.Context) error { return errors.New("down") })
+			if err := r.SetDefaults(Defaults{Reporter: host}); err != nil {
+				t.Fatal(err)
+			}
+			s := serve(t, r)
+			synctest.Wait()
+			s.shutdown(t)
+			if errs, _ := host.Get(); len(errs) != 0 || r.Stats().Failures == 0 {
+				t.Errorf("reports %v after %d failures, want none after at least one", errs, r.Stats().Failures)
+			}
+		})
+	})
 }

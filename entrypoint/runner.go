@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/servicewright/servicewright/internal/safe"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // ErrReturnedEarly is what Runner.Serve returns, wrapped with the entrypoint's name,
@@ -106,7 +107,10 @@ func (r *Runner) Bind(ctx context.Context, open func(ctx context.Context) error)
 // with the work still running: it keeps taking work through the drain delay, until
 // Drain. If the work returns before stop, Serve returns its error, or an error
 // wrapping ErrReturnedEarly when it returned nil: either is a failure of the
-// entrypoint. After Drain or Stop, Serve starts nothing and returns nil.
+// entrypoint. If ctx is done first, the Host has given up on the entrypoint: Serve
+// cancels the work's ctx, waits for the work at most hooks.AbandonAfter and returns
+// ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did not return
+// in time). After Drain or Stop, Serve starts nothing and returns nil.
 func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) error {
 	r.mu.Lock()
 	start, err := r.guard.Serve()
@@ -120,23 +124,22 @@ func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) err
 	draining := r.draining
 	r.mu.Unlock()
 
+	what := fmt.Sprintf("entrypoint %q work", r.name)
 	go func() {
 		defer close(done)
-		err := safe.Call(fmt.Sprintf("entrypoint %q work", r.name), func() error { return work(wctx, draining) })
+		err := safe.Call(what, func() error { return work(wctx, draining) })
 		r.mu.Lock()
 		r.err = err
 		r.mu.Unlock()
 	}()
 
+	if err := wait.ServeUntil(ctx, what, stop, done, func() <-chan struct{} { cancel(); return done }); err != nil {
+		return err // the Host gave up
+	}
 	select {
-	case <-stop:
+	case <-stop: // also when the work saw the stop's drain first: not early
 		return nil
-	case <-done:
-		select {
-		case <-stop: // the work saw the stop's drain first: not early
-			return nil
-		default:
-		}
+	default: // the work returned first
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.err != nil {

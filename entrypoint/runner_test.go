@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/hooks"
 )
 
 // jobQueue is the shape of the README's custom entrypoint: one job at a time from a
@@ -152,6 +153,37 @@ func TestRunner(t *testing.T) {
 			defer scancel()
 			if err := r.Stop(sctx); err != nil {
 				t.Errorf("Stop = %v: the work's ctx should have cut it", err)
+			}
+		})
+	})
+
+	t.Run("the Host giving up cancels the work and waits for it at most hooks.AbandonAfter", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			for _, tc := range []struct {
+				name      string
+				work      Work
+				abandoned bool
+			}{
+				{"work that heeds its ctx", func(ctx context.Context, _ <-chan struct{}) error { <-ctx.Done(); return ctx.Err() }, false},
+				{"work that ignores it", func(context.Context, <-chan struct{}) error { time.Sleep(time.Hour); return nil }, true},
+			} {
+				r := NewRunner("queue")
+				r.Bind(context.Background(), nil)
+				ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+				began := time.Now()
+				err := r.Serve(ctx, make(chan struct{}), tc.work)
+				cancel()
+				if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fault.ErrAbandoned) != tc.abandoned {
+					t.Errorf("%s: Serve = %v, want DeadlineExceeded, abandoned %v", tc.name, err, tc.abandoned)
+				}
+				if waited := time.Since(began); waited > time.Second+hooks.AbandonAfter {
+					t.Errorf("%s: Serve returned after %s, more than the ctx and hooks.AbandonAfter", tc.name, waited)
+				}
+				sctx, scancel := context.WithTimeout(context.Background(), 2*time.Hour)
+				if err := r.Stop(sctx); err != nil { // the abandoned work ends within the bubble
+					t.Errorf("%s: Stop = %v", tc.name, err)
+				}
+				scancel()
 			}
 		})
 	})

@@ -1,6 +1,7 @@
 package entrypoint
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,11 @@ type TaskConfig struct {
 	// Logger receives the line that says how a stop ended the work. nil: the Host's
 	// logger (see DefaultsUser), or none outside a Host.
 	Logger *zap.Logger
+	// Reporter receives a panic of the work that Serve does not return, because a
+	// stop came first (a panic Serve returns is the Host's to report, as the
+	// entrypoint's failure), tagged with the entrypoint. nil: the Host's error
+	// reporter (see DefaultsUser), or none outside a Host.
+	Reporter fault.Reporter
 }
 
 // TaskError is how a task's failure reaches the Host, wrapped in the Host's
@@ -105,10 +111,10 @@ func (e *TaskError) ExitCode() int { return e.Code }
 // work is always logged, once the work returns, with what it returned: the unit's
 // error when the stop cut a unit, the cause when the work stopped at a checkpoint.
 type Task struct {
-	name   string
-	code   int
-	work   func(ctx context.Context) error
-	ownLog bool // TaskConfig.Logger was given; SetDefaults keeps it
+	name  string
+	code  int
+	work  func(ctx context.Context) error
+	given Defaults // TaskConfig's Logger and Reporter; SetDefaults keeps them
 
 	mu          sync.Mutex
 	guard       Guard
@@ -120,6 +126,7 @@ type Task struct {
 	cancel      context.CancelCauseFunc // set by Serve when the work starts
 	done        chan struct{}           // closed when the work has returned
 	log         *zap.Logger
+	reporter    fault.Reporter // nil: panics after a stop are only logged
 }
 
 // NewTask returns a Task that runs work once. It returns a *fault.ConfigError naming
@@ -134,9 +141,7 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 		l.Addf("work", "must not be nil")
 	}
 	code := cfg.PermanentExitCode
-	if code == 0 {
-		code = DefaultPermanentExitCode
-	}
+	code = cmp.Or(code, DefaultPermanentExitCode)
 	if why, ok := reservedExitCodes[code]; ok {
 		l.Addf("PermanentExitCode", "%d already means %s", code, why)
 	} else if code < 2 || code > 127 {
@@ -146,22 +151,25 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 		return nil, err
 	}
 	t := &Task{name: cfg.Name, code: code, work: work, guard: NewGuard(cfg.Name), done: make(chan struct{}),
-		ownLog: cfg.Logger != nil, log: zap.NewNop()}
-	if cfg.Logger != nil {
-		t.log = cfg.Logger
-	}
+		given: Defaults{Logger: cfg.Logger, Reporter: cfg.Reporter}}
+	t.useDefaults(t.given)
 	return t, nil
 }
 
-// SetDefaults takes the Host's logger unless TaskConfig.Logger gave one. It does
-// nothing once the Task is bound.
-func (t *Task) SetDefaults(d Defaults) {
+// SetDefaults takes the Host's logger and error reporter for those TaskConfig left
+// nil. It does nothing once the Task is bound, and never fails.
+func (t *Task) SetDefaults(d Defaults) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.ownLog || d.Logger == nil || t.guard.Phase() != PhaseNew {
-		return
+	if t.guard.Phase() == PhaseNew {
+		t.useDefaults(t.given.Or(d))
 	}
-	t.log = d.Logger
+	return nil
+}
+
+func (t *Task) useDefaults(d Defaults) {
+	t.log = cmp.Or(d.Logger, zap.NewNop())
+	t.reporter = d.Reporter
 }
 
 // InFlight reports 1 while the work runs (started and not returned), and while a
@@ -224,10 +232,23 @@ func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
 		return t.failure()
 	case <-stop:
 		t.interrupt()
+		t.reportUnreturned()
 		return nil
 	case <-ctx.Done():
 		t.interrupt()
+		t.reportUnreturned()
 		return ctx.Err()
+	}
+}
+
+// reportUnreturned reports the work's panic when the work returned it before the stop
+// that makes Serve return without it. (Once the stop reached the work, run reports.)
+func (t *Task) reportUnreturned() {
+	t.mu.Lock()
+	err, lost := t.err, t.returned && !t.interrupted
+	t.mu.Unlock()
+	if lost {
+		safe.ReportPanic(context.Background(), t.reporter, t.name, err)
 	}
 }
 
@@ -241,7 +262,8 @@ func (t *Task) run(ctx context.Context) {
 	t.finished = err == nil && !t.interrupted
 	interrupted, log := t.interrupted, t.log
 	t.mu.Unlock()
-	if interrupted {
+	if interrupted { // Serve has returned nil: the panic, if any, is reported here
+		safe.ReportPanic(context.WithoutCancel(ctx), t.reporter, t.name, err)
 		how := "its work returned nil after the stop"
 		switch {
 		case errors.Is(err, fault.ErrInterrupted):

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
 
 func TestNewTaskConfig(t *testing.T) {
@@ -73,12 +74,7 @@ func TestTaskLifecycle(t *testing.T) {
 				cause = context.Cause(ctx)
 				return nil
 			})
-			stop := make(chan struct{})
-			served := make(chan error)
-			go func() { served <- task.Serve(context.Background(), stop) }()
-			synctest.Wait()
-			close(stop)
-			if err := <-served; err != nil {
+			if err := serveToStop(task); err != nil {
 				t.Errorf("Serve at stop = %v, want nil", err)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -139,12 +135,85 @@ func TestTaskLifecycle(t *testing.T) {
 // bound returns a Task made of cfg and work, bound as the Host binds it.
 func bound(t *testing.T, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
 	t.Helper()
+	return boundWith(t, entrypoint.Defaults{}, cfg, work)
+}
+
+// serveToStop serves task in a synctest bubble until its work blocks, then closes the
+// stop, and returns what Serve returned.
+func serveToStop(task *entrypoint.Task) error {
+	stop := make(chan struct{})
+	served := make(chan error)
+	go func() { served <- task.Serve(context.Background(), stop) }()
+	synctest.Wait()
+	close(stop)
+	return <-served
+}
+
+// boundWith is bound with the Host's telemetry d handed over before Bind.
+func boundWith(t *testing.T, d entrypoint.Defaults, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
+	t.Helper()
 	task, err := entrypoint.NewTask(cfg, work)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := task.SetDefaults(d); err != nil {
 		t.Fatal(err)
 	}
 	if err := task.Bind(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	return task
+}
+
+func TestTaskReportsPanics(t *testing.T) {
+	t.Run("a panic Serve returns is left to the Host to report", func(t *testing.T) {
+		host := &testenv.Reports{}
+		task := boundWith(t, entrypoint.Defaults{Reporter: host}, entrypoint.TaskConfig{Name: "backfill"},
+			func(context.Context) error { panic("nil map") })
+		err := task.Serve(context.Background(), make(chan struct{}))
+		if _, ok := errors.AsType[*fault.PanicError](err); !ok {
+			t.Fatalf("Serve = %v, want the panic", err)
+		}
+		if errs, _ := host.Get(); len(errs) != 0 {
+			t.Errorf("reported %v as well", errs)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		ownRep bool
+	}{
+		{"a panic after the stop, which Serve does not return, goes to the Host's reporter", false},
+		{"TaskConfig.Reporter wins over the Host's", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				host, own := &testenv.Reports{}, &testenv.Reports{}
+				cfg := entrypoint.TaskConfig{Name: "backfill"}
+				want, other := host, own
+				if tc.ownRep {
+					cfg.Reporter, want, other = own, own, host
+				}
+				task := boundWith(t, entrypoint.Defaults{Reporter: host}, cfg, func(ctx context.Context) error {
+					<-ctx.Done()
+					panic("cleanup failed")
+				})
+				if err := serveToStop(task); err != nil {
+					t.Fatalf("Serve = %v, want nil at the stop", err)
+				}
+				if err := task.Drain(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+				errs, tags := want.Get()
+				if len(errs) != 1 {
+					t.Fatalf("%d reports, want the one panic", len(errs))
+				}
+				if pe, ok := errors.AsType[*fault.PanicError](errs[0]); !ok || pe.Value != "cleanup failed" || tags[0][fault.TagEntrypoint] != "backfill" {
+					t.Errorf("reported %v with %v, want the work's *fault.PanicError tagged entrypoint=backfill", errs[0], tags[0])
+				}
+				if errs, _ := other.Get(); len(errs) != 0 {
+					t.Errorf("the other reporter got %v", errs)
+				}
+			})
+		})
+	}
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func benchReadiness(b *testing.B, timeout time.Duration, checks map[string]health.Check) {
-	h, err := health.NewReadiness(ready(), health.ReadinessOptions{CheckTimeout: timeout, Checks: checks})
+	h, err := health.NewReadiness(health.ReadinessConfig{CheckTimeout: timeout, Checks: checks}, ready())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func BenchmarkReadinessHealthy(b *testing.B) {
 // target is ≤ 20ms).
 func BenchmarkReadinessHanging(b *testing.B) {
 	const timeout = 20 * time.Millisecond
-	h, err := health.NewReadiness(ready(), health.ReadinessOptions{CheckTimeout: timeout, Checks: map[string]health.Check{
+	h, err := health.NewReadiness(health.ReadinessConfig{CheckTimeout: timeout, Checks: map[string]health.Check{
 		"redis":    health.CheckFunc(ok),
 		"postgres": health.CheckFunc(ok),
 		"kafka": health.CheckFunc(func(ctx context.Context) error {
@@ -45,7 +45,7 @@ func BenchmarkReadinessHanging(b *testing.B) {
 			time.Sleep(5 * time.Millisecond) // a driver slow to notice cancellation
 			return ctx.Err()
 		}),
-	}})
+	}}, ready())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -57,7 +59,8 @@ type namedCheck struct {
 // and the probe listener share it, so both give the same answer and the same body.
 type evaluator struct {
 	src     Source
-	checks  []namedCheck // sorted by name
+	checks  atomic.Pointer[[]namedCheck] // sorted by name; replaced whole by add, never changed in place
+	addMu   sync.Mutex                   // serialises add
 	timeout time.Duration
 	log     *zap.Logger
 	failing *prometheus.GaugeVec // nil: no metric (see newFailingGauge)
@@ -143,10 +146,36 @@ func newEvaluator(src Source, checks map[string]Check, timeout time.Duration, lo
 		log = zap.NewNop()
 	}
 	e := &evaluator{src: src, timeout: timeout, log: log}
+	list := make([]namedCheck, 0, len(checks))
 	for _, name := range slices.Sorted(mapKeys(checks)) {
-		e.checks = append(e.checks, namedCheck{name, checks[name], IsGating(checks[name])})
+		list = append(list, namedCheck{name, checks[name], IsGating(checks[name])})
 	}
+	e.checks.Store(&list)
 	return e
+}
+
+// list returns the checks, sorted by name. The slice is never modified.
+func (e *evaluator) list() []namedCheck { return *e.checks.Load() }
+
+// add adds the check c under name, validated as a Checks entry is: a bad name, a nil
+// check or a name already in use is a *fault.ConfigError naming Checks[name]. An
+// evaluation under way keeps the set it began with; the next one runs c too.
+func (e *evaluator) add(name string, c Check) error {
+	e.addMu.Lock()
+	defer e.addMu.Unlock()
+	var l fault.Problems
+	validateChecks(&l, map[string]Check{name: c})
+	old := e.list()
+	if slices.ContainsFunc(old, func(n namedCheck) bool { return n.name == name }) {
+		l.Addf(fmt.Sprintf("Checks[%q]", name), "name is used by more than one check")
+	}
+	if err := l.Err(); err != nil {
+		return err
+	}
+	list := append(slices.Clone(old), namedCheck{name, c, IsGating(c)})
+	slices.SortFunc(list, func(a, b namedCheck) int { return strings.Compare(a.name, b.name) })
+	e.checks.Store(&list)
+	return nil
 }
 
 // status asks the Source, turning a panic into Unavailable. The panic is logged and
@@ -185,7 +214,7 @@ func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown
 			if name == "" {
 				continue
 			}
-			if !slices.ContainsFunc(e.checks, func(c namedCheck) bool { return c.name == name }) {
+			if !slices.ContainsFunc(e.list(), func(c namedCheck) bool { return c.name == name }) {
 				if !slices.Contains(unknown, name) {
 					unknown = append(unknown, name)
 				}
@@ -215,7 +244,7 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 		return 503, rep
 	}
 	var run []namedCheck
-	for _, c := range e.checks {
+	for _, c := range e.list() {
 		if !skip[c.name] {
 			run = append(run, c)
 		}

@@ -13,7 +13,7 @@ import (
 
 func ExampleNewReadiness() {
 	var state health.State
-	readyz, err := health.NewReadiness(&state, health.ReadinessOptions{
+	readyz, err := health.NewReadiness(health.ReadinessConfig{
 		Checks: map[string]health.Check{
 			// This replica's own spool directory: its failure withdraws readiness.
 			"spool": health.Gating(health.CheckFunc(func(context.Context) error { return nil })),
@@ -22,7 +22,7 @@ func ExampleNewReadiness() {
 				return fmt.Errorf("connect postgres://app:secret@db/orders: %w", errors.ErrUnsupported)
 			}),
 		},
-	})
+	}, &state)
 	if err != nil {
 		panic(err)
 	}

@@ -24,7 +24,7 @@ func TestReadinessSharedDegradesGatingWithdraws(t *testing.T) {
 	t.Run("a failing shared check degrades without withdrawing readiness", func(t *testing.T) {
 		core, logs := observer.New(zap.DebugLevel)
 		reg := prometheus.NewPedanticRegistry()
-		h := newReadiness(t, ready(), health.ReadinessOptions{Logger: zap.New(core), Registerer: reg,
+		h := newReadiness(t, ready(), health.ReadinessConfig{Logger: zap.New(core), Registerer: reg,
 			Checks: map[string]health.Check{"postgres": down, "disk": health.Gating(up)}})
 		a := get(t, h, "/readyz")
 		if a.code != 200 || a.report.Status != health.ReportDegraded {
@@ -55,7 +55,7 @@ servicewright_readiness_check_failing{check="postgres",gates="false"} 1
 	})
 
 	t.Run("a failing gating check withdraws readiness", func(t *testing.T) {
-		h := newReadiness(t, ready(), health.ReadinessOptions{
+		h := newReadiness(t, ready(), health.ReadinessConfig{
 			Checks: map[string]health.Check{"postgres": down, "sidecar": health.Gating(down)}})
 		a := get(t, h, "/readyz")
 		if a.code != 503 || a.report.Status != health.ReportFailing || a.report.Serving() {
@@ -72,7 +72,7 @@ servicewright_readiness_check_failing{check="postgres",gates="false"} 1
 			status  string
 			serving bool
 		}{{down, health.ReportDegraded, true}, {health.Gating(down), health.ReportFailing, false}} {
-			m, err := health.NewMonitor(ready(), health.MonitorConfig{Checks: map[string]health.Check{"db": c.check}})
+			m, err := health.NewMonitor(health.MonitorConfig{Checks: map[string]health.Check{"db": c.check}}, ready())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ servicewright_readiness_check_failing{check="postgres",gates="false"} 1
 		if health.Gating(nil) != nil {
 			t.Fatal("Gating(nil) is not nil")
 		}
-		if _, err := health.NewReadiness(ready(), health.ReadinessOptions{Checks: map[string]health.Check{"x": health.Gating(nil)}}); err == nil {
+		if _, err := health.NewReadiness(health.ReadinessConfig{Checks: map[string]health.Check{"x": health.Gating(nil)}}, ready()); err == nil {
 			t.Error("a nil gating check was accepted")
 		}
 		if g := health.Gating(up); !health.IsGating(health.Gating(g)) || health.IsGating(up) {

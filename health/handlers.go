@@ -49,8 +49,9 @@ func (f funcSource) Started() bool {
 	return s != nil && s.Started()
 }
 
-// ReadinessOptions configures NewReadiness.
-type ReadinessOptions struct {
+// ReadinessConfig configures NewReadiness. Every zero field takes the default named
+// after it.
+type ReadinessConfig struct {
 	// Checks are the dependencies the process needs, by name; a failing one
 	// degrades readiness unless declared with Gating. Names
 	// appear in the body and in ?exclude=; they must be non-empty, without commas.
@@ -88,22 +89,23 @@ type ReadinessOptions struct {
 // Each probe runs every check, so the probe period is a real query rate against each
 // dependency. Keep the endpoint internal, like /metrics.
 //
-// Invalid options (nil src, a nil or badly named check, a negative CheckTimeout) return
-// a *fault.ConfigError listing each problem by field.
-func NewReadiness(src Source, opts ReadinessOptions) (http.Handler, error) {
+// Like NewMonitor and NewListener, it takes its configuration first and the Source
+// second. An invalid argument (nil src, a nil or badly named check, a negative
+// CheckTimeout) returns a *fault.ConfigError listing each problem by field.
+func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 	var l fault.Problems
 	validateSource(&l, src)
-	validateTimeout(&l, opts.CheckTimeout)
-	validateChecks(&l, opts.Checks)
+	validateTimeout(&l, cfg.CheckTimeout)
+	validateChecks(&l, cfg.Checks)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	failing, err := newFailingGauge(opts.Registerer)
+	failing, err := newFailingGauge(cfg.Registerer)
 	if err != nil {
 		l.Addf("Registerer", "%v", err)
 		return nil, l.Err()
 	}
-	e := newEvaluator(src, opts.Checks, opts.CheckTimeout, opts.Logger)
+	e := newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.Logger)
 	e.failing = failing
 	return &readiness{e}, nil
 }

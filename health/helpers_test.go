@@ -32,9 +32,9 @@ func get(t *testing.T, h http.Handler, target string) answer {
 	return a
 }
 
-func newReadiness(t *testing.T, src health.Source, opts health.ReadinessOptions) http.Handler {
+func newReadiness(t *testing.T, src health.Source, opts health.ReadinessConfig) http.Handler {
 	t.Helper()
-	h, err := health.NewReadiness(src, opts)
+	h, err := health.NewReadiness(opts, src)
 	if err != nil {
 		t.Fatal(err)
 	}

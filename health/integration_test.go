@@ -115,7 +115,7 @@ func TestReadinessAgainstRealRedisAndPostgres(t *testing.T) {
 	pgp := &pgPinger{dsn: pg.DSN()}
 	t.Cleanup(pgp.Close)
 
-	h := newReadiness(t, ready(), health.ReadinessOptions{
+	h := newReadiness(t, ready(), health.ReadinessConfig{
 		CheckTimeout: integrationTimeout,
 		Checks: map[string]health.Check{
 			"redis":     rediskit.Check(rdb),
@@ -197,7 +197,7 @@ func TestReadinessHangingCheckBesideRealOnes(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 
 	logger, _ := observed()
-	h := newReadiness(t, ready(), health.ReadinessOptions{
+	h := newReadiness(t, ready(), health.ReadinessConfig{
 		CheckTimeout: integrationTimeout,
 		Logger:       logger,
 		Checks: map[string]health.Check{
@@ -246,7 +246,7 @@ func TestReadinessRealDriverErrorDoesNotLeakDSN(t *testing.T) {
 	pgp := &pgPinger{dsn: "postgres://orders:" + password + "@127.0.0.1:" + strconv.Itoa(port) + "/orders?sslmode=disable"}
 	t.Cleanup(pgp.Close)
 	logger, logs := observed()
-	h := newReadiness(t, ready(), health.ReadinessOptions{
+	h := newReadiness(t, ready(), health.ReadinessConfig{
 		CheckTimeout: integrationTimeout, Logger: logger,
 		Checks: map[string]health.Check{"postgres": health.Postgres(pgp)},
 	})

@@ -72,12 +72,12 @@ func (c ListenerConfig) addr() string {
 // (AppSpec.Probes), and only the Host calls NewListener, which is why they stay one
 // struct rather than options.
 type ListenerOptions struct {
-	Checks    map[string]Check // readiness dependencies, as in ReadinessOptions
+	Checks    map[string]Check // readiness dependencies, as in ReadinessConfig
 	Metrics   http.Handler     // served at /metrics when not nil
 	Lifecycle http.Handler     // served at /debug/lifecycle when not nil
 	Logger    *zap.Logger      // nil logs nothing
 	// Registerer, when set, receives servicewright_readiness_check_failing{check,gates}
-	// (see ReadinessOptions.Registerer).
+	// (see ReadinessConfig.Registerer).
 	Registerer prometheus.Registerer
 	// Routes are extra handlers served on the probe port, keyed by exact path (for
 	// example the Host's "/prestop", the target of a Kubernetes preStop httpGet). A
@@ -134,6 +134,7 @@ func registers(path string) (ok bool) {
 // through the whole drain, and closes it last.
 type Listener struct {
 	cfg     ListenerConfig
+	eval    *evaluator // /readyz's
 	handler http.Handler
 	log     *zap.Logger
 
@@ -186,8 +187,13 @@ func NewListener(cfg ListenerConfig, src Source, opts ListenerOptions) (*Listene
 	for path, h := range opts.Routes {
 		mux.Handle(path, h)
 	}
-	return &Listener{cfg: cfg, handler: canonicalOnly(mux), log: log}, nil
+	return &Listener{cfg: cfg, eval: e, handler: canonicalOnly(mux), log: log}, nil
 }
+
+// AddCheck adds the check c under name to those /readyz runs, as if it had been in
+// ListenerOptions.Checks; it takes effect at the next probe, Start or no Start. It
+// refuses what Monitor.AddCheck refuses, with the same *fault.ConfigError.
+func (l *Listener) AddCheck(name string, c Check) error { return l.eval.add(name, c) }
 
 // canonicalOnly answers 404 to a request whose path is not written the one way the
 // listener's paths are: with a percent-escape ("/%70restop"), a doubled or trailing

@@ -29,7 +29,7 @@ var _ Notifier = (*State)(nil)
 // it.
 type MonitorConfig struct {
 	// Checks are the dependencies the process cannot serve without, by name, as in
-	// ReadinessOptions: give both the same map and they give the same verdicts.
+	// ReadinessConfig: give both the same map and they give the same verdicts.
 	Checks map[string]Check
 	// CheckTimeout is each check's own budget. 0 means DefaultCheckTimeout (2s);
 	// negative is refused.
@@ -54,10 +54,11 @@ type Monitor struct {
 	note Notifier // nil when the Source is not one
 }
 
-// NewMonitor returns a Monitor of src and cfg.Checks. Invalid arguments (a nil src, a
-// nil or badly named check, a negative duration) return a *fault.ConfigError listing
-// each problem by field.
-func NewMonitor(src Source, cfg MonitorConfig) (*Monitor, error) {
+// NewMonitor returns a Monitor of src and cfg.Checks. Like NewReadiness and
+// NewListener, it takes its configuration first and the Source second. Invalid
+// arguments (a nil src, a nil or badly named check, a negative duration) return a
+// *fault.ConfigError listing each problem by field.
+func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	var l fault.Problems
 	validateSource(&l, src)
 	validateTimeout(&l, cfg.CheckTimeout)
@@ -83,6 +84,14 @@ func NewMonitor(src Source, cfg MonitorConfig) (*Monitor, error) {
 	}
 	return m, nil
 }
+
+// AddCheck adds the check c under name to those the Monitor runs, as if it had been
+// in MonitorConfig.Checks: the next evaluation, and the next run of every
+// subscription, runs it; an evaluation under way keeps the checks it began with. An
+// empty name, one with a comma or surrounding spaces, a nil c, or a name already in
+// use is a *fault.ConfigError naming Checks[name], and nothing is added. It is safe
+// to call concurrently with Evaluate and Subscribe.
+func (m *Monitor) AddCheck(name string, c Check) error { return m.e.add(name, c) }
 
 // Serving reports whether r lets the process take work: Status is ReportOK, or
 // ReportDegraded (a check that does not gate traffic failed; see Gating).
@@ -183,7 +192,7 @@ func (m *Monitor) wait(ctx context.Context, changed <-chan struct{}, before Stat
 // evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
 // leaves before.
 func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
-	if before != Ready || len(m.e.checks) == 0 {
+	if before != Ready || len(m.e.list()) == 0 {
 		return m.Evaluate(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)

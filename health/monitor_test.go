@@ -36,7 +36,7 @@ func (v *verdicts) next(t *testing.T) health.Report {
 func TestMonitorFollowsTheStateAtOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var st health.State
-		m, err := health.NewMonitor(&st, health.MonitorConfig{})
+		m, err := health.NewMonitor(health.MonitorConfig{}, &st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -71,9 +71,9 @@ func TestMonitorWithdrawalCancelsARunningCheck(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		})
-		m, err := health.NewMonitor(st, health.MonitorConfig{
+		m, err := health.NewMonitor(health.MonitorConfig{
 			Checks: map[string]health.Check{"slow": slow}, CheckTimeout: time.Hour, CheckInterval: time.Second,
-		})
+		}, st)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -103,9 +103,9 @@ func TestMonitorRechecksWhileReady(t *testing.T) {
 			}
 			return nil
 		})
-		m, err := health.NewMonitor(ready(), health.MonitorConfig{
+		m, err := health.NewMonitor(health.MonitorConfig{
 			Checks: map[string]health.Check{"db": check}, CheckInterval: time.Second,
-		})
+		}, ready())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +133,7 @@ func TestMonitorPollsOtherSources(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		st := ready()
 		src := health.FromFunc(func() *health.State { return st })
-		m, err := health.NewMonitor(src, health.MonitorConfig{PollInterval: 10 * time.Millisecond})
+		m, err := health.NewMonitor(health.MonitorConfig{PollInterval: 10 * time.Millisecond}, src)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,20 +157,20 @@ func TestMonitorEvaluateMatchesReadiness(t *testing.T) {
 	failing := health.CheckFunc(func(context.Context) error { return errors.New("x") })
 	checks := map[string]health.Check{"a": failing}
 	st := ready()
-	m, err := health.NewMonitor(st, health.MonitorConfig{Checks: checks})
+	m, err := health.NewMonitor(health.MonitorConfig{Checks: checks}, st)
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := get(t, newReadiness(t, st, health.ReadinessOptions{Checks: checks}), "/readyz")
+	probe := get(t, newReadiness(t, st, health.ReadinessConfig{Checks: checks}), "/readyz")
 	if got := m.Evaluate(t.Context()); got.Status != probe.report.Status || got.Checks["a"] != probe.report.Checks["a"] {
 		t.Fatalf("Evaluate %+v, probe %+v", got, probe.report)
 	}
 }
 
 func TestNewMonitorRefusesBadConfig(t *testing.T) {
-	_, err := health.NewMonitor(nil, health.MonitorConfig{
+	_, err := health.NewMonitor(health.MonitorConfig{
 		Checks: map[string]health.Check{"": nil}, CheckTimeout: -1, CheckInterval: -1, PollInterval: -1,
-	})
+	}, nil)
 	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok {
 		t.Fatalf("err %v, want *fault.ConfigError", err)
@@ -184,4 +184,38 @@ func TestNewMonitorRefusesBadConfig(t *testing.T) {
 			t.Errorf("no problem for %s in %v", f, err)
 		}
 	}
+}
+
+func TestMonitorAddCheck(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var st health.State
+		st.Set(health.Ready)
+		m, err := health.NewMonitor(health.MonitorConfig{CheckInterval: time.Second}, &st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := subscribe(t, m)
+		if r := v.next(t); r.Status != health.ReportOK {
+			t.Fatalf("without checks: %+v", r)
+		}
+		down := health.Gating(health.CheckFunc(func(context.Context) error { return errors.New("sidecar gone") }))
+		if err := m.AddCheck("sidecar", down); err != nil {
+			t.Fatal(err)
+		}
+		if r := v.next(t); r.Status != health.ReportFailing || r.Checks["sidecar"].OK {
+			t.Errorf("a subscription after AddCheck of a failing gating check: %+v", r)
+		}
+		for _, name := range []string{"sidecar", "", "a,b"} {
+			_, ok := errors.AsType[*fault.ConfigError](m.AddCheck(name, down))
+			if !ok {
+				t.Errorf("AddCheck(%q) was accepted", name)
+			}
+		}
+		if _, ok := errors.AsType[*fault.ConfigError](m.AddCheck("nil", nil)); !ok {
+			t.Error("AddCheck of a nil check was accepted")
+		}
+		if r := m.Evaluate(t.Context()); len(r.Checks) != 1 {
+			t.Errorf("refused checks were added: %+v", r)
+		}
+	})
 }

@@ -38,7 +38,7 @@ func TestReadinessAnswersFromStateAlone(t *testing.T) {
 			for _, st := range tc.set {
 				s.Set(st)
 			}
-			h := newReadiness(t, &s, health.ReadinessOptions{Checks: map[string]health.Check{"db": count}})
+			h := newReadiness(t, &s, health.ReadinessConfig{Checks: map[string]health.Check{"db": count}})
 			a := get(t, h, "/readyz")
 			if a.code != tc.code || a.report.Status != tc.status {
 				t.Fatalf("got %d %q, want %d %q", a.code, a.report.Status, tc.code, tc.status)
@@ -54,14 +54,14 @@ func TestReadinessAnswersFromStateAlone(t *testing.T) {
 }
 
 func TestReadinessReadyWithoutChecksIsOK(t *testing.T) {
-	a := get(t, newReadiness(t, ready(), health.ReadinessOptions{}), "/readyz")
+	a := get(t, newReadiness(t, ready(), health.ReadinessConfig{}), "/readyz")
 	if a.code != 200 || a.body != `{"status":"ok","checks":{}}`+"\n" {
 		t.Fatalf("got %d %q", a.code, a.body)
 	}
 }
 
 func TestReadinessAllChecksPass(t *testing.T) {
-	h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+	h := newReadiness(t, ready(), health.ReadinessConfig{Checks: map[string]health.Check{
 		"redis": health.CheckFunc(ok), "postgres": health.CheckFunc(ok),
 	}})
 	a := get(t, h, "/readyz")
@@ -81,7 +81,7 @@ func TestReadinessFailingCheckShowsTypeNeverMessage(t *testing.T) {
 		return fmt.Errorf("connect postgres://app:%s@db:5432/orders: %w", secret, op)
 	})
 	logger, logs := observed()
-	h := newReadiness(t, ready(), health.ReadinessOptions{
+	h := newReadiness(t, ready(), health.ReadinessConfig{
 		Checks: map[string]health.Check{"postgres": leaky, "redis": health.CheckFunc(ok)},
 		Logger: logger,
 	})
@@ -107,7 +107,7 @@ func TestReadinessHangingCheckIsOneTimedOutEntry(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var cancelledAfter atomic.Int64
 		start := time.Now()
-		h := newReadiness(t, ready(), health.ReadinessOptions{
+		h := newReadiness(t, ready(), health.ReadinessConfig{
 			CheckTimeout: 2 * time.Second,
 			Checks: map[string]health.Check{
 				// Ignores its ctx for an hour: the answer must not wait for it.
@@ -152,7 +152,7 @@ func TestReadinessTimeoutIsPerCheckNotPerSweep(t *testing.T) {
 				}
 			})
 		}
-		h := newReadiness(t, ready(), health.ReadinessOptions{
+		h := newReadiness(t, ready(), health.ReadinessConfig{
 			CheckTimeout: time.Second,
 			Checks:       map[string]health.Check{"a": sleep(900 * time.Millisecond), "b": sleep(900 * time.Millisecond), "c": sleep(900 * time.Millisecond)},
 		})
@@ -169,7 +169,7 @@ func TestReadinessTimeoutIsPerCheckNotPerSweep(t *testing.T) {
 
 func TestReadinessDefaultTimeoutIsTwoSeconds(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+		h := newReadiness(t, ready(), health.ReadinessConfig{Checks: map[string]health.Check{
 			"wait": health.CheckFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }),
 		}})
 		start := time.Now()
@@ -182,7 +182,7 @@ func TestReadinessDefaultTimeoutIsTwoSeconds(t *testing.T) {
 
 func TestReadinessProberGoneCancelsChecks(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+		h := newReadiness(t, ready(), health.ReadinessConfig{Checks: map[string]health.Check{
 			"wait": health.CheckFunc(func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }),
 		}})
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -201,7 +201,7 @@ func TestReadinessProberGoneCancelsChecks(t *testing.T) {
 
 func TestReadinessPanickingCheckIsReportedAndLogged(t *testing.T) {
 	logger, logs := observed()
-	h := newReadiness(t, ready(), health.ReadinessOptions{
+	h := newReadiness(t, ready(), health.ReadinessConfig{
 		Logger: logger,
 		Checks: map[string]health.Check{
 			"boom": health.CheckFunc(func(context.Context) error { panic("secret-in-panic") }),
@@ -222,7 +222,7 @@ func TestReadinessPanickingCheckIsReportedAndLogged(t *testing.T) {
 
 func TestReadinessExclude(t *testing.T) {
 	failing := health.CheckFunc(func(context.Context) error { return errors.New("down") })
-	h := newReadiness(t, ready(), health.ReadinessOptions{Checks: map[string]health.Check{
+	h := newReadiness(t, ready(), health.ReadinessConfig{Checks: map[string]health.Check{
 		"kafka": failing, "redis": health.CheckFunc(ok), "postgres": health.CheckFunc(ok),
 	}})
 	t.Run("skips the named checks", func(t *testing.T) {
@@ -243,7 +243,7 @@ func TestReadinessExclude(t *testing.T) {
 
 func TestNewReadinessRefusesBadOptions(t *testing.T) {
 	var nilFunc health.CheckFunc
-	_, err := health.NewReadiness(nil, health.ReadinessOptions{
+	_, err := health.NewReadiness(health.ReadinessConfig{
 		CheckTimeout: -time.Second,
 		Checks: map[string]health.Check{
 			"":      health.CheckFunc(ok),
@@ -254,7 +254,7 @@ func TestNewReadinessRefusesBadOptions(t *testing.T) {
 			"redis": rediskit.Check(nil),
 			"good":  health.CheckFunc(ok),
 		},
-	})
+	}, nil)
 	ce, isConfig := errors.AsType[*fault.ConfigError](err)
 	if !isConfig {
 		t.Fatalf("err = %v (%T), want *fault.ConfigError", err, err)
@@ -285,7 +285,7 @@ func TestFromFunc(t *testing.T) {
 		{"state is followed", health.FromFunc(ready), 200, "ok"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := newReadiness(t, tc.src, health.ReadinessOptions{Logger: logger})
+			h := newReadiness(t, tc.src, health.ReadinessConfig{Logger: logger})
 			a := get(t, h, "/readyz")
 			if a.code != tc.code || a.report.Status != tc.status || strings.Contains(a.body, "secret") {
 				t.Fatalf("got %d %s", a.code, a.body)
@@ -295,7 +295,7 @@ func TestFromFunc(t *testing.T) {
 	if logs.FilterMessage("health source panicked; answering unavailable").Len() != 1 {
 		t.Fatalf("panic not logged once: %v", logs.All())
 	}
-	if _, err := health.NewReadiness(health.FromFunc(nil), health.ReadinessOptions{}); err == nil {
+	if _, err := health.NewReadiness(health.ReadinessConfig{}, health.FromFunc(nil)); err == nil {
 		t.Fatal("FromFunc(nil) accepted: a nil func is a wiring mistake, refused at build")
 	}
 }

@@ -15,7 +15,7 @@ import (
 func TestProbeTimeoutSetBelowZeroIsRefused(t *testing.T) {
 	for _, d := range []time.Duration{-time.Nanosecond, -time.Second} {
 		_, lerr := health.NewListener(health.ListenerConfig{Addr: "127.0.0.1:0", CheckTimeout: d}, ready(), health.ListenerOptions{})
-		_, rerr := health.NewReadiness(ready(), health.ReadinessOptions{CheckTimeout: d})
+		_, rerr := health.NewReadiness(health.ReadinessConfig{CheckTimeout: d}, ready())
 		for what, err := range map[string]error{"NewListener": lerr, "NewReadiness": rerr} {
 			ce, ok := errors.AsType[*fault.ConfigError](err)
 			if !ok || len(ce.Problems) != 1 || ce.Problems[0].Field != "CheckTimeout" {
@@ -26,7 +26,7 @@ func TestProbeTimeoutSetBelowZeroIsRefused(t *testing.T) {
 	if _, err := health.NewListener(health.ListenerConfig{Addr: "127.0.0.1:0"}, ready(), health.ListenerOptions{}); err != nil {
 		t.Errorf("NewListener with CheckTimeout unset = %v, want the default", err)
 	}
-	if _, err := health.NewReadiness(ready(), health.ReadinessOptions{}); err != nil {
+	if _, err := health.NewReadiness(health.ReadinessConfig{}, ready()); err != nil {
 		t.Errorf("NewReadiness with CheckTimeout unset = %v, want the default", err)
 	}
 }

@@ -143,7 +143,7 @@ func measureExit(t *testing.T, h hangs, n int, b host.Budgets) {
 	if hung && !errors.Is(err, host.ErrShutdownTimeout) {
 		t.Errorf("Run = %v, want ErrShutdownTimeout", err)
 	}
-	if r := x.Host().Shutdown().Result(); hung && r != host.Timeout {
+	if r := x.Host().Shutdown().Result(); hung && r != host.ResultTimeout {
 		t.Errorf("Result = %s, want timeout", r)
 	}
 	if !hung && err != nil {

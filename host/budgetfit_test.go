@@ -8,8 +8,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
 )
 
 func TestBudgetsFit(t *testing.T) {
@@ -72,5 +74,41 @@ func TestBudgetsFit(t *testing.T) {
 				t.Errorf("the warning does not name the figures: %v", got[0].ContextMap())
 			}
 		}
+	})
+
+	t.Run("a service shaped like the example fits Kubernetes' default grace period at the default budgets", func(t *testing.T) {
+		// The example's shape: six entrypoints (http, grpc, kafka, cron, leader,
+		// ticker), one drain phase, a post_start and a pre_shutdown hook, an fx
+		// container, an error reporter and the probe listener; every budget left at
+		// its default, no DrainDelay.
+		shaped := func(p hooks.DrainPhase) host.WorstCase {
+			lc := &hooks.Registry{}
+			lc.AddPostStart("print-hints", func(context.Context) error { return nil })
+			lc.AddPreShutdown("final-report", func(context.Context) error { return nil })
+			lc.AddDrainPhase(p)
+			var regs []host.Registration
+			for _, name := range []string{"http", "grpc", "kafka", "cron", "leader", "ticker"} {
+				regs = append(regs, host.Registration{Entrypoint: newFake(name, &journal{})})
+			}
+			h, err := host.New(host.AppSpec{ServiceName: "orders", Entrypoints: regs, Lifecycle: lc,
+				Container: hostfx.Container(),
+				Probes:    health.ListenerConfig{Addr: "127.0.0.1:0"},
+				Telemetry: host.TelemetryConfig{Logger: zap.NewNop(), Reporter: &reported{}}}, env())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h.WorstCase()
+		}
+		k8s := 30 * time.Second
+		w := shaped(phase("deregister", 500*time.Millisecond)) // the example's phase
+		if !w.Fits(k8s) {
+			t.Errorf("the example's shape at defaults: worst case %s does not fit %s with 10%% headroom: %s", w.Total, k8s, w)
+		}
+		t.Logf("example-shaped worst case at defaults: %s", w)
+		w = shaped(phase("deregister", 0)) // a phase that may take the whole budget
+		if w.Total > k8s {
+			t.Errorf("with a phase of no MaxDuration: worst case %s is beyond %s: %s", w.Total, k8s, w)
+		}
+		t.Logf("with a phase of no MaxDuration: %s", w)
 	})
 }

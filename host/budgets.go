@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/hooks"
 )
 
 // Budgets bound each stage of an orderly exit. A zero field takes its default; a
@@ -21,13 +22,13 @@ type Budgets struct {
 	// probe's period × failure threshold plus the balancer's own lag; under
 	// Kubernetes, 0 drops requests during rollouts. Default 0. SW_DRAIN_DELAY.
 	DrainDelay time.Duration
-	// DrainPhasesBudget is shared by all drain phases, in order. Default 5s.
+	// DrainPhasesBudget is shared by all drain phases, in order. Default 3s.
 	// SW_DRAIN_PHASES_BUDGET.
 	DrainPhasesBudget time.Duration
 	// DrainGrace is the window in which the entrypoints finish their in-flight
 	// work. Every entrypoint's Drain starts at the same moment and each gets the
 	// whole window, so one slow drain never shortens another's and the worst
-	// case does not grow with their number. The Host waits 5 s beyond it so an
+	// case does not grow with their number. The Host waits 1 s beyond it so an
 	// entrypoint that honours the window exactly is not cut short. A cooperative
 	// shutdown's wait for MarkApplicationDrained ends with the window too.
 	// Default 10s. SW_DRAIN_GRACE.
@@ -35,7 +36,7 @@ type Budgets struct {
 	// StepTimeout bounds each step after the drain: each entrypoint's Stop, the
 	// wait for Serve to return, each shutdown hook, each warmup step's Stop,
 	// closing the container, flushing telemetry and closing the probe listener.
-	// Default 2s. SW_STEP_TIMEOUT.
+	// Default 1s. SW_STEP_TIMEOUT.
 	StepTimeout time.Duration
 	// Deadline, when positive, caps the waits of the exit from the moment a stop
 	// is requested: when it expires, the waits still running — the drain delay
@@ -62,11 +63,15 @@ type Budgets struct {
 	WarmupTimeout time.Duration
 }
 
-// Default budgets.
+// Default budgets. They are sized so that a service like the example — six
+// entrypoints, a drain phase, a shutdown hook, a container, an error reporter and the
+// probe listener — has a worst-case exit within Kubernetes' default grace period
+// (30 s) with 10% headroom when its phases declare a MaxDuration, and within the
+// period itself when they do not (docs/budgets.md).
 const (
-	DefaultDrainPhasesBudget = 5 * time.Second
+	DefaultDrainPhasesBudget = 3 * time.Second
 	DefaultDrainGrace        = 10 * time.Second
-	DefaultStepTimeout       = 2 * time.Second
+	DefaultStepTimeout       = time.Second
 	DefaultWarmupTimeout     = time.Minute
 )
 
@@ -75,8 +80,10 @@ const (
 // meant to last a day, and the ceiling keeps every sum of budgets far from overflow.
 const MaxBudget = 24 * time.Hour
 
-// drainSlack is how long the Host waits beyond DrainGrace for a Drain to return.
-const drainSlack = 5 * time.Second
+// drainSlack is how long the Host waits beyond DrainGrace for a Drain to return: the
+// second a drain phase that ignores its cancellation is given (hooks.AbandonAfter),
+// ample for a Drain that honours its ctx to return.
+const drainSlack = hooks.AbandonAfter
 
 // budgetEnv maps each override variable to its field.
 var budgetEnv = []struct {
@@ -93,24 +100,35 @@ var budgetEnv = []struct {
 	{"SW_WARMUP_TIMEOUT", "WarmupTimeout", func(b *Budgets) *time.Duration { return &b.WarmupTimeout }},
 }
 
+// budgetVars names, for each Budgets field whose value came from the environment,
+// the variable it came from ("DrainGrace" → "SW_DRAIN_GRACE"), so that a problem
+// found later with that value names the variable the user set.
+type budgetVars map[string]string
+
+// of is the variable field's value came from, or "".
+func (v budgetVars) of(field string) string { return v[field] }
+
 // resolve applies environment overrides, checks every field and fills defaults.
-// Problems are recorded in l under the field or variable name.
-func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) Budgets {
-	fromEnv := map[string]bool{}
+// Problems are recorded in l under the field ("Budgets.DrainGrace"), with the
+// variable when the value came from one. It returns the variables the values came
+// from.
+func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
+	fromEnv := budgetVars{}
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
 		if !ok || strings.TrimSpace(v) == "" {
 			continue
 		}
-		fromEnv[e.field] = true
+		fromEnv[e.field] = e.name
 		d, err := parseDuration(v, e.name == "TERMINATION_GRACE_PERIOD")
+		field := "Budgets." + e.field
 		switch {
 		case err != nil:
-			l.Addf(e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, MaxBudget)
+			l.AddEnvf(field, e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, MaxBudget)
 		case d < 0:
-			l.Addf(e.name, "must not be negative, got %s", d)
+			l.AddEnvf(field, e.name, "must not be negative, got %s", d)
 		case d > MaxBudget:
-			l.Addf(e.name, "%s is above the ceiling of %s", d, MaxBudget)
+			l.AddEnvf(field, e.name, "%s is above the ceiling of %s", d, MaxBudget)
 		default:
 			*e.ptr(&b) = d
 			continue
@@ -118,7 +136,7 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 		*e.ptr(&b) = 0 // reported; keep the figures sane for what follows
 	}
 	for _, e := range budgetEnv {
-		if fromEnv[e.field] {
+		if fromEnv[e.field] != "" {
 			continue
 		}
 		switch d := *e.ptr(&b); {
@@ -142,7 +160,7 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 	if b.WarmupTimeout == 0 {
 		b.WarmupTimeout = DefaultWarmupTimeout
 	}
-	return b
+	return b, fromEnv
 }
 
 // parseDuration reads a Go duration, or whole seconds when seconds is true. A value
@@ -196,11 +214,11 @@ func checkTimeoutEnv(lookup func(string) (string, bool), d time.Duration, l *fau
 	got, err := parseDuration(v, false)
 	switch {
 	case err != nil:
-		l.Addf("SW_CHECK_TIMEOUT", "%v (want e.g. \"2s\" or \"500ms\")", err)
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%v (want e.g. \"2s\" or \"500ms\")", err)
 	case got <= 0:
-		l.Addf("SW_CHECK_TIMEOUT", "must be positive, got %s", got)
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "must be positive, got %s", got)
 	case got > MaxBudget:
-		l.Addf("SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, MaxBudget)
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, MaxBudget)
 	default:
 		return got
 	}

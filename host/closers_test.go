@@ -49,7 +49,7 @@ func TestOnClose(t *testing.T) {
 			if want := []string{"hung", "producer", "pool"}; !slices.Equal(order, want) {
 				t.Errorf("close steps ran %v, want %v (reverse order, the next after one overran)", order, want)
 			}
-			if got := h.Shutdown().Result(); got != host.Timeout {
+			if got := h.Shutdown().Result(); got != host.ResultTimeout {
 				t.Errorf("result %v after a close step overran, want timeout (err %v)", got, err)
 			}
 			stages := x.Stages()

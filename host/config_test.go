@@ -53,9 +53,13 @@ func TestConfigError(t *testing.T) {
 		fields := map[string]bool{}
 		for _, p := range ce.Problems {
 			fields[p.Field] = true
+			if p.Variable != "" {
+				fields[p.Variable+" "+p.Field] = true
+			}
 		}
 		for _, want := range []string{
-			"SW_DRAIN_DELAY", "SW_DEADLINE", "TERMINATION_GRACE_PERIOD", "Budgets.DrainGrace", "Budgets.StepTimeout",
+			"SW_DRAIN_DELAY Budgets.DrainDelay", "SW_DEADLINE Budgets.Deadline",
+			"TERMINATION_GRACE_PERIOD Budgets.TerminationGracePeriod", "Budgets.DrainGrace", "Budgets.StepTimeout",
 			`Entrypoints["http"]`, "Entrypoints[2]", "Lifecycle.DrainPhases[0]", "Lifecycle.DrainPhases[0].MaxDuration",
 			"Lifecycle.pre_start[0]",
 		} {
@@ -165,10 +169,10 @@ func TestCheckTimeoutFromEnv(t *testing.T) {
 	for _, tc := range []struct {
 		value, want string // want: a substring of the problem, or "" for none
 	}{
-		{"0s", "SW_CHECK_TIMEOUT: must be positive, got 0s"},
-		{"-1s", "SW_CHECK_TIMEOUT: must be positive"},
-		{"soon", "SW_CHECK_TIMEOUT:"},
-		{"1000000h", "SW_CHECK_TIMEOUT:"},
+		{"0s", "SW_CHECK_TIMEOUT (Probes.CheckTimeout): must be positive, got 0s"},
+		{"-1s", "SW_CHECK_TIMEOUT (Probes.CheckTimeout): must be positive"},
+		{"soon", "SW_CHECK_TIMEOUT (Probes.CheckTimeout):"},
+		{"1000000h", "SW_CHECK_TIMEOUT (Probes.CheckTimeout):"},
 		{"250ms", ""},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
@@ -196,4 +200,50 @@ func runStopped(t *testing.T, h *host.Host) {
 	if err := h.Run(ctx); err != nil {
 		t.Fatalf("Run with the stop requested: %v", err)
 	}
+}
+
+// slowToStop is a fake entrypoint whose work takes need to end once Drain asks.
+type slowToStop struct {
+	*fake
+	need time.Duration
+}
+
+func (s slowToStop) StopTime() time.Duration { return s.need }
+
+func TestBudgetProblemsNameTheVariable(t *testing.T) {
+	ep := slowToStop{newFake("leader", &journal{}), 8 * time.Second}
+	for _, tc := range []struct {
+		name     string
+		spec     host.Budgets
+		kv       []string
+		variable string // the Problem's Variable
+		text     string // in the message
+	}{
+		{"DrainGrace from the spec", host.Budgets{DrainGrace: 5 * time.Second}, nil, "", "Budgets.DrainGrace (5s)"},
+		{"DrainGrace from SW_DRAIN_GRACE", host.Budgets{}, []string{"SW_DRAIN_GRACE", "5s"}, "SW_DRAIN_GRACE",
+			"Budgets.DrainGrace (5s, set by SW_DRAIN_GRACE)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(), Probes: probesOff(), Budgets: tc.spec,
+				Entrypoints: []host.Registration{{Entrypoint: ep}}}, env(tc.kv...))
+			ce, ok := errors.AsType[*fault.ConfigError](err)
+			if !ok || len(ce.Problems) != 1 || ce.Problems[0].Field != `Entrypoints["leader"]` ||
+				ce.Problems[0].Variable != tc.variable || !strings.Contains(err.Error(), tc.text) {
+				t.Fatalf("New = %v, want one problem of the leader naming %q, variable %q", err, tc.text, tc.variable)
+			}
+		})
+	}
+	t.Run("a malformed variable names the field it sets", func(t *testing.T) {
+		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(), Probes: probesOff()},
+			env("SW_STEP_TIMEOUT", "soon", "TERMINATION_GRACE_PERIOD", "-5"))
+		ce, ok := errors.AsType[*fault.ConfigError](err)
+		if !ok || len(ce.Problems) != 2 {
+			t.Fatalf("New = %v, want two problems", err)
+		}
+		for _, p := range ce.Problems {
+			if p.Field != "Budgets."+map[string]string{"SW_STEP_TIMEOUT": "StepTimeout", "TERMINATION_GRACE_PERIOD": "TerminationGracePeriod"}[p.Variable] {
+				t.Errorf("problem %+v: want the variable and the Budgets field it sets", p)
+			}
+		}
+	})
 }

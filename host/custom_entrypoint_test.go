@@ -1,8 +1,11 @@
 package host_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"io"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,22 +15,64 @@ import (
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
+// TestLineInFlightSurvivesSIGTERM is the test docs/testing.md shows, verbatim: a
+// line half-sent when the stop begins is read to its end and answered, then the
+// connection is told goodbye, in virtual time.
+func TestLineInFlightSurvivesSIGTERM(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		network := hosttest.NewNetwork()
+		srv, err := newLines("", network.Listener())
+		if err != nil {
+			t.Fatal(err)
+		}
+		x := hosttest.Start(t, host.AppSpec{
+			ServiceName: "lines",
+			Entrypoints: []host.Registration{{Entrypoint: srv}},
+			Budgets:     host.Budgets{DrainDelay: time.Second},
+		})
+		x.WaitStage(host.StageServe)
+
+		conn, err := network.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		io.WriteString(conn, "hel") // the line is in flight: its connection is busy
+		x.Stop()                    // as SIGTERM would
+		x.WaitStage(host.StageDrain)
+		time.Sleep(2 * time.Second) // virtual: a slow client
+		io.WriteString(conn, "lo\n")
+		got, _ := io.ReadAll(conn)
+		if string(got) != "HELLO\nBYE server going away\n" {
+			t.Fatalf("the client read %q, want its answer, then the goodbye", got)
+		}
+		if err := x.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
 // The README's custom entrypoint, when a post_start hook fails: the Host stops the
-// bound queue without ever calling Serve, and the exit is the hook's failure (1), at
-// once, not a timeout of a Stop waiting for work that never started.
+// bound server without ever calling Serve, and the exit is the hook's failure (1),
+// at once, not a timeout of a Stop waiting for work that never started. The
+// listener is closed.
 func TestCustomEntrypointFailedPostStart(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		q := newQueue(make(chan string, 1), func(string) {})
+		network := hosttest.NewNetwork()
+		srv, err := newLines("", network.Listener())
+		if err != nil {
+			t.Fatal(err)
+		}
 		lc := &hooks.Registry{}
 		refused := errors.New("announce refused")
 		lc.AddPostStart("announce", func(context.Context) error { return refused })
 		x := hosttest.Start(t, host.AppSpec{
-			ServiceName: "worker",
-			Entrypoints: []host.Registration{{Entrypoint: q}},
+			ServiceName: "lines",
+			Entrypoints: []host.Registration{{Entrypoint: srv}},
 			Lifecycle:   lc,
 		})
 		began := time.Now()
-		err := x.Wait()
+		err = x.Wait()
 		if !errors.Is(err, refused) {
 			t.Fatalf("Run = %v, want the post_start error", err)
 		}
@@ -37,36 +82,68 @@ func TestCustomEntrypointFailedPostStart(t *testing.T) {
 		if d := time.Since(began); d != 0 {
 			t.Errorf("the exit took %s of virtual time; Stop before Serve must not wait", d)
 		}
+		if _, err := network.Dial(); !errors.Is(err, hosttest.ErrNetworkClosed) {
+			t.Errorf("Dial after the exit = %v, want the listener closed", err)
+		}
 	})
 }
 
-// Jobs queued but not taken at the drain stay in the queue; the one taken is finished.
+// At the drain every line received gets its answer and every idle connection the
+// goodbye; nothing is cut. Stop a second time does nothing.
 func TestCustomEntrypointDropsNothing(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		jobs := make(chan string, 10)
-		var handled []string
-		q := newQueue(jobs, func(job string) {
-			time.Sleep(time.Second)
-			handled = append(handled, job)
-		})
+		network := hosttest.NewNetwork()
+		srv, err := newLines("", network.Listener())
+		if err != nil {
+			t.Fatal(err)
+		}
 		x := hosttest.Start(t, host.AppSpec{
-			ServiceName: "worker",
-			Entrypoints: []host.Registration{{Entrypoint: q}},
+			ServiceName: "lines",
+			Entrypoints: []host.Registration{{Entrypoint: srv}},
+			Budgets:     host.Budgets{DrainDelay: time.Second},
 		})
 		x.WaitStage(host.StageServe)
-		for _, j := range []string{"a", "b", "c"} {
-			jobs <- j
+
+		const n = 5
+		idle := make([]*bufio.Reader, n) // each answered once, then idle at the stop
+		for i := range idle {
+			c, err := network.Dial()
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			idle[i] = bufio.NewReader(c)
+			io.WriteString(c, "ping\n")
+			if got, err := idle[i].ReadString('\n'); got != "PING\n" || err != nil {
+				t.Fatalf("answer %d = %q, %v", i, got, err)
+			}
 		}
-		synctest.Wait() // "a" taken and in its handling
+		busy, err := network.Dial()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer busy.Close()
+		io.WriteString(busy, "half a") // in flight at the stop
+		synctest.Wait()
+
 		x.Stop()
+		for i, r := range idle {
+			if rest, _ := io.ReadAll(r); string(rest) != "BYE server going away\n" {
+				t.Errorf("idle connection %d read %q at the drain, want the goodbye", i, rest)
+			}
+		}
+		io.WriteString(busy, " line\n")
+		if got, _ := io.ReadAll(busy); string(got) != "HALF A LINE\nBYE server going away\n" {
+			t.Errorf("the connection in flight read %q, want its answer, then the goodbye", got)
+		}
 		if err := x.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if len(handled)+len(jobs) != 3 {
-			t.Errorf("handled %v and %d left queued: a job was dropped", handled, len(jobs))
+		if rep := srv.DrainReport(); !strings.Contains(rep, "closed_idle=5 closed_after_answer=1 ") {
+			t.Errorf("DrainReport() = %q, want 5 idle closed and 1 after its answer", rep)
 		}
-		if len(handled) == 0 {
-			t.Error("the job in flight at the stop was not finished")
+		if err := srv.Stop(context.Background()); err != nil { // the Host stopped it once already
+			t.Errorf("a second Stop = %v", err)
 		}
 	})
 }

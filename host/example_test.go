@@ -1,71 +1,159 @@
 package host_test
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
+	"io"
+	"net"
+	"strings"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/conntrack"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
 )
 
-// queue is a custom entrypoint built on entrypoint.Runner: it takes jobs from a
-// channel, one at a time. The README shows this code.
-type queue struct {
-	*entrypoint.Runner // the guard, the work goroutine, Drain, Stop, InFlight
-	jobs               chan string
-	handle             func(job string)
+// lines is a custom entrypoint: a TCP server that answers each line with the line
+// in upper case, on entrypoint.Runner and a conntrack.Tracker. The README shows
+// this code.
+type lines struct {
+	*entrypoint.Runner                    // the guard, the accept goroutine, InFlight
+	conns              *conntrack.Tracker // busy/idle per connection, the backlog, the goodbye
+	addr               string
+	ln                 net.Listener // given, or opened by Bind
+	tl                 *conntrack.Listener
 }
 
-func newQueue(jobs chan string, handle func(job string)) *queue {
-	return &queue{Runner: entrypoint.NewRunner("queue"), jobs: jobs, handle: handle}
+func newLines(addr string, ln net.Listener) (*lines, error) {
+	conns, err := conntrack.New(conntrack.Config{Name: "lines", Goodbye: []byte("BYE server going away\n")})
+	if err != nil {
+		return nil, err
+	}
+	return &lines{Runner: entrypoint.NewRunner("lines"), conns: conns, addr: addr, ln: ln}, nil
 }
 
-func (q *queue) Name() string                   { return "queue" }
-func (q *queue) Bind(ctx context.Context) error { return q.Runner.Bind(ctx, nil) }
+func (l *lines) Name() string { return "lines" }
 
-func (q *queue) Serve(ctx context.Context, stop <-chan struct{}) error {
-	return q.Runner.Serve(ctx, stop, q.work) // returns at stop; work goes on until Drain
+func (l *lines) Bind(ctx context.Context) error {
+	return l.Runner.Bind(ctx, func(ctx context.Context) error {
+		if l.ln == nil {
+			ln, err := new(net.ListenConfig).Listen(ctx, "tcp", l.addr)
+			if err != nil {
+				return err
+			}
+			l.ln = ln
+		}
+		l.tl = l.conns.Listener(l.ln)
+		return nil
+	})
 }
 
-// work takes one job at a time until the drain. A job it took is always finished (Drain
-// waits for work to return); jobs it did not take stay queued for whoever reads next.
-func (q *queue) work(ctx context.Context, draining <-chan struct{}) error {
+func (l *lines) Serve(ctx context.Context, stop <-chan struct{}) error {
+	return l.Runner.Serve(ctx, stop, l.accept) // returns at stop; accepting goes on until Drain
+}
+
+// Drain answers every line read and the connections still queued in the kernel,
+// tells each idle connection goodbye, then waits for the handlers to return.
+func (l *lines) Drain(ctx context.Context) error {
+	return errors.Join(l.conns.Drain(ctx), l.Runner.Drain(ctx))
+}
+
+// Stop cuts what the drain left: every connection is closed, then the Runner stops.
+func (l *lines) Stop(ctx context.Context) error {
+	l.conns.Close()
+	return l.Runner.Stop(ctx)
+}
+
+func (l *lines) DrainReport() string { return l.conns.Report() }
+
+// accept serves each connection in a goroutine counted by the Runner's Gate, until
+// the drain has answered the backlog and closed the listener.
+func (l *lines) accept(ctx context.Context, draining <-chan struct{}) error {
 	for {
-		select {
-		case <-draining:
+		c, err := l.tl.AcceptConn()
+		if errors.Is(err, net.ErrClosed) {
 			return nil
-		case job := <-q.jobs:
-			q.handle(job)
+		}
+		if err != nil {
+			return err
+		}
+		leave, _ := l.Gate().Enter() // open until the accept loop returned
+		go func() {
+			defer leave()
+			l.handle(c)
+		}()
+	}
+}
+
+// handle answers each line. The connection is busy from the moment a line's bytes
+// arrive (Read marks it) until Idle, after the answer: the drain waits for it then,
+// and closes it, with the goodbye, once it is idle.
+func (l *lines) handle(c *conntrack.Conn) {
+	defer c.Close()
+	br := bufio.NewReader(c)
+	for {
+		c.SetReadDeadline(time.Now().Add(time.Minute)) // a client that sends nothing is closed
+		line, err := br.ReadString('\n')
+		if err != nil {
+			return // the client left, the deadline passed, or the drain closed it
+		}
+		if _, err := io.WriteString(c, strings.ToUpper(line)); err != nil {
+			return
+		}
+		if br.Buffered() == 0 {
+			c.Idle() // answered, and nothing more read: the drain may close it now
 		}
 	}
 }
 
+// The lines server answers a line, and at the stop its idle client is told goodbye.
 func Example_customEntrypoint() {
-	handled := make(chan string, 1)
-	q := newQueue(make(chan string, 1), func(job string) { handled <- job })
+	srv, err := newLines("127.0.0.1:0", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
 	lc := &hooks.Registry{}
-	lc.AddPreShutdown("flush", func(context.Context) error { fmt.Println("flushed"); return nil })
-
 	ctx, stop := context.WithCancel(context.Background())
+	client := make(chan struct{})
 	lc.AddPostStart("demo", func(context.Context) error {
-		q.jobs <- "order-1"
-		go func() { fmt.Println("handled", <-handled); stop() }()
+		c, err := net.Dial("tcp", srv.tl.Addr().String())
+		if err != nil {
+			return err
+		}
+		go func() {
+			defer close(client)
+			defer c.Close()
+			br := bufio.NewReader(c)
+			fmt.Fprintln(c, "hello")
+			answer, _ := br.ReadString('\n')
+			fmt.Print(answer)
+			stop() // as SIGTERM would
+			bye, _ := br.ReadString('\n')
+			fmt.Print(bye)
+		}()
 		return nil
 	})
-	err := host.Run(ctx, host.AppSpec{
-		ServiceName: "worker",
-		Entrypoints: []host.Registration{{Entrypoint: q}},
+	err = host.Run(ctx, host.AppSpec{
+		ServiceName: "lines",
+		Entrypoints: []host.Registration{{Entrypoint: srv}},
 		Lifecycle:   lc,
 		Probes:      health.ListenerConfig{Addr: "127.0.0.1:0"},
 		Telemetry:   host.TelemetryConfig{Logger: zap.NewNop()},
 	})
+	<-client
 	fmt.Println("exit code", host.ExitCode(err))
+	st := srv.conns.Stats()
+	fmt.Println("connections told goodbye:", st.ClosedIdle+st.ClosedAfterAnswer)
 	// Output:
-	// handled order-1
-	// flushed
+	// HELLO
+	// BYE server going away
 	// exit code 0
+	// connections told goodbye: 1
 }

@@ -212,7 +212,7 @@ func TestFailures(t *testing.T) {
 			if !errors.Is(err, boom) || errors.Is(err, host.ErrShutdownTimeout) {
 				t.Fatalf("Run = %v, want the cause alone", err)
 			}
-			if r := x.Host().Shutdown().Result(); r != host.Failure {
+			if r := x.Host().Shutdown().Result(); r != host.ResultFailure {
 				t.Errorf("Result = %s, want failure, as the report says", r)
 			}
 		})

@@ -56,7 +56,7 @@ func TestUndeliveredTelemetry(t *testing.T) {
 				x.Stop()
 				x.WaitStage(host.StageFlush)
 				began := time.Now()
-				if err := x.Wait(); err != nil || x.Host().Shutdown().Result() != host.Success {
+				if err := x.Wait(); err != nil || x.Host().Shutdown().Result() != host.ResultSuccess {
 					t.Errorf("Run = %v, Result %s; want nil and success", err, x.Host().Shutdown().Result())
 				}
 				if d := time.Since(began); d > time.Second {

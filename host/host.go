@@ -21,12 +21,13 @@ import (
 // Host runs one service through Bootstrap → Warmup → Ready → Serve → Drain → Cleanup.
 // Create it with New; Run it once.
 type Host struct {
-	spec     AppSpec
-	opts     options
-	budgets  Budgets
-	instance string
-	tel      *telemetry
-	log      *zap.Logger
+	spec       AppSpec
+	opts       options
+	budgets    Budgets
+	budgetVars budgetVars // the variables the budgets came from
+	instance   string
+	tel        *telemetry
+	log        *zap.Logger
 
 	scope     Scope    // the container's; nil without one
 	closers   []closer // OnClose's steps, in the order added (guarded by mu)
@@ -93,7 +94,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.log = h.log.With(zap.String("instance", h.instance))
 
 	var problems fault.Problems
-	h.budgets = spec.Budgets.resolve(h.opts.lookup, &problems)
+	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
 	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.configurePreStop(&problems) // prestop_auth.go: its token, its metrics
@@ -113,7 +114,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		}
 	}
 	validate(&h.spec, h.regs, h.steps, h.currentLifecycle(), h.checks, &problems)
-	checkStopTimes(h.regs, h.budgets.DrainGrace, &problems)
+	checkStopTimes(h.regs, h.budgets.DrainGrace, h.budgetVars, &problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		tel.report(context.Background(), err, StageCreated, "")
@@ -125,7 +126,12 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		_ = tel.flush(context.Background())
 		return nil, err
 	}
-	h.adopt(h.regs)
+	if err := h.adopt(h.regs); err != nil {
+		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
+		tel.report(context.Background(), err, StageCreated, "")
+		_ = tel.flush(context.Background())
+		return nil, err
+	}
 	if !spec.Probes.Disabled {
 		h.probe, err = health.NewListener(h.spec.Probes, readiness{h}, health.ListenerOptions{
 			Checks:    h.checks,

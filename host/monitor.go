@@ -1,8 +1,46 @@
 package host
 
 import (
+	"fmt"
+
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 )
+
+// AddCheck adds a readiness check after New, for a dependency built with what the
+// Host built first (a client made with its Logger or Registerer, say): it joins
+// AppSpec.Checks and the container's, exactly as if it had been declared there.
+// /readyz runs it, the Monitor (already handed to the entrypoints and the container)
+// evaluates it, and a failure degrades readiness, or withdraws it when c was declared
+// with health.Gating.
+//
+// An empty name, a name with a comma or surrounding spaces, a nil c, or a name
+// already used by another check is a *fault.ConfigError naming Checks[name], and
+// nothing is added. AddCheck must be called before Run; afterwards it returns an
+// error wrapping ErrRegisterAfterRun and the check is not added.
+func (h *Host) AddCheck(name string, c health.Check) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.ran.Load() {
+		return fmt.Errorf("readiness check %q: %w", name, ErrRegisterAfterRun)
+	}
+	field := fmt.Sprintf("Checks[%q]", name)
+	if _, dup := h.checks[name]; dup {
+		return fault.Invalid(field, "name is used by more than one check")
+	}
+	// The Monitor validates as New does; the listener then cannot refuse what it
+	// accepted.
+	if err := h.monitor.AddCheck(name, c); err != nil {
+		return err
+	}
+	if h.probe != nil {
+		if err := h.probe.AddCheck(name, c); err != nil {
+			return err
+		}
+	}
+	h.checks[name] = c
+	return nil
+}
 
 // Monitor returns the Host's readiness as a health.Monitor: the verdicts of the
 // readiness probe (/readyz) — the Host's state, draining from the stop or
@@ -30,11 +68,11 @@ func (h *Host) buildMonitor(extra []namedCheck) (*health.Monitor, error) {
 			delete(checks, name)
 		}
 	}
-	m, err := health.NewMonitor(readiness{h}, health.MonitorConfig{
+	m, err := health.NewMonitor(health.MonitorConfig{
 		Checks:       checks,
 		CheckTimeout: max(h.spec.Probes.CheckTimeout, 0),
 		Logger:       h.log.Named("health"),
-	})
+	}, readiness{h})
 	if err != nil {
 		return nil, err
 	}

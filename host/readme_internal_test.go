@@ -26,10 +26,10 @@ var results = map[string]struct {
 	r   Result
 	err error
 }{
-	"Success":     {Success, nil},
-	"Timeout":     {Timeout, ErrShutdownTimeout},
-	"Failure":     {Failure, ErrCleanupFailed},
-	"Interrupted": {Interrupted, fault.ErrInterrupted},
+	"ResultSuccess":     {ResultSuccess, nil},
+	"ResultTimeout":     {ResultTimeout, ErrShutdownTimeout},
+	"ResultFailure":     {ResultFailure, ErrCleanupFailed},
+	"ResultInterrupted": {ResultInterrupted, fault.ErrInterrupted},
 }
 
 // TestREADMETables holds README.md's exit-code and result tables to the code: each

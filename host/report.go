@@ -56,7 +56,7 @@ func (r *report) overran(what string) {
 		return
 	}
 	r.overruns = append(r.overruns, what)
-	r.worsen(Timeout)
+	r.worsen(ResultTimeout)
 }
 
 func (r *report) abandon(what string) { r.abandoned = append(r.abandoned, what) }
@@ -70,7 +70,7 @@ func (r *report) errs(what string, err error) {
 		return
 	}
 	r.failures = append(r.failures, errors.New(what+": "+err.Error()))
-	r.worsen(Failure)
+	r.worsen(ResultFailure)
 }
 
 func (r *report) worsen(res Result) {

@@ -29,20 +29,20 @@ func TestResultFinalBeforePostShutdown(t *testing.T) {
 		want       host.Result
 		wantBefore host.Result // what a pre_shutdown hook reads
 	}{
-		{"a clean exit", func(*hooks.Registry, *host.AppSpec) {}, true, host.Success, host.Success},
+		{"a clean exit", func(*hooks.Registry, *host.AppSpec) {}, true, host.ResultSuccess, host.ResultSuccess},
 		{"a failed startup (post_start hook)", func(reg *hooks.Registry, _ *host.AppSpec) {
 			reg.AddPostStart("announce", func(context.Context) error { return boom })
-		}, false, host.Failure, host.Failure},
+		}, false, host.ResultFailure, host.ResultFailure},
 		{"a failed pre_shutdown hook", func(reg *hooks.Registry, _ *host.AppSpec) {
 			reg.AddPreShutdown("outbox", func(context.Context) error { return boom })
-		}, true, host.Failure, host.Success},
+		}, true, host.ResultFailure, host.ResultSuccess},
 		{"a failed post_shutdown hook does not change the settled verdict", func(reg *hooks.Registry, _ *host.AppSpec) {
 			reg.AddPostShutdown("early", func(context.Context) error { return boom })
-		}, true, host.Success, host.Success},
+		}, true, host.ResultSuccess, host.ResultSuccess},
 		{"an expired Deadline", func(_ *hooks.Registry, s *host.AppSpec) {
 			s.Budgets.Deadline = time.Second
 			s.Budgets.DrainDelay = 5 * time.Second
-		}, true, host.Timeout, host.Timeout},
+		}, true, host.ResultTimeout, host.ResultTimeout},
 		{"an interrupted task", func(_ *hooks.Registry, s *host.AppSpec) {
 			task, err := entrypoint.NewTask(entrypoint.TaskConfig{Name: "backfill"}, func(ctx context.Context) error {
 				<-ctx.Done()
@@ -52,7 +52,7 @@ func TestResultFinalBeforePostShutdown(t *testing.T) {
 				t.Fatal(err)
 			}
 			s.Entrypoints = append(s.Entrypoints, host.Registration{Entrypoint: task})
-		}, true, host.Interrupted, host.Interrupted},
+		}, true, host.ResultInterrupted, host.ResultInterrupted},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -85,7 +85,7 @@ func TestResultFinalBeforePostShutdown(t *testing.T) {
 				if before != c.wantBefore {
 					t.Errorf("Result in pre_shutdown = %s, want the verdict so far, %s", before, c.wantBefore)
 				}
-				if (c.want == host.Success) != (err == nil) {
+				if (c.want == host.ResultSuccess) != (err == nil) {
 					t.Errorf("Run = %v with result %s", err, c.want)
 				}
 			})

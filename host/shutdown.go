@@ -9,31 +9,32 @@ import (
 	"time"
 )
 
-// Phase is how far a shutdown has got.
+// Phase is how far a shutdown has got. The constants are prefixed, so that
+// host.PhaseStarted does not read as Shutdown.Started, the channel.
 type Phase int32
 
 const (
-	// NotStarted: no stop has been requested.
-	NotStarted Phase = iota
-	// Started: readiness is withdrawn; the entrypoints drain and stop, and in
+	// PhaseNotStarted: no stop has been requested.
+	PhaseNotStarted Phase = iota
+	// PhaseStarted: readiness is withdrawn; the entrypoints drain and stop, and in
 	// cooperative mode the Host waits for MarkApplicationDrained.
-	Started
-	// Cleanup: shutdown hooks run, warmup steps stop, the container closes and
+	PhaseStarted
+	// PhaseCleanup: shutdown hooks run, warmup steps stop, the container closes and
 	// telemetry flushes. Clients from the container must not be used after it.
-	Cleanup
-	// Completed: cleanup has finished, whether or not every step succeeded.
-	Completed
+	PhaseCleanup
+	// PhaseCompleted: cleanup has finished, whether or not every step succeeded.
+	PhaseCompleted
 )
 
 func (p Phase) String() string {
 	switch p {
-	case NotStarted:
+	case PhaseNotStarted:
 		return "not_started"
-	case Started:
+	case PhaseStarted:
 		return "started"
-	case Cleanup:
+	case PhaseCleanup:
 		return "cleanup"
-	case Completed:
+	case PhaseCompleted:
 		return "completed"
 	}
 	return fmt.Sprintf("Phase(%d)", int32(p))
@@ -45,31 +46,31 @@ func (p Phase) String() string {
 type Result int32
 
 const (
-	// Success: every step of the exit finished, on time, without error.
-	Success Result = iota
-	// Timeout: the Deadline expired, or a step overran its budget (a drain past its
+	// ResultSuccess: every step of the exit finished, on time, without error.
+	ResultSuccess Result = iota
+	// ResultTimeout: the Deadline expired, or a step overran its budget (a drain past its
 	// window, a step past StepTimeout, a cooperative wait past the drain window).
-	// Once the Deadline has expired it stays Timeout unless a failure is found. A
+	// Once the Deadline has expired it stays ResultTimeout unless a failure is found. A
 	// telemetry flush that cannot deliver is not one (the report counts it apart),
 	// nor is a post_shutdown hook, which runs after the result is settled.
-	Timeout
-	// Failure: the shutdown was caused by a failure (startup, an essential
+	ResultTimeout
+	// ResultFailure: the shutdown was caused by a failure (startup, an essential
 	// entrypoint), or a cleanup step failed (a shutdown hook, a warmup Stop,
-	// closing the container). It wins over Timeout.
-	Failure
-	// Interrupted: a stop arrived before every task (entrypoint.Task) was done.
+	// closing the container). It wins over ResultTimeout.
+	ResultFailure
+	// ResultInterrupted: a stop arrived before every task (entrypoint.Task) was done.
 	// The exit is orderly but the work is not finished: Run's error wraps
 	// fault.ErrInterrupted and the process exits ExitInterrupted, never 0.
-	Interrupted
+	ResultInterrupted
 )
 
 func (r Result) String() string {
 	switch r {
-	case Timeout:
+	case ResultTimeout:
 		return "timeout"
-	case Failure:
+	case ResultFailure:
 		return "failure"
-	case Interrupted:
+	case ResultInterrupted:
 		return "interrupted"
 	}
 	return "success"
@@ -129,7 +130,7 @@ func (s *Shutdown) Begin() { s.begin(false, ErrStopRequested) }
 // the clients that work may still use — waits until MarkApplicationDrained is called,
 // ForceCleanup is called, the Deadline expires, or the drain window (DrainGrace from
 // the start of the drain) ends, whichever comes first; a wait that ends without
-// MarkApplicationDrained makes the Result Timeout. Only the first Begin chooses the
+// MarkApplicationDrained makes Result return ResultTimeout. Only the first Begin chooses the
 // mode; a cooperative call after a plain Begin does not make it cooperative.
 func (s *Shutdown) BeginCooperative() { s.begin(true, ErrStopRequested) }
 
@@ -141,7 +142,7 @@ func (s *Shutdown) begin(cooperative bool, cause error) {
 		return
 	}
 	s.cooperative = cooperative
-	s.phase.CompareAndSwap(int32(NotStarted), int32(Started))
+	s.phase.CompareAndSwap(int32(PhaseNotStarted), int32(PhaseStarted))
 	if s.deadline > 0 {
 		s.timer = time.AfterFunc(s.deadline, s.expire)
 	}
@@ -150,7 +151,7 @@ func (s *Shutdown) begin(cooperative bool, cause error) {
 
 // expire is the Deadline firing.
 func (s *Shutdown) expire() {
-	if Phase(s.phase.Load()) == Completed {
+	if Phase(s.phase.Load()) == PhaseCompleted {
 		return
 	}
 	s.timedOut.Store(true)
@@ -172,7 +173,7 @@ func (s *Shutdown) MarkApplicationDrained() {
 // ForceCleanup stops waiting for drains — the drain delay, drain phases, the
 // entrypoints' Drain and a cooperative wait are cut short — and lets the Host go on to
 // stop the entrypoints and clean up. It begins the shutdown if nothing has, returns at
-// once and may be called repeatedly. It does not make the Result Timeout, and it does
+// once and may be called repeatedly. It does not make Result return ResultTimeout, and it does
 // not stop code that is still running: that code may fail as its clients close.
 func (s *Shutdown) ForceCleanup() {
 	s.begin(false, ErrStopRequested)
@@ -188,36 +189,36 @@ func (s *Shutdown) Started() <-chan struct{} { return s.stop.Done() }
 // CleanupStarted is closed when the Cleanup phase begins.
 func (s *Shutdown) CleanupStarted() <-chan struct{} { return s.cleanup }
 
-// Done is closed when cleanup has finished and the Phase is Completed.
+// Done is closed when cleanup has finished and the Phase is PhaseCompleted.
 func (s *Shutdown) Done() <-chan struct{} { return s.done }
 
-// Result reports how the shutdown ended — Success, Timeout, Failure or Interrupted —
+// Result reports how the shutdown ended — ResultSuccess, ResultTimeout, ResultFailure or ResultInterrupted —
 // the same word as the report's `result`.
 //
 // It is final before the post_shutdown hooks run: a post_shutdown hook (a final
 // report of its own) reads the verdict the report will carry, and nothing after it
 // — a post_shutdown hook failing or overrunning, the probe listener closing — changes
 // it (those are reported beside the result, see the report's after_result). Before
-// that it is the verdict so far, and only ever gets worse: Failure as soon as a
-// failure caused the shutdown or a cleanup step failed, Interrupted when a task was
-// cut, Timeout once the Deadline has expired or a step overran; Success otherwise.
+// that it is the verdict so far, and only ever gets worse: ResultFailure as soon as a
+// failure caused the shutdown or a cleanup step failed, ResultInterrupted when a task was
+// cut, ResultTimeout once the Deadline has expired or a step overran; ResultSuccess otherwise.
 func (s *Shutdown) Result() Result {
 	r := Result(s.result.Load())
-	if !s.settled.Load() && s.timedOut.Load() && rank(r) < rank(Timeout) {
-		return Timeout
+	if !s.settled.Load() && s.timedOut.Load() && rank(r) < rank(ResultTimeout) {
+		return ResultTimeout
 	}
 	return r
 }
 
 // rank orders the verdicts as the Host decides between them: the cause of the
-// shutdown (Interrupted, Failure) first, then a failed cleanup step, then a timeout.
+// shutdown (ResultInterrupted, ResultFailure) first, then a failed cleanup step, then a timeout.
 func rank(r Result) int {
 	switch r {
-	case Timeout:
+	case ResultTimeout:
 		return 1
-	case Failure:
+	case ResultFailure:
 		return 2
-	case Interrupted:
+	case ResultInterrupted:
 		return 3
 	}
 	return 0
@@ -255,7 +256,7 @@ func (s *Shutdown) isCooperative() bool {
 func (s *Shutdown) startCleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.phase.CompareAndSwap(int32(Started), int32(Cleanup)) {
+	if s.phase.CompareAndSwap(int32(PhaseStarted), int32(PhaseCleanup)) {
 		close(s.cleanup)
 	}
 }
@@ -267,9 +268,9 @@ func (s *Shutdown) complete() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	if Phase(s.phase.Load()) != Cleanup {
+	if Phase(s.phase.Load()) != PhaseCleanup {
 		close(s.cleanup)
 	}
-	s.phase.Store(int32(Completed))
+	s.phase.Store(int32(PhaseCompleted))
 	close(s.done)
 }

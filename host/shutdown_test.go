@@ -78,7 +78,7 @@ func TestShutdownHandle(t *testing.T) {
 				Budgets: host.Budgets{DrainDelay: time.Second, Deadline: 10 * time.Second}})
 			x.WaitStage(host.StageServe)
 			sd := x.Host().Shutdown()
-			if sd.Phase() != host.NotStarted {
+			if sd.Phase() != host.PhaseNotStarted {
 				t.Fatalf("phase = %s before Begin", sd.Phase())
 			}
 			began := time.Now()
@@ -90,7 +90,7 @@ func TestShutdownHandle(t *testing.T) {
 			if d := time.Since(began); d != time.Second {
 				t.Errorf("exit took %s, want the 1s delay once", d)
 			}
-			if drains != 1 || sd.Result() != host.Success || sd.Phase() != host.Completed {
+			if drains != 1 || sd.Result() != host.ResultSuccess || sd.Phase() != host.PhaseCompleted {
 				t.Errorf("drains=%d result=%s phase=%s", drains, sd.Result(), sd.Phase())
 			}
 			if err := x.Wait(); err != nil {
@@ -123,7 +123,7 @@ func TestShutdownHandle(t *testing.T) {
 			if !errors.Is(err, host.ErrShutdownTimeout) || host.ExitCode(err) != 1 {
 				t.Errorf("Run = %v, want ErrShutdownTimeout", err)
 			}
-			if sd.Result() != host.Timeout {
+			if sd.Result() != host.ResultTimeout {
 				t.Errorf("Result = %s, want timeout", sd.Result())
 			}
 			if got := names(j); !slices.Contains(got, "post_shutdown") {
@@ -144,7 +144,7 @@ func TestShutdownHandle(t *testing.T) {
 			sd.BeginCooperative()
 			time.Sleep(time.Hour)
 			synctest.Wait()
-			if sd.Phase() != host.Started || slices.Contains(names(j), "pre_shutdown") {
+			if sd.Phase() != host.PhaseStarted || slices.Contains(names(j), "pre_shutdown") {
 				t.Fatalf("phase = %s; cleanup must wait for the application", sd.Phase())
 			}
 			sd.MarkApplicationDrained()
@@ -175,7 +175,7 @@ func TestShutdownHandle(t *testing.T) {
 				t.Errorf("cleanup began %s after the stop, want at the end of the 10s drain window", d)
 			}
 			err := x.Wait()
-			if !errors.Is(err, host.ErrShutdownTimeout) || sd.Result() != host.Timeout {
+			if !errors.Is(err, host.ErrShutdownTimeout) || sd.Result() != host.ResultTimeout {
 				t.Errorf("Run = %v, Result = %s; want a timeout", err, sd.Result())
 			}
 			if !slices.Contains(names(j), "pre_shutdown") {
@@ -199,7 +199,7 @@ func TestShutdownHandle(t *testing.T) {
 			if d := time.Since(began); d != 0 {
 				t.Errorf("exit took %s after ForceCleanup", d)
 			}
-			if sd.Result() != host.Success {
+			if sd.Result() != host.ResultSuccess {
 				t.Errorf("Result = %s, want success", sd.Result())
 			}
 			if got := names(j); !slices.Equal(got, []string{"a.Bind", "a.Drain", "a.Stop"}) {
@@ -300,7 +300,7 @@ func TestOneStopSignal(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if p := h.Shutdown().Phase(); p != host.Completed {
+			if p := h.Shutdown().Phase(); p != host.PhaseCompleted {
 				t.Errorf("phase %s", p)
 			}
 			if got := names(j); !slices.Equal(got, []string{"a.Bind", "a.Drain", "a.Stop"}) {

@@ -223,16 +223,21 @@ func validateEntrypoints(spec *AppSpec, regs []Registration, l *fault.Problems) 
 // checkStopTimes refuses an entrypoint that needs longer to give up what it holds
 // than its drain window: every Drain gets the whole DrainGrace, so a leadership
 // whose term would outlive it leaves the next leader waiting out the lease's TTL.
-func checkStopTimes(regs []Registration, grace time.Duration, l *fault.Problems) {
+// vars names the variable DrainGrace came from, if any, so the refusal names it.
+func checkStopTimes(regs []Registration, grace time.Duration, vars budgetVars, l *fault.Problems) {
+	from := ""
+	if v := vars.of("DrainGrace"); v != "" {
+		from = ", set by " + v
+	}
 	for _, r := range regs {
 		st, ok := r.Entrypoint.(entrypoint.DrainTimer)
 		if !ok {
 			continue
 		}
 		if need := st.StopTime(); need > grace {
-			l.Addf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()),
-				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s): raise the grace or shorten its timings",
-				need, grace)
+			l.AddEnvf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()), vars.of("DrainGrace"),
+				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s%s): raise the grace or shorten its timings",
+				need, grace, from)
 		}
 	}
 }

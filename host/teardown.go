@@ -37,9 +37,9 @@ func (r *run) teardown(cause error) error {
 	r.report.sd = h.shutdown
 	switch {
 	case errors.Is(cause, fault.ErrInterrupted):
-		h.shutdown.worsen(Interrupted)
+		h.shutdown.worsen(ResultInterrupted)
 	case cause != nil:
-		h.shutdown.worsen(Failure)
+		h.shutdown.worsen(ResultFailure)
 	}
 	begun := time.Now()
 	force, cancel := context.WithCancelCause(r.ctx)
@@ -168,21 +168,21 @@ func (r *run) flush(fn func(context.Context) []loss) uint64 {
 func (r *run) result(cause error, cutAt int32) (Result, error) {
 	switch {
 	case errors.Is(cause, fault.ErrInterrupted):
-		return Interrupted, cause
+		return ResultInterrupted, cause
 	case cause != nil:
-		return Failure, cause
+		return ResultFailure, cause
 	case len(r.report.failures) > 0:
-		return Failure, fmt.Errorf("%w: %w", ErrCleanupFailed, errors.Join(r.report.failures...))
+		return ResultFailure, fmt.Errorf("%w: %w", ErrCleanupFailed, errors.Join(r.report.failures...))
 	case r.h.shutdown.timedOut.Load():
 		at := r.h.Stage() // the Deadline has just expired: its cut is still on its way
 		if cutAt > 0 {
 			at = Stage(cutAt - 1)
 		}
-		return Timeout, fmt.Errorf("%w: the %s deadline expired in stage %s", ErrShutdownTimeout, r.h.budgets.Deadline, at)
+		return ResultTimeout, fmt.Errorf("%w: the %s deadline expired in stage %s", ErrShutdownTimeout, r.h.budgets.Deadline, at)
 	case len(r.report.overruns) > 0:
-		return Timeout, fmt.Errorf("%w: %v", ErrShutdownTimeout, r.report.overruns)
+		return ResultTimeout, fmt.Errorf("%w: %v", ErrShutdownTimeout, r.report.overruns)
 	}
-	return Success, nil
+	return ResultSuccess, nil
 }
 
 // announce waits for every Serve to return (each was asked to at the stop), at most

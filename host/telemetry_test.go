@@ -212,7 +212,7 @@ func TestTelemetry(t *testing.T) {
 			if d := time.Since(began); d > time.Second+100*time.Millisecond {
 				t.Errorf("the exit took %s after flush began; want StepTimeout (1s) and a courtesy", d)
 			}
-			if err != nil || !postShutdown || x.Host().Shutdown().Result() != host.Success {
+			if err != nil || !postShutdown || x.Host().Shutdown().Result() != host.ResultSuccess {
 				t.Errorf("Run = %v, Result %s (post_shutdown ran: %v), want nil, success and the hooks after it run",
 					err, x.Host().Shutdown().Result(), postShutdown)
 			}

@@ -39,29 +39,29 @@ func TestTruthfulExit(t *testing.T) {
 		{"a failing pre_shutdown hook makes the exit a failure", func(reg *hooks.Registry) host.AppSpec {
 			reg.AddPreShutdown("outbox", func(context.Context) error { return boom })
 			return host.AppSpec{Lifecycle: reg}
-		}, host.ErrCleanupFailed, host.Failure},
+		}, host.ErrCleanupFailed, host.ResultFailure},
 		{"a failing container close makes the exit a failure", func(*hooks.Registry) host.AppSpec {
 			return host.AppSpec{Container: hostfx.Container(fx.Invoke(func(lc fx.Lifecycle) {
 				lc.Append(fx.StopHook(func() error { return boom }))
 			}))}
-		}, host.ErrCleanupFailed, host.Failure},
+		}, host.ErrCleanupFailed, host.ResultFailure},
 		{"a step that honours its ctx but overruns its timeout is a timeout", func(*hooks.Registry) host.AppSpec {
 			return host.AppSpec{Warmups: []host.Step{{Name: "pool", Start: func(context.Context) error { return nil },
 				Stop: func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() }}}}
-		}, host.ErrShutdownTimeout, host.Timeout},
+		}, host.ErrShutdownTimeout, host.ResultTimeout},
 		{"a step that returns nil after its timeout is a timeout", func(*hooks.Registry) host.AppSpec {
 			return host.AppSpec{Warmups: []host.Step{{Name: "pool", Start: func(context.Context) error { return nil },
 				Stop: func(ctx context.Context) error { <-ctx.Done(); return nil }}}}
-		}, host.ErrShutdownTimeout, host.Timeout},
+		}, host.ErrShutdownTimeout, host.ResultTimeout},
 		{"a hook that honours its ctx but overruns its timeout is a timeout", func(reg *hooks.Registry) host.AppSpec {
 			reg.AddPreShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 			return host.AppSpec{Lifecycle: reg}
-		}, host.ErrShutdownTimeout, host.Timeout},
+		}, host.ErrShutdownTimeout, host.ResultTimeout},
 		{"a post_shutdown hook runs after the verdict: its overrun is reported beside it", func(reg *hooks.Registry) host.AppSpec {
 			reg.AddPostShutdown("slow", func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() })
 			return host.AppSpec{Lifecycle: reg}
-		}, nil, host.Success},
-		{"a clean exit is a success", func(*hooks.Registry) host.AppSpec { return host.AppSpec{} }, nil, host.Success},
+		}, nil, host.ResultSuccess},
+		{"a clean exit is a success", func(*hooks.Registry) host.AppSpec { return host.AppSpec{} }, nil, host.ResultSuccess},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

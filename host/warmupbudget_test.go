@@ -72,11 +72,11 @@ func TestWarmupBudget(t *testing.T) {
 			field string
 		}{
 			{host.Budgets{WarmupTimeout: -time.Second}, nil, "Budgets.WarmupTimeout"},
-			{host.Budgets{}, []string{"SW_WARMUP_TIMEOUT", "-1s"}, "SW_WARMUP_TIMEOUT"},
+			{host.Budgets{}, []string{"SW_WARMUP_TIMEOUT", "-1s"}, "SW_WARMUP_TIMEOUT (Budgets.WarmupTimeout)"},
 		} {
 			_, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(), Telemetry: quiet(), Budgets: c.spec}, env(c.env...))
 			var ce *fault.ConfigError
-			if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != c.field {
+			if !errors.As(err, &ce) || len(ce.Problems) != 1 || !strings.HasPrefix(ce.Problems[0].String(), c.field+":") {
 				t.Errorf("New = %v, want one problem naming %s", err, c.field)
 			}
 		}

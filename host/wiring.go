@@ -3,6 +3,7 @@ package host
 import (
 	"cmp"
 	"errors"
+	"fmt"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,8 +24,9 @@ import (
 //	err = h.Register(host.Registration{Entrypoint: api})
 //	err = h.Run(ctx)
 
-// ErrRegisterAfterRun is returned by Register once Run has been called.
-var ErrRegisterAfterRun = errors.New("host: Register called after Run: register every entrypoint before Run")
+// ErrRegisterAfterRun is returned by Register, and wrapped by AddCheck and OnClose,
+// once Run has been called: what the service runs is fixed when it starts.
+var ErrRegisterAfterRun = errors.New("host: registered after Run: add every entrypoint, check and close step before Run")
 
 // Registerer is the Prometheus registerer of the Host's metrics, served at /metrics
 // on the probe listener (TelemetryConfig.Registry, or the Host's own registry with
@@ -48,8 +50,10 @@ func (h *Host) MeterProvider() metric.MeterProvider { return h.tel.mp }
 // returned at once in a *fault.ConfigError, and then none of regs is added. Each
 // added entrypoint that implements entrypoint.DefaultsUser is given the Host's
 // logger, registerer, tracer provider, propagator and error reporter, used where it
-// was given none of its own; each that implements health.MonitorUser is given the
-// Host's Monitor.
+// was given none of its own, and what it cannot take (a metrics registration that
+// clashes with one in the Host's registry) is a problem of that entrypoint in the
+// same *fault.ConfigError, "Entrypoints[\"api\"]: …"; each that implements
+// health.MonitorUser is given the Host's Monitor.
 // Register must be called before Run; afterwards it returns ErrRegisterAfterRun.
 func (h *Host) Register(regs ...Registration) error {
 	h.mu.Lock()
@@ -60,21 +64,35 @@ func (h *Host) Register(regs ...Registration) error {
 	all := append(slices.Clone(h.regs), regs...)
 	var problems fault.Problems
 	validateEntrypoints(&h.spec, all, &problems)
-	checkStopTimes(all, h.budgets.DrainGrace, &problems)
+	checkStopTimes(all, h.budgets.DrainGrace, h.budgetVars, &problems)
 	if err := problems.Err(); err != nil {
 		return err
 	}
-	h.adopt(all)
-	return nil
+	return h.adopt(all)
 }
 
 // adopt makes regs the Host's entrypoints, in bind order, handing the Host's telemetry
-// (entrypoint.Defaults) and its Monitor to each new one that takes them. The caller holds h.mu or owns h alone.
-func (h *Host) adopt(regs []Registration) {
+// (entrypoint.Defaults) and its Monitor to each new one that takes them. When a new
+// one cannot take the telemetry (SetDefaults returns an error), adopt returns a
+// *fault.ConfigError listing each such entrypoint and the Host's entrypoints stay as
+// they were. The caller holds h.mu or owns h alone.
+func (h *Host) adopt(regs []Registration) error {
 	slices.SortStableFunc(regs, func(a, b Registration) int { return cmp.Compare(a.Order, b.Order) })
 	old := map[string]*entry{}
 	for _, e := range h.entries {
 		old[e.name] = e
+	}
+	var problems fault.Problems
+	for _, r := range regs {
+		name := r.Entrypoint.Name()
+		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok && old[name] == nil {
+			if err := du.SetDefaults(h.defaults()); err != nil {
+				problems.Addf(fmt.Sprintf("Entrypoints[%q]", name), "cannot take the Host's telemetry: %v", err)
+			}
+		}
+	}
+	if err := problems.Err(); err != nil {
+		return err
 	}
 	h.regs = regs
 	h.entries = h.entries[:0:0]
@@ -84,13 +102,11 @@ func (h *Host) adopt(regs []Registration) {
 			h.entries = append(h.entries, e)
 			continue
 		}
-		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok {
-			du.SetDefaults(h.defaults())
-		}
 		if mu, ok := r.Entrypoint.(health.MonitorUser); ok {
 			mu.UseMonitor(h.monitor)
 		}
 		h.entries = append(h.entries, &entry{reg: r, name: name})
 		h.tel.metrics.failures.WithLabelValues(name) // exported at 0 from the start
 	}
+	return nil
 }

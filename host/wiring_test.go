@@ -3,8 +3,10 @@ package host_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"testing/synctest"
 
@@ -17,12 +19,15 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/host/hosttest"
 )
+
+var _ entrypoint.DefaultsUser = (*taker)(nil)
 
 // taker is a fake entrypoint that takes the Host's telemetry.
 type taker struct {
@@ -33,8 +38,9 @@ type taker struct {
 	d   entrypoint.Defaults
 }
 
-func (t *taker) SetDefaults(d entrypoint.Defaults) {
+func (t *taker) SetDefaults(d entrypoint.Defaults) error {
 	t.log, t.reg, t.tp, t.d = d.Logger, d.Registerer, d.TracerProvider, d
+	return nil
 }
 
 func TestPlainWiring(t *testing.T) {
@@ -182,5 +188,57 @@ func TestHostMonitor(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	})
+}
+
+func TestDefaultsRefused(t *testing.T) {
+	// reg already holds the metrics of an HTTP entrypoint called "api", made by hand
+	// with WithRegisterer: the Host's own "api" cannot register its metrics there.
+	clashing := func(t *testing.T) (*prometheus.Registry, *httpentry.Server) {
+		t.Helper()
+		reg := prometheus.NewRegistry()
+		if _, err := httpentry.New(httpentry.Config{Name: "api"}, http.NotFoundHandler(), httpentry.WithRegisterer(reg)); err != nil {
+			t.Fatal(err)
+		}
+		api, err := httpentry.New(httpentry.Config{Name: "api", Addr: "127.0.0.1:0"}, http.NotFoundHandler())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return reg, api
+	}
+	refused := func(t *testing.T, err error) {
+		t.Helper()
+		ce, ok := errors.AsType[*fault.ConfigError](err)
+		if !ok {
+			t.Fatalf("err = %v, want a *fault.ConfigError", err)
+		}
+		if len(ce.Problems) != 1 || ce.Problems[0].Field != `Entrypoints["api"]` ||
+			!strings.Contains(ce.Problems[0].Reason, "already registered") {
+			t.Errorf("problems = %v, want one of Entrypoints[\"api\"] saying its metrics are already registered", ce.Problems)
+		}
+	}
+
+	t.Run("at New", func(t *testing.T) {
+		reg, api := clashing(t)
+		h, err := host.New(host.AppSpec{ServiceName: "orders", Probes: probesOff(),
+			Telemetry:   host.TelemetryConfig{Logger: zap.NewNop(), Registry: reg},
+			Entrypoints: []host.Registration{{Entrypoint: api}}})
+		if h != nil {
+			t.Error("New returned a Host")
+		}
+		refused(t, err)
+	})
+	t.Run("at Register, which then adds none of its registrations", func(t *testing.T) {
+		reg, api := clashing(t)
+		h, err := host.New(host.AppSpec{ServiceName: "orders", Probes: probesOff(),
+			Telemetry: host.TelemetryConfig{Logger: zap.NewNop(), Registry: reg}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		other := &taker{fake: newFake("other", &journal{})}
+		refused(t, h.Register(host.Registration{Entrypoint: other}, host.Registration{Entrypoint: api}))
+		if err := h.Register(host.Registration{Entrypoint: other}); err != nil {
+			t.Errorf("Register(other) after the refused Register = %v, want nil: it was not added", err)
+		}
 	})
 }

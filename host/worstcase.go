@@ -102,7 +102,7 @@ func (b Budgets) worstCase(u units) WorstCase {
 		}
 	}
 	if u.entrypoints > 0 {
-		add(StageDrain, addSat(b.DrainGrace, drainSlack), "DrainGrace + 5s slack, every Drain at once")
+		add(StageDrain, addSat(b.DrainGrace, drainSlack), "DrainGrace + 1s slack, every Drain at once")
 		add(StageStop, mulSat(u.entrypoints+1, step), fmt.Sprintf("StepTimeout x (%d entrypoints + the wait for Serve)", u.entrypoints))
 	} else {
 		add(StageDrain, b.DrainGrace, "DrainGrace, for a cooperative wait")

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -14,9 +15,9 @@ func TestWorstCaseFigures(t *testing.T) {
 	step := 2*time.Second + courtesy
 	hook := 2*time.Second + 100*time.Millisecond
 	w2 := b.worstCase(units{entrypoints: 2, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
-	// (5 + 2: the delay, then the Serve wait) + (3+1) + (10+5) + 3 steps (2 Stops, the
+	// (5 + 2: the delay, then the Serve wait) + (3+1) + (10+1) + 3 steps (2 Stops, the
 	// Serve wait) + hook + warmup + scope + flush + probes
-	want := 7*time.Second + 4*time.Second + 15*time.Second + 3*step + hook + 4*step
+	want := 7*time.Second + 4*time.Second + 11*time.Second + 3*step + hook + 4*step
 	if w2.Total != want {
 		t.Errorf("total = %s, want %s: %s", w2.Total, want, w2)
 	}
@@ -26,7 +27,7 @@ func TestWorstCaseFigures(t *testing.T) {
 		t.Errorf("7 more entrypoints cost %s, want 7 Stops (%s)", d, 7*step)
 	}
 	for _, f := range w2.Figures {
-		if f.Name == "drain" && f.Value != 15*time.Second {
+		if f.Name == "drain" && f.Value != 11*time.Second {
 			t.Errorf("drain figure = %s, want DrainGrace + slack", f.Value)
 		}
 	}
@@ -34,8 +35,8 @@ func TestWorstCaseFigures(t *testing.T) {
 		!strings.Contains(w2.String(), "flush=") || !strings.Contains(w2.String(), "close_probes=") {
 		t.Errorf("figures not named after their stages: %s", w2)
 	}
-	if w2.Fits(30*time.Second) || !w2.Fits(50*time.Second) {
-		t.Errorf("fits: 30s %v, 50s %v", w2.Fits(30*time.Second), w2.Fits(50*time.Second))
+	if w2.Fits(40*time.Second) || !w2.Fits(50*time.Second) {
+		t.Errorf("fits: 40s %v, 50s %v", w2.Fits(40*time.Second), w2.Fits(50*time.Second))
 	}
 }
 
@@ -68,7 +69,7 @@ func TestBudgetOverflow(t *testing.T) {
 	} {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
 			var l fault.Problems
-			b := Budgets{}.resolve(func(k string) (string, bool) {
+			b, _ := Budgets{}.resolve(func(k string) (string, bool) {
 				if k == c.env {
 					return c.value, true
 				}
@@ -76,8 +77,9 @@ func TestBudgetOverflow(t *testing.T) {
 			}, &l)
 			err := l.Err()
 			if c.bad {
-				if err == nil || !strings.Contains(err.Error(), c.env) {
-					t.Fatalf("resolve = %v, want a problem naming %s", err, c.env)
+				ce, ok := errors.AsType[*fault.ConfigError](err)
+				if !ok || len(ce.Problems) != 1 || ce.Problems[0].Variable != c.env || !strings.HasPrefix(ce.Problems[0].Field, "Budgets.") {
+					t.Fatalf("resolve = %v, want one problem naming %s and the field it sets", err, c.env)
 				}
 				w := b.worstCase(units{entrypoints: 3, preShutdown: 2})
 				if w.Total <= 0 {
@@ -101,7 +103,7 @@ func TestBudgetOverflow(t *testing.T) {
 	}
 	t.Run("spec fields above the ceiling name the field", func(t *testing.T) {
 		var l fault.Problems
-		Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(func(string) (string, bool) { return "", false }, &l)
+		_, _ = Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(func(string) (string, bool) { return "", false }, &l)
 		err := l.Err()
 		if err == nil || !strings.Contains(err.Error(), "Budgets.StepTimeout") || !strings.Contains(err.Error(), "Budgets.DrainGrace") {
 			t.Errorf("resolve = %v", err)

@@ -1,6 +1,7 @@
 package kafkakit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,12 +52,8 @@ type ProducerConfig struct {
 }
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
-	if c.WriteTimeout == 0 {
-		c.WriteTimeout = DefaultWriteTimeout
-	}
-	if c.BatchTimeout == 0 {
-		c.BatchTimeout = DefaultBatchTimeout
-	}
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.BatchTimeout = cmp.Or(c.BatchTimeout, DefaultBatchTimeout)
 	c.Brokers = slices.Clone(c.Brokers)
 	return c
 }

@@ -1,15 +1,15 @@
 package leader
 
 import (
-	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/lock"
-
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
 	"time"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/lock"
 )
 
 // Default timings of a Config, used for fields left zero.
@@ -147,22 +147,15 @@ type Config struct {
 
 // withDefaults returns s with zero durations replaced by their defaults.
 func (s Config) withDefaults() Config {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d == 0 {
-			*d = v
-		}
-	}
-	def(&s.TTL, DefaultTTL)
-	def(&s.CampaignEvery, DefaultCampaignEvery)
-	def(&s.RenewEvery, s.TTL/3)
-	def(&s.YieldGrace, DefaultYieldGrace)
-	def(&s.ReleaseTimeout, DefaultReleaseTimeout)
-	def(&s.Margin, DefaultMargin)
-	def(&s.Retry.Initial, entrypoint.DefaultBackoffInitial)
-	def(&s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
-	if s.Name == "" {
-		s.Name = "leadership:" + s.Key
-	}
+	s.TTL = cmp.Or(s.TTL, DefaultTTL)
+	s.CampaignEvery = cmp.Or(s.CampaignEvery, DefaultCampaignEvery)
+	s.RenewEvery = cmp.Or(s.RenewEvery, s.TTL/3)
+	s.YieldGrace = cmp.Or(s.YieldGrace, DefaultYieldGrace)
+	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, DefaultReleaseTimeout)
+	s.Margin = cmp.Or(s.Margin, DefaultMargin)
+	s.Retry.Initial = cmp.Or(s.Retry.Initial, entrypoint.DefaultBackoffInitial)
+	s.Retry.Max = cmp.Or(s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
+	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
 	return s
 }
 

@@ -1,6 +1,8 @@
 package leader
 
 import (
+	"fmt"
+
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
@@ -20,31 +22,39 @@ func given(opts []Option) options {
 	return o
 }
 
+// telemetry is what the options gave of the Host's telemetry.
+func (o options) telemetry() entrypoint.Defaults {
+	return entrypoint.Defaults{Logger: o.log, Registerer: o.reg, TracerProvider: o.tracer, Reporter: o.reporter}
+}
+
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger, its registry for the leadership metrics unless WithRegisterer, its
-// tracer provider (the "leadership.term" spans) unless WithTracerProvider. A
-// registration that fails is logged, and the metrics are then kept unregistered.
-// It does nothing once Serve has started the campaign.
-func (l *Leadership) SetDefaults(d entrypoint.Defaults) {
+// tracer provider (the "leadership.term" spans) unless WithTracerProvider, its error
+// reporter (for the panics of lead and Claim) unless WithReporter. It returns a
+// metrics registration that fails (the Host refuses the entrypoint then), and does
+// nothing once Serve has started the campaign.
+func (l *Leadership) SetDefaults(d entrypoint.Defaults) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done != nil {
-		return
+		return nil
 	}
-	if l.own.log == nil && d.Logger != nil {
-		l.log = l.logger(d.Logger)
+	t := l.own.telemetry().Or(d)
+	if t.Logger != nil {
+		l.log = l.logger(t.Logger)
 	}
-	if l.own.tracer == nil && d.TracerProvider != nil {
-		l.tracer = d.TracerProvider.Tracer(tracerName)
+	if t.TracerProvider != nil {
+		l.tracer = t.TracerProvider.Tracer(tracerName)
 	}
-	if l.own.reg == nil && d.Registerer != nil {
-		m, err := newMetrics(d.Registerer)
+	l.reporter = t.Reporter
+	if l.own.reg == nil && t.Registerer != nil {
+		m, err := newMetrics(t.Registerer)
 		if err != nil {
-			l.log.Error("leadership metrics not registered with the Host's registry", zap.Error(err))
-			return
+			return fmt.Errorf("leadership %q: metrics: %w", l.conf.Name, err)
 		}
 		l.m = m
 	}
+	return nil
 }
 
 // logger is base with the Leadership's fields.

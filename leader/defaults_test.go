@@ -2,6 +2,7 @@ package leader
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -20,31 +23,54 @@ import (
 // it has led one term, then stops it as the Host does.
 func leadOnce(t *testing.T, d entrypoint.Defaults, opts ...Option) {
 	t.Helper()
-	l, err := New(vSpec(lock.NewMemory(), "a"), func(ctx context.Context, term *Term) error {
+	c := campaignOnce(t, d, func(ctx context.Context, term *Term) error {
 		<-term.Ended()
 		return nil
 	}, opts...)
+	if !c.l.Leadership()[c.l.conf.Key].Held {
+		t.Fatal("no term won")
+	}
+	c.end(t)
+}
+
+// campaign is a Leadership being served.
+type campaign struct {
+	l      *Leadership
+	stop   chan struct{}
+	served chan error
+}
+
+// campaignOnce serves a Leadership made by New with lead and opts, given d as the
+// Host would, until its first campaign has won.
+func campaignOnce(t *testing.T, d entrypoint.Defaults, lead func(context.Context, *Term) error, opts ...Option) campaign {
+	t.Helper()
+	l, err := New(vSpec(lock.NewMemory(), "a"), lead, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.SetDefaults(d)
+	if err := l.SetDefaults(d); err != nil {
+		t.Fatal(err)
+	}
 	if err := l.Bind(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	stop, served := make(chan struct{}), make(chan error, 1)
-	go func() { served <- l.Serve(context.Background(), stop) }()
+	c := campaign{l: l, stop: make(chan struct{}), served: make(chan error, 1)}
+	go func() { c.served <- l.Serve(context.Background(), c.stop) }()
 	time.Sleep(vCE + time.Millisecond) // virtual time: the first campaign has won
-	if !l.Leadership()[l.conf.Key].Held {
-		t.Fatal("no term won")
-	}
-	close(stop)
-	if err := <-served; err != nil {
+	return c
+}
+
+// end stops the campaign as the Host does: the stop, then Drain and Stop.
+func (c campaign) end(t *testing.T) {
+	t.Helper()
+	close(c.stop)
+	if err := <-c.served; err != nil {
 		t.Errorf("Serve = %v", err)
 	}
-	if err := l.Drain(context.Background()); err != nil {
+	if err := c.l.Drain(context.Background()); err != nil {
 		t.Errorf("Drain = %v", err)
 	}
-	if err := l.Stop(context.Background()); err != nil {
+	if err := c.l.Stop(context.Background()); err != nil {
 		t.Errorf("Stop = %v", err)
 	}
 }
@@ -136,4 +162,40 @@ func TestHeldZeroBeforeLeading(t *testing.T) {
 		}
 		t.Error("no servicewright_leadership_held series before the first term")
 	})
+}
+
+func TestReportsPanics(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ownRep bool
+	}{
+		{"a panic of lead goes to the Host's reporter", false},
+		{"WithReporter wins over the Host's", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				host, own := &testenv.Reports{}, &testenv.Reports{}
+				var opts []Option
+				want, other := host, own
+				if tc.ownRep {
+					opts, want, other = []Option{WithReporter(own)}, own, host
+				}
+				c := campaignOnce(t, entrypoint.Defaults{Reporter: host}, func(context.Context, *Term) error { panic("nil map") }, opts...)
+				c.end(t) // the first term was won, and its lead panicked
+				l := c.l
+				errs, tags := want.Get()
+				if len(errs) == 0 {
+					t.Fatal("no report, want the panic of lead")
+				}
+				for i, err := range errs {
+					if pe, ok := errors.AsType[*fault.PanicError](err); !ok || pe.Value != "nil map" || tags[i][fault.TagEntrypoint] != l.Name() {
+						t.Errorf("reported %v with %v, want lead's *fault.PanicError tagged entrypoint=%s", err, tags[i], l.Name())
+					}
+				}
+				if errs, _ := other.Get(); len(errs) != 0 {
+					t.Errorf("the other reporter got %v", errs)
+				}
+			})
+		})
+	}
 }

@@ -38,6 +38,8 @@ type Leadership struct {
 	tracer trace.Tracer
 	own    options // what the options gave, without New's defaults (defaults.go)
 
+	reporter fault.Reporter // nil: panics of lead and Claim are only logged
+
 	term atomic.Pointer[Term] // the current term, nil between terms
 
 	mu         sync.Mutex
@@ -84,10 +86,12 @@ func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...O
 		own:    given(opts),
 		log:    o.log.With(zap.String("entrypoint", cfg.Name), zap.String("key", cfg.Key), zap.String("owner", cfg.Owner)),
 		m:      m,
-		tracer: o.tracer.Tracer("github.com/servicewright/servicewright/leader"),
-		guard:  entrypoint.NewGuard(cfg.Name),
-		quit:   make(chan struct{}),
-		cut:    make(chan struct{}),
+		tracer: o.tracer.Tracer(tracerName),
+
+		reporter: o.reporter,
+		guard:    entrypoint.NewGuard(cfg.Name),
+		quit:     make(chan struct{}),
+		cut:      make(chan struct{}),
 	}, nil
 }
 
@@ -148,7 +152,9 @@ func (l *Leadership) Bind(ctx context.Context) error {
 // on through the drain delay, and Drain ends it.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cuts
-// everything as Stop does and returns ctx.Err(). A campaign stopped for good by a
+// everything as Stop does, waits for the campaign to exit at most hooks.AbandonAfter
+// and returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did
+// not exit in time). A campaign stopped for good by a
 // configuration error does not make Serve return (the process stays up; see Halted).
 // Serve before Bind, or twice, returns an error wrapping entrypoint.ErrOutOfTurn. It
 // does not start the campaign, and returns nil, if Drain or Stop came first.
@@ -166,7 +172,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 	go l.run(base, camp, done)
 	l.mu.Unlock()
 
-	return wait.ServeUntil(ctx, stop, l.quit, func() <-chan struct{} { return l.halt(true) })
+	return wait.ServeUntil(ctx, fmt.Sprintf("leadership %q", l.conf.Name), stop, l.quit, func() <-chan struct{} { return l.halt(true) })
 }
 
 // Drain stops campaigning and ends the term, if this replica holds one: it closes

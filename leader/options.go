@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/fault"
 )
 
 // Reasons a term ends, the `reason` label of servicewright_leadership_terms_ended_total.
@@ -26,9 +28,10 @@ const (
 var ErrConfig = errors.New("leader: configuration error")
 
 type options struct {
-	log    *zap.Logger
-	reg    prometheus.Registerer
-	tracer trace.TracerProvider
+	log      *zap.Logger
+	reg      prometheus.Registerer
+	tracer   trace.TracerProvider
+	reporter fault.Reporter
 }
 
 // An Option configures a Leadership.
@@ -60,6 +63,19 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
 			o.tracer = tp
+		}
+	}
+}
+
+// WithReporter sends each panic of lead or Claim, recovered as a *fault.PanicError
+// with its stack (the term ends "failed" and the replica campaigns again), to r,
+// tagged with the entrypoint. Without it the Leadership uses the error reporter its
+// Host hands it (SetDefaults); with neither, such panics are only logged. A nil r is
+// ignored.
+func WithReporter(r fault.Reporter) Option {
+	return func(o *options) {
+		if r != nil {
+			o.reporter = r
 		}
 	}
 }

@@ -132,6 +132,7 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 			fields := []zap.Field{zap.Error(res.err)}
 			if pe, ok := errors.AsType[*fault.PanicError](res.err); ok {
 				fields = append(fields, zap.ByteString("stack", pe.Stack))
+				safe.ReportPanic(context.WithoutCancel(spanCtx), l.reporter, l.conf.Name, res.err)
 			}
 			log.Error("leadership: lead failed; released, campaigning again after backoff", fields...)
 		case !errors.Is(res.err, context.Canceled):

@@ -1,6 +1,7 @@
 package pgkit
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"regexp"
@@ -63,18 +64,10 @@ func (d DeadClient) within() time.Duration {
 }
 
 func (d DeadClient) withDefaults() DeadClient {
-	if d.KeepaliveIdle == 0 {
-		d.KeepaliveIdle = DefaultDeadClient.KeepaliveIdle
-	}
-	if d.KeepaliveInterval == 0 {
-		d.KeepaliveInterval = DefaultDeadClient.KeepaliveInterval
-	}
-	if d.KeepaliveCount == 0 {
-		d.KeepaliveCount = DefaultDeadClient.KeepaliveCount
-	}
-	if d.UserTimeout == 0 {
-		d.UserTimeout = DefaultDeadClient.UserTimeout
-	}
+	d.KeepaliveIdle = cmp.Or(d.KeepaliveIdle, DefaultDeadClient.KeepaliveIdle)
+	d.KeepaliveInterval = cmp.Or(d.KeepaliveInterval, DefaultDeadClient.KeepaliveInterval)
+	d.KeepaliveCount = cmp.Or(d.KeepaliveCount, DefaultDeadClient.KeepaliveCount)
+	d.UserTimeout = cmp.Or(d.UserTimeout, DefaultDeadClient.UserTimeout)
 	return d
 }
 
@@ -122,9 +115,7 @@ func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string,
 	}
 	cfg.DeadClient.check(&l)
 	table := cfg.Table
-	if table == "" {
-		table = DefaultTable
-	}
+	table = cmp.Or(table, DefaultTable)
 	if !identifier.MatchString(table) {
 		l.Addf("Table", "must be an identifier, optionally schema-qualified, got %q", cfg.Table)
 	}

@@ -1,6 +1,7 @@
 package rediskit
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -135,9 +136,7 @@ func NewLock(client redis.UniversalClient, cfg LockConfig) (*Lock, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = DefaultKeyPrefix
-	}
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
 	return &Lock{
 		client:   client,
 		prefix:   cfg.KeyPrefix,

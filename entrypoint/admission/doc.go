@@ -8,10 +8,14 @@
 // the admitted ones back to the Limiter. httpentry and grpcentry do this by default;
 // a custom entrypoint uses the same Gate and Limiter.
 //
-// The controller is a gradient limiter after Netflix's concurrency-limits
+// The Limiter watches two signals. Latency in the handlers moves a concurrency
+// limit: the controller is a gradient limiter after Netflix's concurrency-limits
 // (GradientLimit and Gradient2Limit, github.com/Netflix/concurrency-limits) with the
 // no-load latency measured as Envoy's adaptive concurrency filter measures its
-// minRTT (at the minimum concurrency, periodically): see Limiter.
+// minRTT (at the minimum concurrency, periodically). The queue in front of the
+// handlers — runnable goroutines waiting for a CPU, which a concurrency limit cannot
+// see — moves a share of ordinary units admitted, paced at the rate the CPUs served
+// when last saturated, as TCP's BBR paces at the bandwidth it measured: see Limiter.
 //
 // Why not a library. failsafe-go's adaptivelimiter allocates a permit per request,
 // reads the wall clock twice per request, takes one mutex per completion and brings

@@ -39,6 +39,11 @@ const (
 	// paced to use, where that can be read: near all of it, with a little room for
 	// the queue to stay short.
 	busyTarget = 0.97
+	// busyFloor is the share of its CPUs' time a process must use for a long
+	// queue to count as its own saturation: one that uses less waits behind a
+	// neighbour (other processes on the node, a CPU quota), and refusing its own
+	// work would not shorten that queue.
+	busyFloor = 0.5
 	// quietWindows is, where the process's CPU time cannot be read, how many
 	// windows in a row may refuse units with the queue delay under a quarter of the
 	// target before the pace grows over the capacity measured: that was low.
@@ -106,7 +111,8 @@ func (l *Limiter) pass() bool {
 // sampled (exact). busy is the share of the time of its CPUs (GOMAXPROCS) the
 // process used, or -1 when unknown.
 //
-// Over the target (Config.MaxQueueDelay) the process is saturated: more units are
+// Over the target (Config.MaxQueueDelay), while the process uses at least half its
+// CPUs' time, it is saturated: more units are
 // arriving than its CPUs serve, and a concurrency limit cannot tell, since a unit
 // that waits for a CPU waits before it is admitted. The rate it admitted then is
 // what its CPUs serve, and the Limiter paces ordinary units below it: target/wait
@@ -127,12 +133,13 @@ func (l *Limiter) saturation(waits uint64, wait, busy float64, admitted, refused
 	}
 	target := l.cfg.MaxQueueDelay.Seconds()
 	share := float64(l.share.Load()) / shareOne
+	saturated := wait > target && (busy < 0 || busy >= busyFloor)
 	switch {
 	case !exact:
-		if wait > target {
+		if saturated {
 			share = min(share, firstCut)
 		}
-	case wait > target:
+	case saturated:
 		rate := float64(admitted) / span
 		if rate >= l.pace*recoverBelow || l.capacity == 0 {
 			l.capacity = rate // the CPUs' rate, unless the pace itself held it down

@@ -113,6 +113,18 @@ func TestSaturation(t *testing.T) {
 		})
 	})
 
+	t.Run("a queue behind a neighbour is not saturation", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l, m := saturable(t)
+			for range 30 { // the CPUs a fifth busy with this process's work
+				round(l, m, 100, 20*l.cfg.MaxQueueDelay, 0.2)
+			}
+			if l.Share() != 1 || l.SaturatedCount() != 0 {
+				t.Fatalf("share %v, %d refused while the process used a fifth of its CPUs; want 1 and none", l.Share(), l.SaturatedCount())
+			}
+		})
+	})
+
 	t.Run("a short queue is not saturation", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l, m := saturable(t)

@@ -55,7 +55,7 @@ func TestSetDefaults(t *testing.T) {
 		})
 	})
 
-	t.Run("a registration that fails is Bind's error", func(t *testing.T) {
+	t.Run("a registration that fails is SetDefaults' error", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		if _, err := New(Config{}, failing, WithRegisterer(reg)); err != nil {
 			t.Fatal(err)
@@ -64,9 +64,8 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.SetDefaults(entrypoint.Defaults{Registerer: reg})
-		if err := s.Bind(context.Background()); err == nil {
-			t.Fatal("Bind = nil, want the registration's failure")
+		if err := s.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil {
+			t.Fatal("SetDefaults = nil, want the registration's failure")
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package cronentry
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -285,10 +286,7 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	if sched == nil {
 		return nil
 	}
-	missedAfter := spec.MissedAfter
-	if missedAfter == 0 {
-		missedAfter = DefaultMissedAfter
-	}
+	missedAfter := cmp.Or(spec.MissedAfter, DefaultMissedAfter)
 	return &job{
 		Job:         spec,
 		sched:       sched,

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -14,28 +13,8 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
-
-// reports is a fault.Reporter that keeps what it is given.
-type reports struct {
-	mu   sync.Mutex
-	errs []error
-	tags []map[string]string
-}
-
-func (r *reports) Report(_ context.Context, err error, tags map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs, r.tags = append(r.errs, err), append(r.tags, tags)
-}
-
-func (r *reports) Flush(context.Context) error { return nil }
-
-func (r *reports) get() ([]error, []map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]error(nil), r.errs...), append([]map[string]string(nil), r.tags...)
-}
 
 func TestRunReports(t *testing.T) {
 	jobs := []Job{
@@ -46,7 +25,7 @@ func TestRunReports(t *testing.T) {
 
 	t.Run("a failed or panicked run reaches the Host's reporter in its span; a fine one does not", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			rep := &reports{}
+			rep := &testenv.Reports{}
 			spans := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 			defer tp.Shutdown(context.Background())
@@ -56,7 +35,7 @@ func TestRunReports(t *testing.T) {
 			time.Sleep(1500 * time.Millisecond) // one tick of each
 			x.shutdown()
 
-			errs, tags := rep.get()
+			errs, tags := rep.Get()
 			if len(errs) != 2 {
 				t.Fatalf("%d reports, want 2 (fails, panics): %v", len(errs), errs)
 			}
@@ -95,7 +74,7 @@ func TestRunReports(t *testing.T) {
 
 	t.Run("WithReporter and WithTracerProvider win over the Host's", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			mine, host := &reports{}, &reports{}
+			mine, host := &testenv.Reports{}, &testenv.Reports{}
 			hostSpans := tracetest.NewSpanRecorder()
 			hostTP := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(hostSpans))
 			defer hostTP.Shutdown(context.Background())
@@ -106,8 +85,8 @@ func TestRunReports(t *testing.T) {
 			}, WithReporter(mine), WithTracerProvider(myTP))
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()
-			m, _ := mine.get()
-			h, _ := host.get()
+			m, _ := mine.Get()
+			h, _ := host.Get()
 			if len(m) != 1 || len(h) != 0 || len(hostSpans.Ended()) != 0 {
 				t.Errorf("reports %d to WithReporter's, %d to the Host's; %d spans to the Host's", len(m), len(h), len(hostSpans.Ended()))
 			}

@@ -36,13 +36,11 @@ type Scheduler struct {
 	// wakes, before it reads the clock: sleeping there is a process that was paused.
 	afterWake func()
 
-	ownLog bool  // WithLogger was given; SetDefaults keeps it
-	ownReg bool  // WithRegisterer was given; SetDefaults keeps it
-	regErr error // a registration with the Host's registry failed; Bind reports it
+	given      entrypoint.Defaults // the telemetry the options gave; SetDefaults keeps it
+	registered bool                // the metrics are registered, with WithRegisterer's or the Host's registry
 
-	tracer    trace.Tracer   // nil: runs make no span (report.go)
-	reporter  fault.Reporter // nil: failures are only logged
-	ownTracer bool           // WithTracerProvider was given; SetDefaults keeps it
+	tracer   trace.Tracer   // nil: runs make no span (report.go)
+	reporter fault.Reporter // nil: failures are only logged
 
 	mu        sync.Mutex
 	guard     entrypoint.Guard
@@ -77,9 +75,7 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
+	cfg.Name = cmp.Or(cfg.Name, DefaultName)
 	var l fault.Problems
 	compiled, err := compile(jobs, time.Now())
 	l.Merge("", err)
@@ -91,15 +87,14 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 		return nil, l.Err()
 	}
 	s := &Scheduler{
-		name:   cfg.Name,
-		jobs:   compiled,
-		ownLog: o.log != nil,
-		ownReg: o.registerer != nil,
-		active: map[uint64]activeRun{},
-		guard:  entrypoint.NewGuard(cfg.Name),
+		name:       cfg.Name,
+		jobs:       compiled,
+		given:      entrypoint.Defaults{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer, Reporter: o.reporter},
+		registered: o.registerer != nil,
+		active:     map[uint64]activeRun{},
+		guard:      entrypoint.NewGuard(cfg.Name),
 
-		reporter:  o.reporter,
-		ownTracer: o.tracer != nil,
+		reporter: o.reporter,
 	}
 	s.useLogger(o.log)
 	s.useTracerProvider(o.tracer)
@@ -116,29 +111,25 @@ func (s *Scheduler) useLogger(l *zap.Logger) {
 // SetDefaults takes the Host's telemetry for what no option gave: the logger unless
 // WithLogger, the metrics registered with d.Registerer unless WithRegisterer, the
 // tracer provider unless WithTracerProvider, the error reporter unless
-// WithReporter. A registration that fails is reported by Bind. It does nothing once
-// the Scheduler is bound.
-func (s *Scheduler) SetDefaults(d entrypoint.Defaults) {
+// WithReporter. It returns a registration that fails (the Host refuses the
+// entrypoint then), and does nothing once the Scheduler is bound.
+func (s *Scheduler) SetDefaults(d entrypoint.Defaults) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {
-		return
+		return nil
 	}
-	if !s.ownLog && d.Logger != nil {
-		s.useLogger(d.Logger)
-	}
-	if !s.ownTracer && d.TracerProvider != nil {
-		s.useTracerProvider(d.TracerProvider)
-	}
-	if s.reporter == nil {
-		s.reporter = d.Reporter
-	}
-	if !s.ownReg && d.Registerer != nil {
-		s.ownReg = true // registered once, even when SetDefaults is called again
-		if err := newStats(d.Registerer, s.name, s.jobs); err != nil {
-			s.regErr = fmt.Errorf("cronentry %q: %w", s.name, err)
+	t := s.given.Or(d)
+	s.useLogger(t.Logger)
+	s.useTracerProvider(t.TracerProvider)
+	s.reporter = t.Reporter
+	if !s.registered && t.Registerer != nil {
+		if err := newStats(t.Registerer, s.name, s.jobs); err != nil {
+			return fmt.Errorf("cronentry %q: %w", s.name, err)
 		}
+		s.registered = true
 	}
+	return nil
 }
 
 // Name returns Config.Name.
@@ -146,16 +137,12 @@ func (s *Scheduler) Name() string { return s.name }
 
 // Bind readies the schedules, which New has already parsed and checked; no tick is
 // taken before Serve. It returns an error wrapping entrypoint.ErrOutOfTurn when
-// called twice or after Drain or Stop, and the failure of a registration with the
-// Host's registry (see SetDefaults).
+// called twice or after Drain or Stop.
 func (s *Scheduler) Bind(context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.guard.Bind(); err != nil {
 		return err
-	}
-	if s.regErr != nil {
-		return s.regErr
 	}
 	s.guard.Bound()
 	return nil
@@ -168,8 +155,9 @@ func (s *Scheduler) Bind(context.Context) error {
 // cancels it.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve ends
-// the schedule, cancels the runs' ctx, waits for the scheduling goroutine and
-// returns ctx.Err(); Stop still waits for the runs. Serve returns an error when
+// the schedule, cancels the runs' ctx, waits for the scheduling goroutine at most
+// hooks.AbandonAfter and returns ctx.Err() (joined with an error wrapping
+// fault.ErrAbandoned when it did not exit in time); Stop still waits for the runs. Serve returns an error when
 // called before Bind or twice (wrapping entrypoint.ErrOutOfTurn). It starts
 // nothing, and returns nil, after Drain or Stop; if Drain or Stop comes while it
 // waits for stop, it returns nil then.
@@ -186,7 +174,7 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.mu.Unlock()
 	s.log.Info("cron schedule started", zap.Int("jobs", len(s.jobs)))
 
-	return wait.ServeUntil(ctx, stop, done, func() <-chan struct{} { s.halt(true); return done })
+	return wait.ServeUntil(ctx, fmt.Sprintf("cronentry %q", s.name), stop, done, func() <-chan struct{} { s.halt(true); return done })
 }
 
 // Drain takes no new tick and waits for the runs in progress: first it ends the

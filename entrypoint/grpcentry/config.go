@@ -1,6 +1,7 @@
 package grpcentry
 
 import (
+	"cmp"
 	"crypto/tls"
 	"math"
 	"time"
@@ -107,9 +108,7 @@ type Config struct {
 // completed Config and, when CertFile and KeyFile are set and valid, the TLS
 // configuration.
 func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
+	cfg.Name = cmp.Or(cfg.Name, DefaultName)
 	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
 	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
 	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, DefaultMaxSendMsgSize)

@@ -21,35 +21,37 @@ var _ entrypoint.DefaultsUser = (*Server)(nil)
 // provider unless WithTracerProvider, its propagator unless WithPropagator, its
 // error reporter (for handler panics) unless WithReporter. Taking the tracer
 // provider, or the propagator of a traced Server, builds the grpc.Server again with
-// otelgrpc, calling the register function given to New once more (a no-op provider is not taken: tracing costs every RPC its stats events). A
-// registration that fails, or a register that panics this time, is reported by
-// Bind. It does nothing once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Defaults) {
+// otelgrpc, calling the register function given to New once more (a no-op provider
+// is not taken: tracing costs every RPC its stats events). It returns a metrics
+// registration that fails, or a register that panics this time (the Host refuses
+// the entrypoint then), and does nothing once the Server is bound.
+func (s *Server) SetDefaults(d entrypoint.Defaults) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {
-		return
+		return nil
 	}
-	if s.own.log == nil && d.Logger != nil {
-		s.log = d.Logger.With(zap.String("entrypoint", s.cfg.Name))
+	t := s.own.given.Or(d)
+	if t.Logger != nil {
+		s.log = t.Logger.With(zap.String("entrypoint", s.cfg.Name))
 	}
-	if s.own.reporter == nil && d.Reporter != nil {
-		s.reporter = d.Reporter
+	s.reporter, s.prop = t.Reporter, t.Propagator
+	tp := t.TracerProvider
+	if s.own.given.TracerProvider == nil && tp != nil && isNoop(tp) {
+		tp = nil
 	}
-	if s.own.prop == nil && d.Propagator != nil {
-		s.prop = d.Propagator
-		if s.own.tracer != nil && s.regErr == nil {
-			s.rebuild(s.own.tracer) // again, with the propagator
+	hostProp := s.own.given.Propagator == nil && d.Propagator != nil
+	if tp != nil && (!s.traced || hostProp) {
+		if err := s.rebuild(tp); err != nil {
+			return err
 		}
 	}
-	if s.own.tracer == nil && d.TracerProvider != nil && !isNoop(d.TracerProvider) && !s.traced {
-		s.rebuild(d.TracerProvider)
-	}
-	if s.own.reg == nil && d.Registerer != nil && s.metrics == nil && s.regErr == nil {
-		if err := s.useRegisterer(d.Registerer); err != nil {
-			s.regErr = fmt.Errorf("%s: metrics: %w", s.cfg.Name, err)
+	if s.metrics == nil && t.Registerer != nil {
+		if err := s.useRegisterer(t.Registerer); err != nil {
+			return fmt.Errorf("%s: metrics: %w", s.cfg.Name, err)
 		}
 	}
+	return nil
 }
 
 // useRegisterer registers the metrics with reg.
@@ -68,14 +70,14 @@ func (s *Server) useRegisterer(reg prometheus.Registerer) error {
 }
 
 // rebuild replaces the grpc.Server, not yet served, by one that traces with tp.
-func (s *Server) rebuild(tp trace.TracerProvider) {
+func (s *Server) rebuild(tp trace.TracerProvider) error {
 	gs, _, err := s.build(tp)
 	if err != nil {
-		s.regErr = fmt.Errorf("%s: register: %w", s.cfg.Name, err)
-		return
+		return fmt.Errorf("%s: register: %w", s.cfg.Name, err)
 	}
 	healthpb.RegisterHealthServer(gs, s.health)
 	s.grpc, s.traced = gs, true
+	return nil
 }
 
 // isNoop tells the tracer providers that record nothing.

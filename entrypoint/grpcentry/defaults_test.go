@@ -49,7 +49,7 @@ func TestSetDefaults(t *testing.T) {
 			t.Error("the option's registry got nothing")
 		}
 	})
-	t.Run("a registration that fails is Bind's error", func(t *testing.T) {
+	t.Run("a registration that fails is SetDefaults' error", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		if _, err := grpcentry.New(grpcentry.Config{}, register, grpcentry.WithRegisterer(reg)); err != nil {
 			t.Fatal(err)
@@ -58,9 +58,8 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.SetDefaults(entrypoint.Defaults{Registerer: reg})
-		if err := s.Bind(context.Background()); err == nil || !strings.Contains(err.Error(), "metrics") {
-			t.Fatalf("Bind = %v, want the registration's error", err)
+		if err := s.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "metrics") {
+			t.Fatalf("SetDefaults = %v, want the registration's error", err)
 		}
 	})
 }

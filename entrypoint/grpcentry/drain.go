@@ -10,6 +10,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/transport"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // Drain stops intake and lets what was admitted finish, closing streams a few at a
@@ -68,7 +69,7 @@ func (s *Server) Drain(ctx context.Context) error {
 		return fmt.Errorf("%s: drain: %d RPCs still in flight (%d of them streams): %w",
 			s.cfg.Name, inFlight, len(s.streams.Snapshot(false)), ctx.Err())
 	}
-	if err := s.takeServeErr(); err != nil {
+	if err := s.serving.TakeErr(); err != nil {
 		return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
 	}
 	return nil
@@ -120,33 +121,32 @@ func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{})
 func (s *Server) Stop(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.guard.Stop()
-	done := s.serveDone
 	s.mu.Unlock()
 	switch {
 	case prev == entrypoint.PhaseNew:
 		return nil
-	case done == nil:
+	case s.serving.Done() == nil:
 		s.gate.Close()
 		return s.closeListener()
 	}
+	if err := wait.Await(ctx, s.cutAll()); err != nil {
+		return fmt.Errorf("%s: stop: grpc.Server.Stop did not return, %d handlers still running: %w",
+			s.cfg.Name, s.InFlight(), err)
+	}
+	return s.serving.Wait(ctx)
+}
+
+// cutAll closes everything without waiting: the health service for good, the Gate,
+// every stream (cancelled with ErrStreamDrained), and the grpc.Server with its
+// listener and connections (grpc.Server.Stop, on a goroutine of its own). It returns
+// the channel closed when grpc.Server.Stop has returned.
+func (s *Server) cutAll() <-chan struct{} {
 	s.endHealth()
 	s.gate.Close()
 	for _, st := range s.streams.Snapshot(true) {
 		st.drain()
 	}
-	stopped := s.startStop()
-	select {
-	case <-stopped:
-	case <-ctx.Done():
-		return fmt.Errorf("%s: stop: grpc.Server.Stop did not return, %d handlers still running: %w",
-			s.cfg.Name, s.InFlight(), ctx.Err())
-	}
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return fmt.Errorf("%s: stop: grpc.Server.Serve did not return: %w", s.cfg.Name, ctx.Err())
-	}
-	return nil
+	return s.startStop()
 }
 
 // endHealth withdraws the health service for good and ends the subscription to the

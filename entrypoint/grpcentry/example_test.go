@@ -24,7 +24,7 @@ func Example_service() {
 		checks    map[string]health.Check
 		orders    ordersv1.OrdersServiceServer
 	)
-	monitor, err := health.NewMonitor(readiness, health.MonitorConfig{Checks: checks})
+	monitor, err := health.NewMonitor(health.MonitorConfig{Checks: checks}, readiness)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func Example_service() {
 func Example() {
 	var ready health.State
 	ready.Set(health.Ready)
-	monitor, err := health.NewMonitor(&ready, health.MonitorConfig{})
+	monitor, err := health.NewMonitor(health.MonitorConfig{}, &ready)
 	if err != nil {
 		fmt.Println(err)
 		return

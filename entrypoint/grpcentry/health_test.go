@@ -17,7 +17,7 @@ import (
 
 func monitor(t *testing.T, st *health.State, cfg health.MonitorConfig) *health.Monitor {
 	t.Helper()
-	m, err := health.NewMonitor(st, cfg)
+	m, err := health.NewMonitor(cfg, st)
 	if err != nil {
 		t.Fatal(err)
 	}

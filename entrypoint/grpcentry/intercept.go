@@ -37,7 +37,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		return nil, s.refuseFor(ctx, nil, verdict)
 	}
 	defer t.Leave()
-	start := time.Now()
+	start := s.now()
 	defer func() {
 		if r := recover(); r != nil {
 			err = s.panicked(ctx, info.FullMethod, r)
@@ -63,7 +63,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		return s.refuseFor(nil, ss, verdict)
 	}
 	defer t.Leave()
-	start := time.Now()
+	start := s.now()
 	st, ctx := s.streams.add(ss.Context())
 	defer func() {
 		if r := recover(); r != nil {
@@ -99,7 +99,16 @@ func (s *Server) refuse() {
 	}
 }
 
-func (s *Server) observe(method string, err error, start time.Time) {
+// now is a call's start for its metrics: the monotonic clock, read only when there
+// are metrics to observe.
+func (s *Server) now() time.Duration {
+	if s.metrics == nil {
+		return 0
+	}
+	return s.metrics.now()
+}
+
+func (s *Server) observe(method string, err error, start time.Duration) {
 	if s.metrics != nil {
 		s.metrics.observe(method, status.Code(err), start)
 	}

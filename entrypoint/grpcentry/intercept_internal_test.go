@@ -69,3 +69,22 @@ func TestDrainedStatus(t *testing.T) {
 		}
 	}
 }
+
+// The unary interceptor, with admission and metrics on, allocates nothing per call
+// once the method's series exist (docs/cost.md): a change that adds an allocation to
+// the call path fails here.
+func TestUnaryAllocs(t *testing.T) {
+	s, err := New(Config{}, func(*grpc.Server) {}, WithRegisterer(prometheus.NewRegistry()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
+	handler := func(context.Context, any) (any, error) { return nil, nil }
+	if _, err := s.unary(ctx, nil, info, handler); err != nil { // the series are made on first use
+		t.Fatal(err)
+	}
+	if n := testing.AllocsPerRun(1000, func() { _, _ = s.unary(ctx, nil, info, handler) }); n != 0 {
+		t.Errorf("unary interceptor allocates %v per call, want 0", n)
+	}
+}

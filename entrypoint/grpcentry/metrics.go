@@ -21,7 +21,13 @@ type metrics struct {
 	// series caches, per method, the counters by code and the histogram, so that an
 	// RPC costs no label hashing once its method was seen.
 	series sync.Map // string → *methodSeries
+
+	epoch time.Time // what now counts from: its monotonic reading only
 }
+
+// now reads the monotonic clock, as the time elapsed since the metrics were made: a
+// call's duration is two such reads, where time.Now would read the wall clock too.
+func (m *metrics) now() time.Duration { return time.Since(m.epoch) }
 
 type methodSeries struct {
 	duration prometheus.Observer
@@ -46,7 +52,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, cap
 	if err != nil {
 		return nil, err
 	}
-	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics,
+	m := &metrics{requests: red.Requests, duration: red.Duration, refused: red.Refused, panics: red.Panics, epoch: time.Now(),
 		abuses: prometheus.NewCounter(prometheus.CounterOpts{Name: "servicewright_grpc_reset_abuse_closed_total",
 			Help: "gRPC connections sent a GOAWAY and closed for resetting more streams than MaxStreamResets and StreamResetRate allow."}),
 	}
@@ -61,7 +67,7 @@ func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, cap
 }
 
 // observe counts a call whose handler returned with code.
-func (m *metrics) observe(method string, code codes.Code, start time.Time) {
+func (m *metrics) observe(method string, code codes.Code, start time.Duration) {
 	v, ok := m.series.Load(method)
 	if !ok {
 		s := &methodSeries{duration: m.duration.WithLabelValues(method)}
@@ -76,7 +82,7 @@ func (m *metrics) observe(method string, code codes.Code, start time.Time) {
 	} else {
 		m.requests.WithLabelValues(method, code.String()).Inc()
 	}
-	s.duration.Observe(time.Since(start).Seconds())
+	s.duration.Observe((m.now() - start).Seconds())
 }
 
 // codeName is a code as the metric labels it: "OK", "UNAVAILABLE".

@@ -4,11 +4,11 @@ import (
 	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 )
@@ -18,11 +18,7 @@ type Option func(*options)
 
 type options struct {
 	listener    net.Listener
-	log         *zap.Logger
-	reg         prometheus.Registerer
-	tracer      trace.TracerProvider
-	prop        propagation.TextMapPropagator
-	reporter    fault.Reporter
+	given       entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
 	monitor     *health.Monitor
 	services    []string
 	servicesSet bool
@@ -47,7 +43,7 @@ func WithListener(l net.Listener) Option {
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
-			o.log = l
+			o.given.Logger = l
 		}
 	}
 }
@@ -81,7 +77,7 @@ func WithLogger(l *zap.Logger) Option {
 func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(o *options) {
 		if reg != nil {
-			o.reg = reg
+			o.given.Registerer = reg
 		}
 	}
 }
@@ -94,7 +90,7 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
-			o.tracer = tp
+			o.given.TracerProvider = tp
 		}
 	}
 }

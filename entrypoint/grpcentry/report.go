@@ -21,7 +21,7 @@ const TagMethod = "method"
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(o *options) {
 		if p != nil {
-			o.prop = p
+			o.given.Propagator = p
 		}
 	}
 }
@@ -33,7 +33,7 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 func WithReporter(r fault.Reporter) Option {
 	return func(o *options) {
 		if r != nil {
-			o.reporter = r
+			o.given.Reporter = r
 		}
 	}
 }

@@ -18,28 +18,8 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
-
-// reports is a fault.Reporter that keeps what it is given.
-type reports struct {
-	mu   sync.Mutex
-	errs []error
-	tags []map[string]string
-}
-
-func (r *reports) Report(_ context.Context, err error, tags map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs, r.tags = append(r.errs, err), append(r.tags, tags)
-}
-
-func (r *reports) Flush(context.Context) error { return nil }
-
-func (r *reports) get() ([]error, []map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]error(nil), r.errs...), append([]map[string]string(nil), r.tags...)
-}
 
 // extracts is a propagator that counts its Extract calls.
 type extracts struct {
@@ -81,7 +61,7 @@ func TestPanicReports(t *testing.T) {
 	boom := func(context.Context) error { panic("boom") }
 
 	t.Run("a handler panic reaches the Host's reporter with its stack, method and trace id", func(t *testing.T) {
-		rep := &reports{}
+		rep := &testenv.Reports{}
 		rec := tracetest.NewSpanRecorder()
 		ended := &endSignal{ch: make(chan struct{}, 1)}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSpanProcessor(ended))
@@ -93,7 +73,7 @@ func TestPanicReports(t *testing.T) {
 		if _, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{}); status.Code(err) != codes.Internal {
 			t.Fatalf("RPC = %v, want INTERNAL", err)
 		}
-		errs, tags := rep.get()
+		errs, tags := rep.Get()
 		if len(errs) != 1 {
 			t.Fatalf("%d reports, want 1", len(errs))
 		}
@@ -125,7 +105,7 @@ func TestPanicReports(t *testing.T) {
 	})
 
 	t.Run("WithReporter and WithPropagator win over the Host's", func(t *testing.T) {
-		mine, host := &reports{}, &reports{}
+		mine, host := &testenv.Reports{}, &testenv.Reports{}
 		myProp, hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}, &extracts{TextMapPropagator: propagation.TraceContext{}}
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
@@ -133,8 +113,8 @@ func TestPanicReports(t *testing.T) {
 			s.SetDefaults(entrypoint.Defaults{Reporter: host, Propagator: hostProp, TracerProvider: tp})
 		}, grpcentry.WithReporter(mine), grpcentry.WithPropagator(myProp))
 		x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{})
-		m, _ := mine.get()
-		h, _ := host.get()
+		m, _ := mine.Get()
+		h, _ := host.Get()
 		if len(m) != 1 || len(h) != 0 {
 			t.Errorf("reports: %d to WithReporter's, %d to the Host's; want 1 and 0", len(m), len(h))
 		}

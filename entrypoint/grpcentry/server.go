@@ -24,7 +24,6 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/transport"
 )
@@ -45,7 +44,6 @@ type Server struct {
 	log      *zap.Logger
 	metrics  *metrics // nil without a registerer
 	own      options  // what the options gave; SetDefaults fills in the rest
-	regErr   error    // SetDefaults' registration failed; Bind reports it
 	tlsCfg   *tls.Config
 	register func(*grpc.Server)
 	traced   bool // the grpc.Server has otelgrpc
@@ -65,8 +63,7 @@ type Server struct {
 	guard       entrypoint.Guard // the lifecycle phase
 	ln          net.Listener
 	capped      *transport.ConnCap // MaxConnections, on ln from Bind
-	serveDone   chan struct{}      // closed when grpc.Server.Serve has returned
-	serveErr    error              // what it returned, until reported
+	serving     *transport.Serving // the goroutine of grpc.Server.Serve
 	unsubscribe func()             // ends the health subscription; nil when none
 	graceful    chan struct{}      // closed when GracefulStop has returned; nil before Drain
 	stopped     chan struct{}      // closed when grpc.Server.Stop has returned; nil before Stop
@@ -101,14 +98,14 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
-		prop: o.prop, reporter: o.reporter}
+	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), serving: transport.NewServing(cfg.Name, "grpc.Server", grpc.ErrServerStopped), guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
+		prop: o.given.Propagator, reporter: o.given.Reporter}
 	s.useAdmission(o.admission, &l)
-	if o.log != nil {
-		s.log = o.log.With(zap.String("entrypoint", cfg.Name))
+	if o.given.Logger != nil {
+		s.log = o.given.Logger.With(zap.String("entrypoint", cfg.Name))
 	}
-	gs, names, err := s.build(o.tracer)
-	s.traced = o.tracer != nil
+	gs, names, err := s.build(o.given.TracerProvider)
+	s.traced = o.given.TracerProvider != nil
 	if err != nil {
 		l.Addf("register", "%v", err)
 		return nil, l.Err()
@@ -124,8 +121,8 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	healthpb.RegisterHealthServer(gs, s.health)
 	s.grpc = gs
 
-	if o.reg != nil {
-		if err := s.useRegisterer(o.reg); err != nil {
+	if o.given.Registerer != nil {
+		if err := s.useRegisterer(o.given.Registerer); err != nil {
 			if transport.AlreadyRegistered(err) {
 				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 			} else {
@@ -258,25 +255,17 @@ func (s *Server) DrainReport() string {
 
 // Bind opens the listening socket on Config.Addr (or takes the listener given with
 // WithListener) but serves nothing yet: connections wait in the socket's backlog
-// until Serve. A failure to listen, or to register the metrics with the registry
-// SetDefaults gave, is returned naming the entrypoint, and leaves the Server unbound.
-// Calling it twice is an error wrapping entrypoint.ErrOutOfTurn.
+// until Serve. A failure to listen is returned naming the entrypoint, and leaves the
+// Server unbound. Calling it twice is an error wrapping entrypoint.ErrOutOfTurn.
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.guard.Bind(); err != nil {
-		return err
-	}
-	if s.regErr != nil {
-		return s.regErr
-	}
-	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
+	ln, err := transport.Bind(ctx, &s.guard, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {
 		return err
 	}
 	s.capped.SetLogger(s.log)
 	s.ln = s.capped.Listener(ln)
-	s.guard.Bound()
 	return nil
 }
 
@@ -287,7 +276,9 @@ func (s *Server) Bind(ctx context.Context) error {
 //
 // If grpc.Server.Serve fails before stop is closed, Serve returns its error. If ctx
 // is done before stop, the Host has given up on the entrypoint: Serve cuts everything
-// as Stop does and returns ctx.Err().
+// as Stop does, waits for grpc.Server.Serve to return at most hooks.AbandonAfter and
+// returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did not
+// return in time).
 //
 // Serve returns an error wrapping entrypoint.ErrOutOfTurn if called before Bind or
 // twice; nil at once, serving nothing, if Drain or Stop came first.
@@ -298,53 +289,20 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 		s.mu.Unlock()
 		return err
 	}
-	done := make(chan struct{})
-	s.serveDone = done
 	if s.monitor != nil {
 		s.unsubscribe = s.monitor.Subscribe(func(r health.Report) { s.health.set(r.Serving()) })
 	} else {
 		s.health.set(true)
 	}
-	ln := s.ln
+	ln, gs := s.ln, s.grpc
+	s.serving.Start(func() error { return gs.Serve(ln) })
 	s.mu.Unlock()
 
-	go s.run(ln, done)
-
+	err = s.serving.Until(ctx, stop, func() { s.cutAll() })
 	select {
 	case <-stop:
 		s.health.withdraw(false)
-		return nil
-	case <-done:
-		if err := s.takeServeErr(); err != nil {
-			return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
-		}
-		return nil // Drain or Stop came before stop
-	case <-ctx.Done():
-		cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), hooks.AbandonAfter)
-		defer cancel()
-		_ = s.Stop(cut)
-		return ctx.Err()
+	default:
 	}
-}
-
-// run is the serving goroutine.
-func (s *Server) run(ln net.Listener, done chan<- struct{}) {
-	defer close(done)
-	err := safe.Call(fmt.Sprintf("entrypoint %q grpc.Server", s.cfg.Name), func() error {
-		return s.grpc.Serve(ln)
-	})
-	if err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		s.mu.Lock()
-		s.serveErr = err
-		s.mu.Unlock()
-	}
-}
-
-// takeServeErr returns grpc.Server.Serve's failure once.
-func (s *Server) takeServeErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.serveErr
-	s.serveErr = nil
 	return err
 }

@@ -8,33 +8,48 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// holdAccepts stops the Server's accept loop until the returned func is called, so
-// that the connections dialled meanwhile wait in the listening socket's backlog,
-// completed by the kernel but not accepted. The accept loop runs the ConnState hook
-// of each connection it accepts; the hook waits for the lock held here. At most one
-// connection, the first, is accepted (and waits in the hook) before the loop stops.
-func holdAccepts(x *running) (release func()) {
-	x.s.conns.mu.Lock()
-	return x.s.conns.mu.Unlock
+// acceptHold stops the Server's accept loop while held, so that the connections
+// dialled meanwhile wait in the listening socket's backlog, completed by the kernel
+// but not accepted. The accept loop runs the ConnState hook of each connection it
+// accepts; install makes that hook wait while held. At most one connection, the
+// first, is accepted (and waits in the hook) before the loop stops.
+type acceptHold struct {
+	held    atomic.Bool
+	release chan struct{}
 }
 
-// drainBegan returns a channel closed once Drain has begun to take over the
-// listener: from then on, closing the socket would reset the queued connections.
-func drainBegan(x *running) <-chan struct{} {
-	x.t.Helper()
-	x.s.mu.Lock()
-	defer x.s.mu.Unlock()
-	if x.s.backlog == nil {
-		x.t.Fatal("the listener was not taken over")
+func newAcceptHold() *acceptHold { return &acceptHold{release: make(chan struct{})} }
+
+// install wraps the Server's ConnState hook; runWith calls it before Serve.
+func (h *acceptHold) install(s *Server) {
+	track := s.srv.ConnState
+	s.srv.ConnState = func(c net.Conn, st http.ConnState) {
+		if st == http.StateNew && h.held.Load() {
+			<-h.release
+		}
+		track(c, st)
 	}
-	return x.s.backlog.drainBegan
 }
+
+// hold stops the accept loop until the returned func is called.
+func (h *acceptHold) hold() (release func()) {
+	h.held.Store(true)
+	return func() {
+		h.held.Store(false)
+		close(h.release)
+	}
+}
+
+// drainBegan returns a channel closed once Drain has begun to hand over the
+// listener's queue: from then on, closing the socket would reset the queued
+// connections.
+func drainBegan(x *running) <-chan struct{} { return x.s.draining }
 
 // answer reads one response from br and reports whether it is a complete answer a
 // drain may give: 200 "ok", or 503 with Retry-After, Connection: close and the
@@ -60,10 +75,11 @@ func answer(br *bufio.Reader) string {
 
 func TestDrainAnswersTheBacklog(t *testing.T) {
 	const n = 64
-	x := run(t, Config{}, newHold())
+	ah := newAcceptHold()
+	x := runWith(t, Config{}, newHold(), ah.install)
 	x.mustGet("/ok", 200) // serving
 	began := drainBegan(x)
-	release := holdAccepts(x)
+	release := ah.hold()
 	held := true
 	defer func() {
 		if held {
@@ -104,6 +120,13 @@ func TestDrainAnswersTheBacklog(t *testing.T) {
 	if got := x.s.Stats().RefusedDraining; got != n {
 		t.Errorf("RefusedDraining = %d, want %d", got, n)
 	}
+	// The first may have been accepted before the hold; the rest waited in the queue.
+	if got := x.s.conns.t.Stats().BacklogAnswered; got < n-1 {
+		t.Errorf("%d connections taken from the queue at Drain, want at least %d", got, n-1)
+	}
+	if rep := x.s.DrainReport(); !strings.Contains(rep, "backlog_answered=") {
+		t.Errorf("DrainReport() = %q, want backlog_answered", rep)
+	}
 	if _, err := net.DialTimeout("tcp", x.s.Addr().String(), failAfter); err == nil {
 		t.Error("the listening socket still accepts after Drain")
 	}
@@ -112,12 +135,13 @@ func TestDrainAnswersTheBacklog(t *testing.T) {
 func TestDrainAnswersTheBacklogOverTLS(t *testing.T) {
 	const n = 16
 	certFile, keyFile, pool := selfSigned(t, t.TempDir())
-	x := run(t, Config{CertFile: certFile, KeyFile: keyFile}, newHold())
+	ah := newAcceptHold()
+	x := runWith(t, Config{CertFile: certFile, KeyFile: keyFile}, newHold(), ah.install)
 	if _, _, err := x.get("/ok"); err != nil { // serving (a 400: plain HTTP to HTTPS)
 		t.Fatal(err)
 	}
 	began := drainBegan(x)
-	release := holdAccepts(x)
+	release := ah.hold()
 	held := true
 	defer func() {
 		if held {
@@ -168,116 +192,6 @@ func TestDrainAnswersTheBacklogOverTLS(t *testing.T) {
 	// None was accepted before the Gate closed, so each was refused.
 	if got := x.s.Stats().RefusedDraining; got != n {
 		t.Errorf("RefusedDraining = %d, want %d", got, n)
-	}
-}
-
-func TestBacklogListener(t *testing.T) {
-	for _, network := range []string{"tcp", "unix"} {
-		t.Run("drain hands over what is queued, then closes the socket, "+network, func(t *testing.T) {
-			drainQueue(t, network)
-		})
-	}
-
-	t.Run("Close without drain closes the socket", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrapped, served := new(Server).takeOver(ln)
-		defer served()
-		if err := wrapped.Close(); err != nil {
-			t.Fatalf("Close = %v", err)
-		}
-		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Accept on the socket after Close = %v, want net.ErrClosed", err)
-		}
-	})
-
-	t.Run("served closes the socket when Serve returned while draining", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		wrapped, served := new(Server).takeOver(ln)
-		wrapped.(*backlogListener).drain()
-		if err := wrapped.Close(); err != nil {
-			t.Fatalf("Close = %v", err)
-		}
-		served()
-		if _, err := ln.Accept(); !errors.Is(err, net.ErrClosed) {
-			t.Errorf("Accept on the socket after served = %v, want net.ErrClosed", err)
-		}
-	})
-
-	t.Run("a listener it cannot take over is served as it is", func(t *testing.T) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ln.Close()
-		other := tls.NewListener(ln, &tls.Config{})
-		wrapped, served := new(Server).takeOver(other)
-		served()
-		if wrapped != other {
-			t.Errorf("takeOver(%T) = %T, want the listener itself", other, wrapped)
-		}
-	})
-}
-
-// drainQueue checks that drain hands over the connections queued on a socket of
-// network, then closes it.
-func drainQueue(t *testing.T, network string) {
-	addr := "127.0.0.1:0"
-	if network == "unix" {
-		addr = filepath.Join(t.TempDir(), "s")
-	}
-	ln, err := net.Listen(network, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	wrapped, served := new(Server).takeOver(ln)
-	defer served()
-	bl, ok := wrapped.(*backlogListener)
-	if !ok {
-		t.Fatalf("takeOver(%T) = %T, want *backlogListener", ln, wrapped)
-	}
-	const n = 5
-	for range n {
-		c, err := net.DialTimeout(network, ln.Addr().String(), failAfter)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-	}
-	bl.drain()
-	if err := bl.Close(); err != nil { // as Shutdown does: draining goes on
-		t.Fatalf("Close = %v", err)
-	}
-	got := 0
-	for {
-		c, err := bl.Accept()
-		if err != nil {
-			if !errors.Is(err, http.ErrServerClosed) {
-				t.Errorf("Accept after the queue = %v, want http.ErrServerClosed", err)
-			}
-			break
-		}
-		if c.LocalAddr().Network() != network {
-			t.Errorf("accepted a %s connection, want %s", c.LocalAddr().Network(), network)
-		}
-		c.Close()
-		got++
-		if got > n {
-			t.Fatalf("Accept returned more than the %d queued connections", n)
-		}
-	}
-	// Each dial returned once the kernel had queued its connection.
-	if got != n {
-		t.Errorf("accepted %d connections after Close, want the %d queued", got, n)
-	}
-	if c, err := net.DialTimeout(network, ln.Addr().String(), failAfter); err == nil {
-		c.Close()
-		t.Error("the socket still accepts connections after the queue was emptied")
 	}
 }
 
@@ -347,12 +261,6 @@ func TestDrainWithAListenerItCannotTakeOver(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	s.mu.Lock()
-	taken := s.backlog != nil
-	s.mu.Unlock()
-	if taken {
-		t.Errorf("a %T was taken over", ln)
-	}
 	close(stop)
 	if err := recv(t, served, "Serve"); err != nil {
 		t.Errorf("Serve = %v", err)

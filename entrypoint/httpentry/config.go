@@ -1,6 +1,7 @@
 package httpentry
 
 import (
+	"cmp"
 	"crypto/tls"
 	"math"
 	"strconv"
@@ -79,9 +80,7 @@ type Config struct {
 // says whether WithListener supplied the listener. It returns the completed
 // Config and, when CertFile and KeyFile are set and valid, the TLS configuration.
 func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
-	if cfg.Name == "" {
-		cfg.Name = DefaultName
-	}
+	cfg.Name = cmp.Or(cfg.Name, DefaultName)
 	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
 	transport.Default(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	transport.Default(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)

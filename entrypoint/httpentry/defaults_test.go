@@ -3,6 +3,7 @@ package httpentry
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -60,7 +61,7 @@ func TestSetDefaults(t *testing.T) {
 		}
 	})
 
-	t.Run("a registration that fails is Bind's error, and SetDefaults after Bind does nothing", func(t *testing.T) {
+	t.Run("a registration that fails is SetDefaults' error, and SetDefaults after Bind does nothing", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		if _, err := New(Config{}, panicky(), WithRegisterer(reg)); err != nil {
 			t.Fatal(err)
@@ -69,9 +70,8 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.SetDefaults(entrypoint.Defaults{Registerer: reg})
-		if err := s.Bind(context.Background()); err == nil {
-			t.Fatal("Bind = nil, want the registration's failure")
+		if err := s.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "already registered") {
+			t.Fatalf("SetDefaults = %v, want the registration's failure", err)
 		}
 
 		s, err = New(Config{Addr: "127.0.0.1:0"}, panicky())
@@ -81,7 +81,9 @@ func TestSetDefaults(t *testing.T) {
 		if err := s.Bind(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		s.SetDefaults(entrypoint.Defaults{Registerer: prometheus.NewRegistry()})
+		if err := s.SetDefaults(entrypoint.Defaults{Registerer: prometheus.NewRegistry()}); err != nil {
+			t.Errorf("SetDefaults after Bind = %v, want nil", err)
+		}
 		if s.metrics != nil {
 			t.Error("SetDefaults after Bind registered metrics")
 		}

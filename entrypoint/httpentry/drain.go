@@ -72,9 +72,9 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // once http.Server.Shutdown has begun, so Drain starts Shutdown (which sends HTTP/2
 // connections their GOAWAY) only once no HTTP/1 connection is waiting for, reading
 // or answering a request. Any other listener, such as one made by tls.NewListener
-// and given with WithListener, is closed by Shutdown at once as Drain begins: its
-// queue is reset, and a connection accepted whose request had not arrived yet is
-// closed when it does.
+// and given with WithListener, is closed at once as Drain begins: its queue, if
+// it has one, is reset. (The connections, the cap and the backlog are followed
+// by a conntrack.Tracker.)
 //
 // It then waits, without polling, until every admitted request has returned, every
 // hijacked connection is closed and no connection is reading or answering a
@@ -102,7 +102,6 @@ func (s *Server) Drain(ctx context.Context) error {
 	s.mu.Lock()
 	prev := s.guard.Drain()
 	done := s.serveDone
-	backlog := s.backlog
 	s.mu.Unlock()
 	switch {
 	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped || prev == entrypoint.PhaseDraining:
@@ -114,26 +113,25 @@ func (s *Server) Drain(ctx context.Context) error {
 
 	s.srv.SetKeepAlivesEnabled(false)
 	s.gate.Close()
+	// The queued connections are handed over, and the listener closed, only once
+	// the Gate refuses: each of them is answered 503 draining.
+	s.conns.t.DrainBacklog()
 	if prev == entrypoint.PhaseServing {
 		close(s.draining)
 	}
 	list := s.streams.Snapshot(true)
 
-	// Shutdown closes the listener (unless taken over) and the idle connections,
-	// and sends HTTP/2 connections a GOAWAY; its polling for the rest is cut short
-	// once the waits below saw everything finish.
+	// Shutdown closes the idle connections and sends HTTP/2 connections a GOAWAY;
+	// its polling for the rest is cut short once the waits below saw everything
+	// finish. Once shutting down, net/http closes an HTTP/1 connection whose request
+	// it reads without answering it; so every queued connection is handed over, and
+	// every HTTP/1 request answered, first.
 	shutCtx, endShutdown := context.WithCancel(ctx)
 	defer endShutdown()
 	shut := make(chan error, 1)
 	go func() {
-		if backlog != nil {
-			// Once shutting down, net/http closes an HTTP/1 connection whose
-			// request it reads without answering it; so the queued connections are
-			// handed over, and every HTTP/1 request answered, first.
-			backlog.drain()
-			if wait.Await(shutCtx, done) == nil {
-				s.conns.waitH1(shutCtx) // its error is ctx's, which the waits below report
-			}
+		if wait.Await(shutCtx, done) == nil {
+			s.conns.waitH1(shutCtx) // its error is ctx's, which the waits below report
 		}
 		shut <- s.srv.Shutdown(shutCtx)
 	}()
@@ -224,23 +222,13 @@ var _ entrypoint.DrainReporter = (*Server)(nil)
 // requests answered 503 draining; pipelined_unanswered the HTTP/1.1 requests a
 // client had pipelined behind one the drain answered, which the connection's close
 // left unanswered (see Drain). Then what the connection cap (MaxConns) held back,
-// "conns_max=384 conns_peak=384 accept_paused=3 paused_for=12.5s", and, once Serve
-// has returned, how many connections waiting in the listen backlog Drain answered
-// 503 draining ("backlog_answered=716").
+// "conns_max=384 conns_peak=384 accept_paused=3 paused_for=12.5s", and how many
+// connections waiting in the listen backlog Drain answered 503 draining
+// ("backlog_answered=716").
 func (s *Server) DrainReport() string {
 	r := fmt.Sprintf("refused_draining=%d pipelined_unanswered=%d %s", s.refused.Load(), s.conns.unanswered.Load(), s.capped.Report())
-	s.mu.Lock()
-	done, bl := s.serveDone, s.backlog
-	s.mu.Unlock()
-	if done == nil || bl == nil {
-		return r
-	}
-	select {
-	case <-done: // the accept loop, bl.taken's only writer, has returned
-		if bl.taken > 0 {
-			r += fmt.Sprintf(" backlog_answered=%d", bl.taken)
-		}
-	default:
+	if n := s.conns.t.Stats().BacklogAnswered; n > 0 {
+		r += fmt.Sprintf(" backlog_answered=%d", n)
 	}
 	return r
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
@@ -34,12 +35,12 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.shed(w)
 		return
 	}
-	var start time.Time
+	var start time.Duration
 	if s.metrics != nil {
-		start = time.Now()
+		start = s.metrics.now()
 	}
 	rw := s.responses.Get().(*response)
-	*rw = response{ResponseWriter: w, srv: s, req: r}
+	rw.ResponseWriter, rw.srv, rw.req = w, s, r // the rest was zeroed by finish or New
 	var span trace.Span
 	if s.trace.tracer != nil {
 		r, span = s.trace.start(r)
@@ -80,7 +81,7 @@ func (s *Server) refuse(w http.ResponseWriter) {
 // sent yet; when the response had started, the connection is aborted instead, so
 // that the client cannot take a cut-short body for a whole one. ErrAbortHandler is
 // re-panicked, as net/http expects, once the request is accounted for.
-func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Time, span trace.Span) {
+func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Duration, span trace.Span) {
 	v := recover()
 	abort := v != nil && v == http.ErrAbortHandler
 	var p *handlerPanic
@@ -89,7 +90,7 @@ func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Time, span 
 		abort = s.recovered(w, p)
 	}
 	if span != nil {
-		end(span, w.req, w.status, p)
+		end(span, w, p)
 	}
 	w.release(t)
 	if s.metrics != nil {
@@ -99,7 +100,7 @@ func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Time, span 
 		// A plain request's wrapper is done with: net/http forbids using a
 		// ResponseWriter after its handler returned. A stream's or hijacked
 		// connection's wrapper is still referenced, so it is left to the collector.
-		*w = response{}
+		w.reset()
 		s.responses.Put(w)
 	}
 	if abort {
@@ -157,6 +158,20 @@ type response struct {
 	stream   *stream       // nil unless the request is a stream or hijacked
 	status   int           // 0 until the response's header is committed
 	hijacked bool
+
+	// attrs is where end builds a sampled span's attributes, so that handing them
+	// to the span allocates no slice of its own (the span copies them).
+	attrs [spanAttrs]attribute.KeyValue
+}
+
+// reset zeroes w for its next request. The attributes are cleared only when a span
+// used them, so that an untraced request does not pay for clearing them.
+func (w *response) reset() {
+	used := w.attrs[0].Key != ""
+	w.ResponseWriter, w.srv, w.req, w.stream, w.status, w.hijacked = nil, nil, nil, nil, 0, false
+	if used {
+		clear(w.attrs[:]) // drop the strings they reference
+	}
 }
 
 // release gives back the request's Gate unit once its handler returned. A hijacked

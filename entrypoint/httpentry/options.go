@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 )
 
@@ -19,11 +20,7 @@ type Option func(*options)
 
 type options struct {
 	listener  net.Listener
-	log       *zap.Logger
-	reg       prometheus.Registerer
-	tracer    trace.TracerProvider
-	prop      propagation.TextMapPropagator
-	reporter  fault.Reporter
+	given     entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
 	isStream  func(*http.Request) bool
 	admission admissionOptions
 	problems  fault.Problems
@@ -47,7 +44,7 @@ func WithListener(l net.Listener) Option {
 func WithLogger(l *zap.Logger) Option {
 	return func(o *options) {
 		if l != nil {
-			o.log = l
+			o.given.Logger = l
 		}
 	}
 }
@@ -81,7 +78,7 @@ func WithLogger(l *zap.Logger) Option {
 func WithRegisterer(reg prometheus.Registerer) Option {
 	return func(o *options) {
 		if reg != nil {
-			o.reg = reg
+			o.given.Registerer = reg
 		}
 	}
 }
@@ -96,7 +93,7 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {
-			o.tracer = tp
+			o.given.TracerProvider = tp
 		}
 	}
 }
@@ -108,7 +105,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(o *options) {
 		if p != nil {
-			o.prop = p
+			o.given.Propagator = p
 		}
 	}
 }
@@ -121,7 +118,7 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 func WithReporter(r fault.Reporter) Option {
 	return func(o *options) {
 		if r != nil {
-			o.reporter = r
+			o.given.Reporter = r
 		}
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"sync"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // maxPipelineResidue bounds what a closing connection reads of the requests left
@@ -30,7 +32,7 @@ func (s *Server) countPipelined(ln net.Listener) net.Listener {
 	if s.srv.TLSConfig != nil {
 		return ln
 	}
-	return &pipelineListener{Listener: ln, cs: &s.conns, draining: s.draining}
+	return &pipelineListener{Listener: ln, cs: s.conns, draining: s.draining}
 }
 
 func (l *pipelineListener) Accept() (net.Conn, error) {
@@ -71,10 +73,11 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	// One critical section when bytes are pending, two when the socket is read: a
+	// request head takes a Read or two, and each lock is a share of its cost.
 	c.mu.Lock()
-	empty := len(c.pending) == 0
-	c.mu.Unlock()
-	if empty {
+	if len(c.pending) == 0 {
+		c.mu.Unlock()
 		if c.store == nil {
 			c.store = make([]byte, 4096)
 		}
@@ -84,9 +87,7 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 		}
 		c.mu.Lock()
 		c.pending = c.store[:n]
-		c.mu.Unlock()
 	}
-	c.mu.Lock()
 	defer c.mu.Unlock()
 	end, found := len(c.pending), false
 	if i := firstHeadEnd(c.tail, c.pending); i >= 0 {
@@ -132,7 +133,7 @@ func (c *pipeConn) Close() error {
 		rest := append([]byte(nil), c.pending...)
 		c.pending = nil
 		c.mu.Unlock()
-		rest = append(rest, readQueued(c.Conn, maxPipelineResidue)...)
+		rest = append(rest, transport.ReadQueued(c.Conn, maxPipelineResidue)...)
 		if n := bytes.Count(rest, headEnd); n > 0 {
 			c.cs.unanswered.Add(uint64(n))
 		}

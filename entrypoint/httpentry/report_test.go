@@ -16,28 +16,8 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
-
-// reports is a fault.Reporter that keeps what it is given.
-type reports struct {
-	mu   sync.Mutex
-	errs []error
-	tags []map[string]string
-}
-
-func (r *reports) Report(_ context.Context, err error, tags map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.errs, r.tags = append(r.errs, err), append(r.tags, tags)
-}
-
-func (r *reports) Flush(context.Context) error { return nil }
-
-func (r *reports) get() ([]error, []map[string]string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]error(nil), r.errs...), append([]map[string]string(nil), r.tags...)
-}
 
 // extracts is a propagator that counts its Extract calls and propagates nothing.
 type extracts struct {
@@ -62,7 +42,7 @@ func (e *extracts) count() int {
 func TestPanicReports(t *testing.T) {
 	t.Run("a handler panic reaches the Host's reporter with its stack, route and trace id", func(t *testing.T) {
 		core, logs := observer.New(zap.ErrorLevel)
-		rep := &reports{}
+		rep := &testenv.Reports{}
 		spans := tracetest.NewSpanRecorder()
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 		defer tp.Shutdown(context.Background())
@@ -74,7 +54,7 @@ func TestPanicReports(t *testing.T) {
 		x.get("/abort")
 		x.mustGet("/fine", http.StatusOK)
 
-		errs, tags := rep.get()
+		errs, tags := rep.Get()
 		if len(errs) != 1 {
 			t.Fatalf("%d reports, want 1 (an aborted handler and a fine one are not reported): %v", len(errs), errs)
 		}
@@ -106,7 +86,7 @@ func TestPanicReports(t *testing.T) {
 	})
 
 	t.Run("WithReporter and WithPropagator win over the Host's", func(t *testing.T) {
-		mine, host := &reports{}, &reports{}
+		mine, host := &testenv.Reports{}, &testenv.Reports{}
 		myProp, hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}, &extracts{TextMapPropagator: propagation.TraceContext{}}
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
@@ -114,8 +94,8 @@ func TestPanicReports(t *testing.T) {
 			s.SetDefaults(entrypoint.Defaults{Reporter: host, Propagator: hostProp})
 		}, WithReporter(mine), WithPropagator(myProp), WithTracerProvider(tp))
 		x.mustGet("/panic", http.StatusInternalServerError)
-		m, _ := mine.get()
-		h, _ := host.get()
+		m, _ := mine.Get()
+		h, _ := host.Get()
 		if len(m) != 1 || len(h) != 0 {
 			t.Errorf("reports: %d to WithReporter's, %d to the Host's; want 1 and 0", len(m), len(h))
 		}
@@ -128,10 +108,10 @@ func TestPanicReports(t *testing.T) {
 	})
 
 	t.Run("without tracing, the report has the route and no trace id", func(t *testing.T) {
-		rep := &reports{}
+		rep := &testenv.Reports{}
 		x := run(t, Config{}, panicky(), WithReporter(rep))
 		x.get("/late") // the 200 went out before the panic: the connection is cut
-		_, tags := rep.get()
+		_, tags := rep.Get()
 		if len(tags) != 1 || tags[0][TagRoute] != "GET /late" || tags[0][fault.TagTraceID] != "" {
 			t.Errorf("tags = %v", tags)
 		}

@@ -16,7 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -42,14 +41,13 @@ type Server struct {
 	prop       propagation.TextMapPropagator
 	reporter   fault.Reporter // nil: panics are only logged
 	own        options        // what the options gave; SetDefaults fills in the rest
-	regErr     error          // SetDefaults' registration failed; Bind reports it
 	isStream   func(*http.Request) bool
 	classes    *classes // nil: every request not a stream is Ordinary (admission.go)
 	retryAfter string
 
 	gate      entrypoint.Gate
 	streams   streamSet
-	conns     connSet
+	conns     *connSet
 	responses sync.Pool // of *response, reused across plain requests
 	panics    atomic.Uint64
 	refused   atomic.Uint64
@@ -57,13 +55,11 @@ type Server struct {
 	mu        sync.Mutex
 	guard     entrypoint.Guard // the lifecycle phase
 	ln        net.Listener
-	serveDone chan struct{} // closed when the http.Server's Serve has returned
-	serveErr  error         // what it returned, unless ErrServerClosed, until reported
+	serveDone chan struct{} // closed when the http.Server's Serve has returned (serving.Done)
 	draining  chan struct{} // closed once Drain has closed the Gate
 
-	backlog *backlogListener // what the http.Server serves, once its listener is taken over
-
-	capped *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
+	capped  *transport.ConnCap // Config.MaxConns, on the listener Serve serves (report.go)
+	serving *transport.Serving // the goroutine of http.Server.Serve
 }
 
 // New checks cfg and the options and returns a Server that will serve handler. It
@@ -88,8 +84,8 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
 		handler:    handler,
-		prop:       o.prop,
-		reporter:   o.reporter,
+		prop:       o.given.Propagator,
+		reporter:   o.given.Reporter,
 		isStream:   o.isStream,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		ln:         o.listener,
@@ -97,8 +93,14 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
+		serving:    transport.NewServing(cfg.Name, "http.Server", http.ErrServerClosed),
 	}
 	s.useAdmission(o.admission, &l)
+	if cs, err := newConnSet(cfg.Name, s.capped.Listener); err != nil {
+		l.Merge("", err)
+	} else {
+		s.conns = cs
+	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -113,10 +115,10 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnState:         s.conns.track,
 	}
 	s.next = handler // no layer between: finish's recover sees the panic as raised
-	s.useLogger(o.log)
-	s.useTracerProvider(o.tracer)
-	if o.reg != nil {
-		if err := s.useRegisterer(o.reg); err != nil {
+	s.useLogger(o.given.Logger)
+	s.useTracerProvider(o.given.TracerProvider)
+	if o.given.Registerer != nil {
+		if err := s.useRegisterer(o.given.Registerer); err != nil {
 			l.Addf("WithRegisterer", "%v", err)
 			return nil, l.Err()
 		}
@@ -127,32 +129,23 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger, its registry for the metrics unless WithRegisterer, its tracer
 // provider unless WithTracerProvider, its propagator unless WithPropagator, its
-// error reporter (for handler panics) unless WithReporter. A registration that
-// fails is reported by Bind. It does nothing once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Defaults) {
+// error reporter (for handler panics) unless WithReporter. It returns a metrics
+// registration that fails (the Host refuses the entrypoint then), and does nothing
+// once the Server is bound.
+func (s *Server) SetDefaults(d entrypoint.Defaults) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {
-		return
+		return nil
 	}
-	if s.own.log == nil && d.Logger != nil {
-		s.useLogger(d.Logger)
+	t := s.own.given.Or(d)
+	s.useLogger(t.Logger)
+	s.reporter, s.prop = t.Reporter, t.Propagator
+	s.useTracerProvider(t.TracerProvider) // again with the Host's propagator, when it is the option's
+	if s.metrics == nil && t.Registerer != nil {
+		return s.useRegisterer(t.Registerer)
 	}
-	if s.own.reporter == nil && d.Reporter != nil {
-		s.reporter = d.Reporter
-	}
-	if s.own.prop == nil && d.Propagator != nil {
-		s.prop = d.Propagator
-		s.useTracerProvider(s.tracing) // again, with the propagator
-	}
-	if s.own.tracer == nil && d.TracerProvider != nil && s.tracing == nil {
-		s.useTracerProvider(d.TracerProvider)
-	}
-	if s.own.reg == nil && d.Registerer != nil && s.metrics == nil && s.regErr == nil {
-		if err := s.useRegisterer(d.Registerer); err != nil {
-			s.regErr = fmt.Errorf("%s: %w", s.cfg.Name, err)
-		}
-	}
+	return nil
 }
 
 // useLogger sends the Server's logs, and net/http's own complaints (TLS handshakes,
@@ -180,7 +173,8 @@ func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	s.tracing = tp
-	s.trace = tracing{tracer: tp.Tracer(tracerName), prop: prop}
+	s.trace = tracing{tracer: tp.Tracer(tracerName), prop: prop,
+		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
 }
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.
@@ -233,18 +227,11 @@ func (s *Server) Stats() Stats {
 func (s *Server) Bind(ctx context.Context) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.guard.Bind(); err != nil {
-		return err
-	}
-	if s.regErr != nil {
-		return s.regErr
-	}
-	ln, err := transport.Listen(ctx, s.ln, s.cfg.Addr, s.cfg.Name)
+	ln, err := transport.Bind(ctx, &s.guard, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {
 		return err
 	}
 	s.ln = ln
-	s.guard.Bound()
 	return nil
 }
 
@@ -256,8 +243,9 @@ func (s *Server) Bind(ctx context.Context) error {
 //
 // If the http.Server fails before stop is closed (the listener breaks), Serve returns
 // its error. If ctx is done before stop, the Host has given up on the entrypoint:
-// Serve closes everything as Stop does, waits for the http.Server to return and
-// returns ctx.Err().
+// Serve closes everything as Stop does, waits for the http.Server to return at most
+// hooks.AbandonAfter and returns ctx.Err() (joined with an error wrapping
+// fault.ErrAbandoned when it did not return in time).
 //
 // Serve returns an error if called before Bind or twice. It returns nil at once,
 // serving nothing, if Drain or Stop was called first.
@@ -269,54 +257,31 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	}
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }
-	done := make(chan struct{})
-	s.serveDone = done
 	ln := s.ln
+	s.serveDone = s.serving.Start(func() error { return s.serve(ln) })
 	s.mu.Unlock()
-
-	go s.run(ln, done)
-
-	select {
-	case <-stop:
-		return nil
-	case <-done:
-		if err := s.takeServeErr(); err != nil {
-			return fmt.Errorf("%s: serve: %w", s.cfg.Name, err)
-		}
-		return nil // Drain or Stop came before stop
-	case <-ctx.Done():
-		s.cutAll()
-		<-done
-		return ctx.Err()
-	}
+	return s.serving.Until(ctx, stop, s.cutAll)
 }
 
-// run is the serving goroutine.
-func (s *Server) run(ln net.Listener, done chan<- struct{}) {
-	defer close(done)
-	ln, served := s.takeOver(ln) // so that Drain answers the connections queued in its backlog
-	defer served()
-	ln = s.countPipelined(ln)  // so that Drain counts the pipelined requests it leaves unanswered
-	ln = s.capped.Listener(ln) // outermost: outside takeOver's and the pipeline counter's, so that the connections it hands over count too
-	err := safe.Call(fmt.Sprintf("entrypoint %q http.Server", s.cfg.Name), func() error {
-		if s.srv.TLSConfig != nil {
-			return s.srv.ServeTLS(ln, "", "")
-		}
-		return s.srv.Serve(ln)
-	})
-	if !errors.Is(err, http.ErrServerClosed) {
-		s.mu.Lock()
-		s.serveErr = err
-		s.mu.Unlock()
+// serve is what the serving goroutine runs.
+func (s *Server) serve(ln net.Listener) error {
+	ln = s.conns.t.Listener(ln)     // busy/idle per connection, the cap, and the backlog answered at Drain
+	defer s.conns.t.CloseListener() // when Serve returned mid-backlog
+	ln = s.countPipelined(ln)       // so that Drain counts the pipelined requests it leaves unanswered
+	var err error
+	if s.srv.TLSConfig != nil {
+		err = s.srv.ServeTLS(ln, "", "")
+	} else {
+		err = s.srv.Serve(ln)
 	}
+	// Drain closes the listener once the Gate is closed: that ends Serve as
+	// http.Server.Shutdown would.
+	if errors.Is(err, net.ErrClosed) && s.gate.Closed() {
+		return http.ErrServerClosed
+	}
+	return err
 }
 
 // takeServeErr returns the http.Server's failure once, so that Serve and Drain do
 // not both report it.
-func (s *Server) takeServeErr() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	err := s.serveErr
-	s.serveErr = nil
-	return err
-}
+func (s *Server) takeServeErr() error { return s.serving.TakeErr() }

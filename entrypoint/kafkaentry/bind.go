@@ -46,9 +46,6 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	if err == nil {
 		err = c.ensureTopics(ctx, addr)
 	}
-	if err == nil {
-		err = c.defaultsErr
-	}
 	var g *kafka.ConsumerGroup
 	if err == nil {
 		g, err = kafka.NewConsumerGroup(c.groupConfig())

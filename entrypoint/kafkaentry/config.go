@@ -1,6 +1,7 @@
 package kafkaentry
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -178,37 +179,23 @@ func (p FailurePolicy) String() string {
 
 // withDefaults returns c with its zero fields set to the defaults.
 func (c Config) withDefaults() Config {
-	def := func(p *time.Duration, d time.Duration) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	defInt := func(p *int, d int) {
-		if *p == 0 {
-			*p = d
-		}
-	}
-	if c.Name == "" {
-		c.Name = DefaultName
-	}
-	if c.StartOffset == 0 {
-		c.StartOffset = kafka.FirstOffset
-	}
-	defInt(&c.MinBytes, DefaultMinBytes)
-	defInt(&c.MaxBytes, DefaultMaxBytes)
-	def(&c.MaxWait, DefaultMaxWait)
-	defInt(&c.QueueCapacity, DefaultQueueCapacity)
-	def(&c.CommitInterval, DefaultCommitInterval)
-	defInt(&c.CommitBatch, DefaultCommitBatch)
-	defInt(&c.Workers, DefaultWorkers)
-	def(&c.DialTimeout, DefaultDialTimeout)
-	def(&c.CloseTimeout, DefaultCloseTimeout)
-	def(&c.HeartbeatInterval, DefaultHeartbeatInterval)
-	def(&c.SessionTimeout, DefaultSessionTimeout)
-	def(&c.RebalanceTimeout, DefaultRebalanceTimeout)
-	defInt(&c.Retry.Attempts, DefaultRetryAttempts)
-	def(&c.Retry.Initial, DefaultRetryInitial)
-	def(&c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
+	c.Name = cmp.Or(c.Name, DefaultName)
+	c.StartOffset = cmp.Or(c.StartOffset, kafka.FirstOffset)
+	c.MinBytes = cmp.Or(c.MinBytes, DefaultMinBytes)
+	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
+	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
+	c.QueueCapacity = cmp.Or(c.QueueCapacity, DefaultQueueCapacity)
+	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
+	c.CommitBatch = cmp.Or(c.CommitBatch, DefaultCommitBatch)
+	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
+	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
+	c.CloseTimeout = cmp.Or(c.CloseTimeout, DefaultCloseTimeout)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
+	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, DefaultRebalanceTimeout)
+	c.Retry.Attempts = cmp.Or(c.Retry.Attempts, DefaultRetryAttempts)
+	c.Retry.Initial = cmp.Or(c.Retry.Initial, DefaultRetryInitial)
+	c.Retry.Max = cmp.Or(c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
 	c.Outage = c.Outage.withDefaults()
 	c.Brokers = slices.Clone(c.Brokers)
 	c.Topics = slices.Clone(c.Topics)

@@ -117,7 +117,6 @@ type Consumer struct {
 	closeDone    chan struct{} // closed when the group's Close returned
 	closeErr     error
 	drainStats   DrainStats
-	defaultsErr  error // SetDefaults' metrics registration failed; Bind returns it
 }
 
 // partitionReader reads one partition; *kafka.Reader without a GroupID is one.

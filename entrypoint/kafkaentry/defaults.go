@@ -50,40 +50,45 @@ func given(opts []Option) options {
 	return o
 }
 
+// telemetry is what the options gave of the Host's telemetry.
+func (o options) telemetry() entrypoint.Defaults {
+	return entrypoint.Defaults{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer,
+		Propagator: o.propagator, Reporter: o.reporter}
+}
+
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
 // WithLogger (kafka-go's own lines included), its registry for the metrics unless
 // WithRegisterer, its tracer provider unless WithTracerProvider, its propagator
 // unless WithPropagator (also the dead-letter producer's), its error reporter unless
-// WithReporter. A metrics registration that fails is returned by Bind. It does
-// nothing once the consumer is bound.
-func (c *Consumer) SetDefaults(d entrypoint.Defaults) {
+// WithReporter. It returns a metrics registration that fails (the Host refuses the
+// entrypoint then), and does nothing once the consumer is bound.
+func (c *Consumer) SetDefaults(d entrypoint.Defaults) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.group != nil {
-		return
+		return nil
 	}
-	if c.own.log == nil && d.Logger != nil {
-		c.opts.log = d.Logger
-		c.log = d.Logger.With(zap.String("entrypoint", c.cfg.Name))
+	t := c.own.telemetry().Or(d)
+	if t.Logger != nil {
+		c.opts.log = t.Logger
+		c.log = t.Logger.With(zap.String("entrypoint", c.cfg.Name))
 	}
-	if c.own.tracer == nil && d.TracerProvider != nil {
-		c.opts.tracer = d.TracerProvider
-		c.tracer = newTracer(d.TracerProvider)
+	if t.TracerProvider != nil {
+		c.opts.tracer = t.TracerProvider
+		c.tracer = newTracer(t.TracerProvider)
 	}
-	if c.own.propagator == nil && d.Propagator != nil {
-		c.opts.propagator = d.Propagator
+	if t.Propagator != nil {
+		c.opts.propagator = t.Propagator
 	}
-	if c.own.reporter == nil && d.Reporter != nil {
-		c.opts.reporter = d.Reporter
-	}
-	if c.own.registerer == nil && d.Registerer != nil && c.metrics == nil && c.defaultsErr == nil {
-		m, err := newMetrics(d.Registerer, c.cfg.Name, c.cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
+	c.opts.reporter = t.Reporter
+	if c.metrics == nil && t.Registerer != nil {
+		m, err := newMetrics(t.Registerer, c.cfg.Name, c.cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
 		if err != nil {
-			c.defaultsErr = fmt.Errorf("kafkaentry %q: metrics: %w", c.cfg.Name, err)
-			return
+			return fmt.Errorf("kafkaentry %q: metrics: %w", c.cfg.Name, err)
 		}
-		c.opts.registerer, c.metrics = d.Registerer, m
+		c.opts.registerer, c.metrics = t.Registerer, m
 	}
+	return nil
 }
 
 // reportPanic sends err to the error reporter when it is a handler's panic and

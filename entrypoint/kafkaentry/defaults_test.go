@@ -168,7 +168,7 @@ func TestSetDefaults(t *testing.T) {
 		}
 	})
 
-	t.Run("a registration that fails is returned by Bind", func(t *testing.T) {
+	t.Run("a registration that fails is returned by SetDefaults", func(t *testing.T) {
 		cfg := config(t, newTopic(t, 1))
 		reg := prometheus.NewRegistry()
 		if _, err := kafkaentry.New(cfg, newCollector().handle, kafkaentry.WithRegisterer(reg)); err != nil {
@@ -178,9 +178,8 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDefaults(entrypoint.Defaults{Registerer: reg})
-		if err := c.Bind(context.Background()); err == nil || !strings.Contains(err.Error(), "metrics") {
-			t.Errorf("Bind = %v, want the registration's failure", err)
+		if err := c.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "metrics") {
+			t.Errorf("SetDefaults = %v, want the registration's failure", err)
 		}
 	})
 }

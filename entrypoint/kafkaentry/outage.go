@@ -1,6 +1,7 @@
 package kafkaentry
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,18 +77,10 @@ func (o Outage) withDefaults() Outage {
 	if o.Classify == nil {
 		o.Classify = IsTransient
 	}
-	if o.CheckTimeout == 0 {
-		o.CheckTimeout = DefaultOutageCheckTimeout
-	}
-	if o.DistinctFailures == 0 {
-		o.DistinctFailures = DefaultOutageDistinctFailures
-	}
-	if o.Initial == 0 {
-		o.Initial = DefaultOutageInitial
-	}
-	if o.Max == 0 {
-		o.Max = max(DefaultOutageMax, o.Initial)
-	}
+	o.CheckTimeout = cmp.Or(o.CheckTimeout, DefaultOutageCheckTimeout)
+	o.DistinctFailures = cmp.Or(o.DistinctFailures, DefaultOutageDistinctFailures)
+	o.Initial = cmp.Or(o.Initial, DefaultOutageInitial)
+	o.Max = cmp.Or(o.Max, max(DefaultOutageMax, o.Initial))
 	return o
 }
 

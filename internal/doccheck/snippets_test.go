@@ -20,7 +20,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/entrypoint/admission"
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
+	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/health"
@@ -207,4 +209,12 @@ func hosttestSnippet(t *testing.T, spec host.AppSpec) {
 			t.Fatal(err)
 		}
 	})
+}
+
+func overloadServer(mux *http.ServeMux) (*httpentry.Server, error) {
+	return httpentry.New(httpentry.Config{Addr: ":8080"}, mux,
+		httpentry.WithCritical("POST /payments/{id}/confirm"), // counted, never refused
+		httpentry.WithExempt("GET /events"),                   // outside the limiter
+		httpentry.WithAdmission(admission.Config{MaxLimit: 500}),
+	)
 }

@@ -4,6 +4,7 @@ package safe
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 	"time"
@@ -41,4 +42,19 @@ func Bounded(ctx context.Context, what string, extra time.Duration, fn func(cont
 	case <-t.C:
 		return fmt.Errorf("%s: %w", what, fault.ErrAbandoned)
 	}
+}
+
+// ReportPanic sends err to r when it is or wraps a *fault.PanicError, tagged with the
+// entrypoint called name, and reports whether it did; a nil r sends nothing. It is
+// how every entrypoint hands a panic it recovered on its own to the error reporter
+// (entrypoint.Defaults.Reporter); ctx may carry the span the report is tied to.
+func ReportPanic(ctx context.Context, r fault.Reporter, name string, err error) bool {
+	if r == nil {
+		return false
+	}
+	if _, ok := errors.AsType[*fault.PanicError](err); !ok {
+		return false
+	}
+	r.Report(ctx, err, map[string]string{fault.TagEntrypoint: name})
+	return true
 }

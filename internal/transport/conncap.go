@@ -225,3 +225,6 @@ func (c *cappedConn) CloseWrite() error {
 
 // ReadFrom lets the connection's own ReadFrom (sendfile, splice) do the copy.
 func (c *cappedConn) ReadFrom(r io.Reader) (int64, error) { return io.Copy(c.Conn, r) }
+
+// NetConn returns the connection under the cap's wrapper.
+func (c *cappedConn) NetConn() net.Conn { return c.Conn }

@@ -2,5 +2,6 @@
 // so that each is written once: the key pair of Config.CertFile and Config.KeyFile,
 // the defaulting of their duration and size fields and the Addr/WithListener rule,
 // their RED metrics registered all or none, the listening socket Bind opens and Stop
-// closes, and the set of streams that Drain ends oldest first.
+// closes, the serving goroutine with the rule for the Host giving up on Serve
+// (Serving), and the set of streams that Drain ends oldest first.
 package transport

@@ -50,7 +50,7 @@ var rows = []struct {
 	forbid []string
 }{
 	// health, host, httpentry, and the README's hello program built on them.
-	{[]string{"health", "host", "entrypoint/httpentry", "internal/doccheck/snippets/hellohttp"}, core},
+	{[]string{"health", "host", "entrypoint/httpentry", "entrypoint/conntrack", "internal/doccheck/snippets/hellohttp"}, core},
 	// The leaves: zap at most (allowlisted in TestWeight too). entrypoint is held to
 	// the core row only: its Defaults carry a Prometheus registerer and a tracer
 	// provider, so it links their APIs (a known gap against the table).

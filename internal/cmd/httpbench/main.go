@@ -24,7 +24,7 @@ func hello(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("hello\n")) 
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8080", "listen address")
-	mode := flag.String("mode", "bare", "bare | entry | entry+metrics | entry+tracing | entry+tracing+recording | host")
+	mode := flag.String("mode", "bare", "bare | entry | entry+metrics | entry+trace-all | entry+trace-1pct | host")
 	flag.Parse()
 	if *mode == "host" {
 		mainHost(*addr)
@@ -55,17 +55,18 @@ func serve(ctx context.Context, addr, mode string) error {
 	switch mode {
 	case "entry+metrics":
 		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()))
-	case "entry+tracing":
-		// Tracing on and no exporter: the Host's tracer provider when no OTEL_*
-		// variable is set.
-		h, err := host.New(host.AppSpec{ServiceName: "httpbench", Probes: health.ListenerConfig{Disabled: true}})
-		if err != nil {
-			return err
+	case "entry+trace-all", "entry+trace-1pct":
+		// Metrics on, as under the Host, and every request traced: each span sampled,
+		// or 1 % of them (ParentBased(TraceIDRatioBased(0.01)), the usual production
+		// setting), through a batch processor whose exporter drops the batches, so the
+		// figure is the span's cost in the request path, not an exporter's.
+		sampler := sdktrace.AlwaysSample()
+		if mode == "entry+trace-1pct" {
+			sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))
 		}
-		opts = append(opts, httpentry.WithTracerProvider(h.TracerProvider()))
-	case "entry+tracing+recording":
-		// Every span sampled and recorded, and dropped for want of an exporter.
-		opts = append(opts, httpentry.WithTracerProvider(sdktrace.NewTracerProvider()))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(sampler))
+		defer tp.Shutdown(context.Background())
+		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()), httpentry.WithTracerProvider(tp))
 	}
 	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello), opts...)
 	if err != nil {
@@ -82,6 +83,12 @@ func serve(ctx context.Context, addr, mode string) error {
 	_ = s.Drain(dctx)
 	return s.Stop(dctx)
 }
+
+// discardExporter drops what the batch processor hands it.
+type discardExporter struct{}
+
+func (discardExporter) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discardExporter) Shutdown(context.Context) error                             { return nil }
 
 // mainHost runs the handler as a whole servicewright service: the HTTP entrypoint
 // under host.Main, with the probe listener on PROBE_ADDR. make bench times its

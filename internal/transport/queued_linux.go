@@ -1,4 +1,4 @@
-package httpentry
+package transport
 
 import (
 	"errors"
@@ -7,14 +7,14 @@ import (
 	"syscall"
 )
 
-// canAcceptQueued tells whether acceptQueued works here.
-const canAcceptQueued = true
+// CanAcceptQueued tells whether AcceptQueued works here.
+const CanAcceptQueued = true
 
-// acceptQueued takes one connection from the listening socket's queue with a
+// AcceptQueued takes one connection from the listening socket's queue with a
 // non-blocking accept4(2): it returns nil, nil when the queue is empty (Go's
 // listening sockets are non-blocking). A connection the client aborted while queued
 // is skipped.
-func acceptQueued(raw syscall.RawConn) (net.Conn, error) {
+func AcceptQueued(raw syscall.RawConn) (net.Conn, error) {
 	var fd int
 	var err error
 	if cerr := raw.Control(func(s uintptr) {
@@ -39,11 +39,11 @@ func acceptQueued(raw syscall.RawConn) (net.Conn, error) {
 	return c, err
 }
 
-// readQueued returns what is waiting in c's receive queue, at most limit bytes, with
+// ReadQueued returns what is waiting in c's receive queue, at most limit bytes, with
 // non-blocking read(2)s on the socket (Go's sockets are non-blocking). It does not
 // take the conn's read lock, so it never waits for a Read in progress. A conn that
-// is not a socket gives nothing.
-func readQueued(c net.Conn, limit int) []byte {
+// is not a socket (not a syscall.Conn) gives nothing.
+func ReadQueued(c net.Conn, limit int) []byte {
 	sc, ok := c.(syscall.Conn)
 	if !ok {
 		return nil

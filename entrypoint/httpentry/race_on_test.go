@@ -1,0 +1,5 @@
+//go:build race
+
+package httpentry
+
+const raceOn = true
