@@ -163,7 +163,10 @@ func TestGRPCRollingRestart(t *testing.T) {
 	}
 	rounds := envInt("SW_GRPC_ROLLING_ROUNDS", 2)
 	t.Run("grpcentry behind HAProxy fails no RPC", func(t *testing.T) {
-		l := grpcRollingRestart(t, bin, []string{"SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn"}, rounds)
+		// The drain is under test, not overload protection: on a machine the whole
+		// test suite loads, the limiter may rightly shed a call, which this test
+		// would count as dropped (TestOverloadRollout tests the two together).
+		l := grpcRollingRestart(t, bin, []string{"SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn", "SW_ADMISSION_OFF=1"}, rounds)
 		total := l.ok.Load() + l.failed.Load()
 		rps := float64(total) / l.took.Seconds()
 		t.Logf("grpcentry: %d RPCs in %s (%.0f/s), %d failed %v", total, l.took.Round(time.Millisecond), rps, l.failed.Load(), l.samples)

@@ -179,7 +179,10 @@ func TestRollingRestart(t *testing.T) {
 		t.Skip("the rolling restart takes ~30s")
 	}
 	t.Run("servicewright behind HAProxy drops nothing", func(t *testing.T) {
-		l := rollingRestart(t, bin, []string{"SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn"}, true)
+		// The drain is under test, not overload protection: on a machine the whole
+		// test suite loads, the limiter may rightly shed a request, which this test
+		// would count as dropped (TestOverloadRollout tests the two together).
+		l := rollingRestart(t, bin, []string{"SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn", "SW_ADMISSION_OFF=1"}, true)
 		total := l.ok.Load() + l.failed.Load()
 		rps := float64(total) / l.took.Seconds()
 		t.Logf("servicewright: %d requests in %s (%.0f/s), %d failed %v", total, l.took.Round(time.Millisecond), rps, l.failed.Load(), l.samples)
