@@ -165,7 +165,7 @@ func TestGRPCRollingRestart(t *testing.T) {
 	t.Run("grpcentry behind HAProxy fails no RPC", func(t *testing.T) {
 		// The drain is under test, not overload protection: on a machine the whole
 		// test suite loads, the limiter may rightly shed a call, which this test
-		// would count as dropped (TestOverloadRollout tests the two together).
+		// would count as dropped (TestRolloutOverload tests the two together).
 		l := grpcRollingRestart(t, bin, []string{"SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn", "SW_ADMISSION_OFF=1"}, rounds)
 		total := l.ok.Load() + l.failed.Load()
 		rps := float64(total) / l.took.Seconds()

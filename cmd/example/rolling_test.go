@@ -181,7 +181,7 @@ func TestRollingRestart(t *testing.T) {
 	t.Run("servicewright behind HAProxy drops nothing", func(t *testing.T) {
 		// The drain is under test, not overload protection: on a machine the whole
 		// test suite loads, the limiter may rightly shed a request, which this test
-		// would count as dropped (TestOverloadRollout tests the two together).
+		// would count as dropped (TestRolloutOverload tests the two together).
 		l := rollingRestart(t, bin, []string{"SW_DRAIN_DELAY=1s", "SW_LOG_LEVEL=warn", "SW_ADMISSION_OFF=1"}, true)
 		total := l.ok.Load() + l.failed.Load()
 		rps := float64(total) / l.took.Seconds()
