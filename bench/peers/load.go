@@ -17,6 +17,30 @@ type result struct {
 	refused  float64 // 503s per second
 	failed   float64 // errors and late answers per second
 	p50, p99 time.Duration
+	share    float64 // goodput over the capacity measured before the run
+}
+
+// median is the median of xs by key.
+func median[T any](xs []T, key func(T) float64) float64 {
+	v := make([]float64, len(xs))
+	for i, x := range xs {
+		v[i] = key(x)
+	}
+	slices.Sort(v)
+	return v[len(v)/2]
+}
+
+// medianResult is each figure's median over runs.
+func medianResult(runs []result) result {
+	return result{
+		offered: median(runs, func(r result) float64 { return r.offered }),
+		goodput: median(runs, func(r result) float64 { return r.goodput }),
+		refused: median(runs, func(r result) float64 { return r.refused }),
+		failed:  median(runs, func(r result) float64 { return r.failed }),
+		p50:     time.Duration(median(runs, func(r result) float64 { return float64(r.p50) })),
+		p99:     time.Duration(median(runs, func(r result) float64 { return float64(r.p99) })),
+		share:   median(runs, func(r result) float64 { return r.share }),
+	}
 }
 
 // deadline is how late a 2xx may be and still count as goodput.
