@@ -16,7 +16,7 @@ const (
 	DefaultWindow        = 100 * time.Millisecond
 	DefaultTolerance     = 1.5
 	DefaultProbeInterval = 30 * time.Second
-	DefaultMaxQueueDelay = 2 * time.Millisecond
+	DefaultMaxQueueDelay = 5 * time.Millisecond
 )
 
 // The environment variables that override Config's fields (see Config.FromEnv).
@@ -59,7 +59,9 @@ type Config struct {
 	// wait for a CPU (the Go scheduler's latency) before the process counts as
 	// saturated and the Limiter admits only a share of the ordinary units under the
 	// limit, cut while the wait stays over it. A CPU-bound handler queues there,
-	// before any Gate sees it. Default 2ms. Env SW_ADMISSION_MAX_QUEUE_DELAY.
+	// before any Gate sees it. Default 5ms: the scheduler's time slice is 10ms, so a
+	// goroutine that finds a CPU-bound one running may wait half of that with no
+	// queue at all. Env SW_ADMISSION_MAX_QUEUE_DELAY.
 	MaxQueueDelay time.Duration
 }
 
