@@ -24,8 +24,8 @@
 //
 // # Checks
 //
-// A Check is anything with Health(ctx) error; Redis, Postgres and Dial adapt the usual
-// clients. Nothing is discovered: name each dependency readiness depends on. On every
+// A Check is anything with Health(ctx) error; Postgres and Dial adapt the usual
+// clients (rediskit has Redis's). Nothing is discovered: name each dependency readiness depends on. On every
 // readiness probe in the Ready state the checks run concurrently, each under its own
 // CheckTimeout. The budget is per check, not per sweep, deliberately: a driver retrying
 // an unreachable server past a sweep-wide deadline would cancel every check and leave
