@@ -118,9 +118,9 @@ func (l *load) do(c *http.Client, url string) {
 	l.mu.Unlock()
 }
 
-// rollingRestart runs two replicas behind HAProxy under load and restarts each of
-// them three times in turn. It returns the load's counts.
-func rollingRestart(t *testing.T, bin string, env []string, wantExit0 bool) *load {
+// startPair starts two replicas of bin with env behind HAProxy checking /readyz
+// every interval, and waits until HAProxy sees both up.
+func startPair(t *testing.T, bin string, env []string, interval time.Duration) ([]*replica, *testenv.HAProxy) {
 	t.Helper()
 	var reps []*replica
 	var backends []testenv.Backend
@@ -135,7 +135,7 @@ func rollingRestart(t *testing.T, bin string, env []string, wantExit0 bool) *loa
 	for _, r := range reps {
 		r.start(t)
 	}
-	lb, err := testenv.StartHAProxy(backends, 250*time.Millisecond)
+	lb, err := testenv.StartHAProxy(backends, interval)
 	testenv.Require(t, err)
 	t.Cleanup(func() { _ = lb.Stop() })
 	for _, r := range reps {
@@ -143,6 +143,14 @@ func rollingRestart(t *testing.T, bin string, env []string, wantExit0 bool) *loa
 			t.Fatal(err)
 		}
 	}
+	return reps, lb
+}
+
+// rollingRestart runs two replicas behind HAProxy under load and restarts each of
+// them three times in turn. It returns the load's counts.
+func rollingRestart(t *testing.T, bin string, env []string, wantExit0 bool) *load {
+	t.Helper()
+	reps, lb := startPair(t, bin, env, 250*time.Millisecond)
 
 	l := &load{}
 	stop := make(chan struct{})

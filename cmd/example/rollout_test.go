@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"sync"
@@ -11,8 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/servicewright/servicewright/internal/testenv"
 )
 
 // burnRounds is the SHA-256 rounds of each /burn request of the rollout test: a
@@ -171,27 +168,7 @@ func TestRolloutOverload(t *testing.T) {
 	// no replica left, answers 503 itself, without Retry-After. The drain delay
 	// outlasts one check.
 	env := []string{"GOMAXPROCS=1", "SW_DRAIN_DELAY=2s", "SW_LOG_LEVEL=warn"}
-	var reps []*replica
-	var backends []testenv.Backend
-	for i := range 2 {
-		r := &replica{name: fmt.Sprintf("r%d", i+1), bin: bin, http: freeAddr(t), probe: freeAddr(t), env: env}
-		_, probePort, _ := net.SplitHostPort(r.probe)
-		var port int
-		fmt.Sscan(probePort, &port)
-		reps = append(reps, r)
-		backends = append(backends, testenv.Backend{Name: r.name, Addr: r.http, ProbePort: port})
-	}
-	for _, r := range reps {
-		r.start(t)
-	}
-	lb, err := testenv.StartHAProxy(backends, time.Second)
-	testenv.Require(t, err)
-	t.Cleanup(func() { _ = lb.Stop() })
-	for _, r := range reps {
-		if err := lb.WaitStatus(r.name, "UP", 10*time.Second); err != nil {
-			t.Fatal(err)
-		}
-	}
+	reps, lb := startPair(t, bin, env, time.Second)
 	url := fmt.Sprintf("http://%s/burn?n=%d", lb.Addr(), burnRounds)
 
 	closedLoad(url, 8, 500*time.Millisecond) // warm up
