@@ -157,22 +157,23 @@ func TestConfig(t *testing.T) {
 		}
 	})
 	t.Run("non-positive window and a low tolerance are each reported", func(t *testing.T) {
-		_, err := New(Config{Window: -time.Second, Tolerance: 0.5, ProbeInterval: -1})
+		_, err := New(Config{Window: -time.Second, Tolerance: 0.5, ProbeInterval: -1, MaxQueueDelay: -time.Millisecond})
 		p := problems(t, err)
 		fields := map[string]bool{}
 		for _, x := range p {
 			fields[x.Field] = true
 		}
-		if len(p) != 3 || !fields["Window"] || !fields["Tolerance"] || !fields["ProbeInterval"] || !strings.Contains(err.Error(), EnvWindow) {
-			t.Fatalf("problems = %v, want Window (naming %s), Tolerance and ProbeInterval", p, EnvWindow)
+		if len(p) != 4 || !fields["Window"] || !fields["Tolerance"] || !fields["ProbeInterval"] || !fields["MaxQueueDelay"] ||
+			!strings.Contains(err.Error(), EnvWindow) || !strings.Contains(err.Error(), EnvMaxQueueDelay) {
+			t.Fatalf("problems = %v, want Window (naming %s), Tolerance, ProbeInterval and MaxQueueDelay (naming %s)", p, EnvWindow, EnvMaxQueueDelay)
 		}
 	})
 	t.Run("malformed variables are reported with their field", func(t *testing.T) {
-		env := map[string]string{EnvOff: "maybe", EnvMinLimit: "x", EnvWindow: "soon"}
+		env := map[string]string{EnvOff: "maybe", EnvMinLimit: "x", EnvWindow: "soon", EnvMaxQueueDelay: "short"}
 		_, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		p := problems(t, err)
-		if len(p) != 3 || !strings.Contains(err.Error(), "Off: SW_ADMISSION_OFF") || !strings.Contains(err.Error(), "MinLimit: SW_ADMISSION_MIN_LIMIT") {
-			t.Fatalf("error = %v, want Off, MinLimit and Window each naming its variable", err)
+		if len(p) != 4 || !strings.Contains(err.Error(), "MaxQueueDelay: SW_ADMISSION_MAX_QUEUE_DELAY") || !strings.Contains(err.Error(), "Off: SW_ADMISSION_OFF") || !strings.Contains(err.Error(), "MinLimit: SW_ADMISSION_MIN_LIMIT") {
+			t.Fatalf("error = %v, want Off, MinLimit, Window and MaxQueueDelay each naming its variable", err)
 		}
 	})
 	t.Run("variables override fields and Off returns no limiter", func(t *testing.T) {

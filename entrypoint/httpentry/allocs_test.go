@@ -2,6 +2,7 @@ package httpentry
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -22,6 +23,7 @@ func TestMiddlewareAllocs(t *testing.T) {
 	ok := []byte("ok")
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders", func(w http.ResponseWriter, r *http.Request) { w.Write(ok) })
+	mux.HandleFunc("GET /text", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
 	req := httptest.NewRequest("GET", "/orders", nil)
 	w := &discard{h: http.Header{}}
 	allocs := func(h http.Handler) float64 {
@@ -38,6 +40,14 @@ func TestMiddlewareAllocs(t *testing.T) {
 
 	if got := allocs(server(WithRegisterer(prometheus.NewRegistry()))); got != bare {
 		t.Errorf("untraced request through the Server: %v allocations, bare handler %v: want no more", got, bare)
+	}
+	// A handler that writes a string: the Server's writer passes it on as a string,
+	// as net/http's does, rather than copying it to a []byte.
+	text := httptest.NewRequest("GET", "/text", nil)
+	bareText := testing.AllocsPerRun(2000, func() { mux.ServeHTTP(w, text) })
+	s := server()
+	if got := testing.AllocsPerRun(2000, func() { s.ServeHTTP(w, text) }); got != bareText {
+		t.Errorf("io.WriteString through the Server: %v allocations, bare handler %v: want no more", got, bareText)
 	}
 
 	prop := propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})

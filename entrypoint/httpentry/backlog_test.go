@@ -198,27 +198,7 @@ func TestDrainAnswersTheBacklogOverTLS(t *testing.T) {
 // BenchmarkNewConnection measures a request on a connection of its own, accept
 // included: dial, GET with Connection: close, read to EOF.
 func BenchmarkNewConnection(b *testing.B) {
-	s, err := New(Config{Addr: "127.0.0.1:0"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.WriteString(w, "ok")
-	}))
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := s.Bind(context.Background()); err != nil {
-		b.Fatal(err)
-	}
-	stop := make(chan struct{})
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(context.Background(), stop) }()
-	defer func() {
-		close(stop)
-		<-served
-		ctx, cancel := context.WithTimeout(context.Background(), failAfter)
-		defer cancel()
-		if err := s.Drain(ctx); err != nil {
-			b.Error(err)
-		}
-	}()
+	s := serveForBench(b)
 	addr := s.Addr().String()
 	req := []byte("GET / HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n")
 	buf := make([]byte, 4096)

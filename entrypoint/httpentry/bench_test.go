@@ -19,6 +19,9 @@ func (d *discard) Header() http.Header         { return d.h }
 func (d *discard) Write(p []byte) (int, error) { return len(p), nil }
 func (d *discard) WriteHeader(int)             {}
 
+// WriteString makes discard an io.StringWriter, as net/http's own writer is.
+func (d *discard) WriteString(p string) (int, error) { return len(p), nil }
+
 // processCPU is the CPU time the process used so far, user and system, in ns.
 func processCPU(b *testing.B) int64 {
 	var ru syscall.Rusage

@@ -110,11 +110,12 @@ func TestTrackAllocatesNothing(t *testing.T) {
 	}
 }
 
-// BenchmarkKeepAliveRequest measures a request on a kept-alive connection, the
-// ConnState hook's two calls included.
-func BenchmarkKeepAliveRequest(b *testing.B) {
+// serveForBench starts a Server answering "ok" on a loopback port, drained when b
+// ends.
+func serveForBench(b *testing.B) *Server {
+	b.Helper()
 	s, err := New(Config{Addr: "127.0.0.1:0"}, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte("ok"))
+		io.WriteString(w, "ok")
 	}))
 	if err != nil {
 		b.Fatal(err)
@@ -125,7 +126,7 @@ func BenchmarkKeepAliveRequest(b *testing.B) {
 	stop := make(chan struct{})
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(context.Background(), stop) }()
-	defer func() {
+	b.Cleanup(func() {
 		close(stop)
 		<-served
 		ctx, cancel := context.WithTimeout(context.Background(), failAfter)
@@ -133,7 +134,14 @@ func BenchmarkKeepAliveRequest(b *testing.B) {
 		if err := s.Drain(ctx); err != nil {
 			b.Error(err)
 		}
-	}()
+	})
+	return s
+}
+
+// BenchmarkKeepAliveRequest measures a request on a kept-alive connection, the
+// ConnState hook's two calls included.
+func BenchmarkKeepAliveRequest(b *testing.B) {
+	s := serveForBench(b)
 	c, err := net.Dial("tcp", s.Addr().String())
 	if err != nil {
 		b.Fatal(err)

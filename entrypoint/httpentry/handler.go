@@ -206,6 +206,19 @@ func (w *response) Write(p []byte) (int, error) {
 	return w.ResponseWriter.Write(p)
 }
 
+// WriteString passes a string on as net/http's own writer takes it, without the
+// copy to a []byte that io.WriteString and fmt.Fprint make through a writer that
+// has only Write.
+func (w *response) WriteString(p string) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	if sw, ok := w.ResponseWriter.(io.StringWriter); ok {
+		return sw.WriteString(p)
+	}
+	return w.ResponseWriter.Write([]byte(p))
+}
+
 func (w *response) Flush() { _ = w.FlushError() }
 
 func (w *response) FlushError() error {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -92,21 +91,9 @@ func settledExit(bin string) (float64, error) {
 		_, _ = io.Copy(io.Discard, stderr)
 	}()
 	began := time.Now()
-	client := http.Client{Timeout: time.Second}
-	for {
-		resp, err := client.Get("http://" + probe + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Since(began) > 10*time.Second {
-			return 0, fmt.Errorf("%s not ready after 10s", bin)
-		}
-		time.Sleep(time.Millisecond)
+	if err := awaitReady(bin, probe, began, time.Millisecond); err != nil {
+		return 0, err
 	}
-	client.CloseIdleConnections()
 	select {
 	case <-assigned:
 	case <-time.After(20 * time.Second):

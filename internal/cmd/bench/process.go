@@ -94,22 +94,10 @@ func startStop(bin string, args []string, env ...string) (readyMS, exitMS float6
 		return 0, 0, err
 	}
 	defer cmd.Process.Kill()
-	client := http.Client{Timeout: time.Second}
-	for {
-		resp, err := client.Get("http://" + probe + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Since(began) > 10*time.Second {
-			return 0, 0, fmt.Errorf("%s not ready after 10s", bin)
-		}
-		time.Sleep(200 * time.Microsecond)
+	if err := awaitReady(bin, probe, began, 200*time.Microsecond); err != nil {
+		return 0, 0, err
 	}
 	ready := time.Since(began)
-	client.CloseIdleConnections()
 	sent := time.Now()
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		return 0, 0, err
@@ -129,4 +117,24 @@ func freeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// awaitReady polls the /readyz of the process bin, serving probes on probe, every
+// poll until it answers 200, for at most 10 s from began.
+func awaitReady(bin, probe string, began time.Time, poll time.Duration) error {
+	client := http.Client{Timeout: time.Second}
+	defer client.CloseIdleConnections() // no connection left to the process it times
+	for {
+		resp, err := client.Get("http://" + probe + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return nil
+			}
+		}
+		if time.Since(began) > 10*time.Second {
+			return fmt.Errorf("%s not ready after 10s", bin)
+		}
+		time.Sleep(poll)
+	}
 }
