@@ -10,12 +10,12 @@ var grpcVariants = []string{"bare", "grpcentry", "grpcentry+trace-all", "grpcent
 
 // grpcFigure compares unary RPC throughput through grpcentry (Gate, panic recovery,
 // RED metrics), and through grpcentry tracing every call or 1 % of them (the
-// interceptor's span, batch processor, discarding exporter), with a bare grpc.Server serving the same
-// handler. Each run measures every variant, one right after the other in separate
-// processes, starting one variant further on each time; the figure is the median
-// of the runs' ratios, each against the bare run beside it, with their spread, so
-// that neither the machine's load drifting between runs nor going first favours
-// one side.
+// interceptor's span, batch processor, discarding exporter), with a bare grpc.Server
+// serving the same handler. Each run measures every variant, one right after the
+// other in separate processes, starting one variant further on each time; the
+// figure is the median of the runs' ratios, each against the bare run beside it,
+// with their spread, so that neither the machine's load drifting between runs nor
+// going first favours one side.
 func grpcFigure(e env) ([]row, error) {
 	// The verdict is taken on the process's CPU time per call (bare's over the
 	// variant's: a throughput ratio), which holds on a machine shared with other
