@@ -38,9 +38,10 @@
 // a handler that returns when its ctx is done is drained without change, and its
 // result becomes UNAVAILABLE unless it returned a status of its own.
 //
-// Tracing (otelgrpc, only through the tracer provider given) and Prometheus RED
-// metrics (servicewright_grpc_*) use what WithTracerProvider and WithRegisterer give,
-// or else what the Host hands over (SetDefaults). The safe defaults bound message
+// Tracing (a server span per admitted RPC, started by the Server's interceptor, only
+// through the tracer provider given) and Prometheus RED metrics (servicewright_grpc_*)
+// use what WithTracerProvider and WithRegisterer give, or else what the Host hands
+// over (SetDefaults). The safe defaults bound message
 // sizes (4 MiB each way), enforce a minimum client keepalive interval, close idle
 // connections, and age connections (MaxConnectionAge, 5 min) so that clients
 // rebalance onto replicas that started later. CertFile and KeyFile turn on TLS.

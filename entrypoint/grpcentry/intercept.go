@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -22,7 +23,10 @@ var errDraining = status.Error(codes.Unavailable, "grpc server is draining: retr
 // errPanic is what the client of a handler that panicked gets.
 var errPanic = status.Error(codes.Internal, "internal error")
 
-// unary is the outermost unary interceptor: the Gate, panic recovery and metrics.
+// unary is the outermost unary interceptor: the Gate, the span (trace.go), panic
+// recovery and metrics. The span is started once the call is admitted and ended
+// once its status, a panic's INTERNAL included, is known; the health service is
+// neither traced nor counted.
 func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (resp any, err error) {
 	if isHealth(info.FullMethod) {
 		defer func() {
@@ -38,17 +42,25 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	}
 	defer t.Leave()
 	start := s.now()
+	var span trace.Span
+	if s.trace.tracer != nil {
+		ctx, span = s.trace.start(ctx, info.FullMethod)
+	}
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			err = s.panicked(ctx, info.FullMethod, r)
+		}
+		if span != nil {
+			endSpan(span, info.FullMethod, err, r)
 		}
 		s.observe(info.FullMethod, err, start)
 	}()
 	return handler(ctx, req)
 }
 
-// stream is the outermost stream interceptor: the Gate, the spread drain's ctx,
-// panic recovery and metrics.
+// stream is the outermost stream interceptor: the Gate, the span (trace.go), the
+// spread drain's ctx, panic recovery and metrics.
 func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	if isHealth(info.FullMethod) {
 		defer func() {
@@ -64,15 +76,24 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	}
 	defer t.Leave()
 	start := s.now()
-	st, ctx := s.streams.add(ss.Context())
+	ctx := ss.Context()
+	var span trace.Span
+	if s.trace.tracer != nil {
+		ctx, span = s.trace.start(ctx, info.FullMethod)
+	}
+	st, ctx := s.streams.add(ctx)
 	defer func() {
-		if r := recover(); r != nil {
+		r := recover()
+		if r != nil {
 			err = s.panicked(ctx, info.FullMethod, r)
 		}
 		if errors.Is(context.Cause(ctx), ErrStreamDrained) {
 			err = drainedStatus(err)
 		}
 		s.streams.remove(st)
+		if span != nil {
+			endSpan(span, info.FullMethod, err, r)
+		}
 		s.observe(info.FullMethod, err, start)
 	}()
 	return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})

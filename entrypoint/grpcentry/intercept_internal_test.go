@@ -6,8 +6,11 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 )
 
@@ -86,5 +89,43 @@ func TestUnaryAllocs(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(1000, func() { _, _ = s.unary(ctx, nil, info, handler) }); n != 0 {
 		t.Errorf("unary interceptor allocates %v per call, want 0", n)
+	}
+}
+
+// A traced call that is not sampled costs few allocations (docs/cost.md): the
+// carrier over the incoming metadata, the traceparent value read from it, the
+// remote parent and the span in the ctx, and the SDK's non-recording span. otelgrpc
+// cost some 35 for the same call.
+func TestUnaryAllocsUnsampled(t *testing.T) {
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+	defer tp.Shutdown(context.Background())
+	s, err := New(Config{}, func(*grpc.Server) {}, WithRegisterer(prometheus.NewRegistry()), WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	info := &grpc.UnaryServerInfo{FullMethod: "/a.B/C"}
+	var sc trace.SpanContext
+	handler := func(ctx context.Context, _ any) (any, error) { sc = trace.SpanContextFromContext(ctx); return nil, nil }
+	md := metadata.MD{":authority": {"localhost"}, "content-type": {"application/grpc"}, "user-agent": {"grpc-go"}}
+	for _, c := range []struct {
+		name   string
+		md     metadata.MD
+		allocs float64
+	}{
+		{"root", md, 3},
+		{"unsampled parent", metadata.Join(md, metadata.Pairs("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00")), 6},
+	} {
+		ctx := metadata.NewIncomingContext(context.Background(), c.md)
+		if _, err := s.unary(ctx, nil, info, handler); err != nil {
+			t.Fatal(err)
+		}
+		if !sc.IsValid() || sc.IsSampled() {
+			t.Fatalf("%s: the handler's span context is %v, want a valid unsampled one", c.name, sc)
+		}
+		n := testing.AllocsPerRun(1000, func() { _, _ = s.unary(ctx, nil, info, handler) })
+		t.Logf("%s: %v allocations per call", c.name, n)
+		if n > c.allocs {
+			t.Errorf("%s: an unsampled traced call allocates %v, want at most %v", c.name, n, c.allocs)
+		}
 	}
 }

@@ -82,11 +82,17 @@ func WithRegisterer(reg prometheus.Registerer) Option {
 	}
 }
 
-// WithTracerProvider traces every RPC with otelgrpc through tp: a server span per
-// RPC, continuing the caller's W3C trace context. The global OpenTelemetry providers
-// and propagator are not used, and otelgrpc's own metrics are off (WithRegisterer
-// has the RED metrics). A nil tp is ignored. Without it the Server traces with the
-// Host's tracer provider (SetDefaults), if any.
+// WithTracerProvider makes the Server start a server span per admitted RPC with tp,
+// continuing the trace of the call's metadata (W3C trace context and baggage unless
+// WithPropagator says otherwise), named "package.Service/Method" and ended once the
+// status — a panic's INTERNAL included — is known. The span carries the RPC semantic
+// conventions' rpc.system.name, rpc.method and rpc.response.status_code, and an error
+// status for UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE,
+// DATA_LOSS or a panic (whose type only is recorded, never its text). The health
+// service is not traced, and the global OpenTelemetry provider and propagator are
+// not used. Without it the Server uses the tracer provider the Host hands it
+// (SetDefaults), if any; with neither, or with a no-op provider, no span is made and
+// tracing costs nothing. A nil tp is ignored.
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(o *options) {
 		if tp != nil {

@@ -2,8 +2,11 @@ package grpcentry
 
 import (
 	"bytes"
+	"errors"
 	"io"
+	"net"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"golang.org/x/net/http2"
@@ -90,4 +93,72 @@ func TestFrameScannerStopsPastBudget(t *testing.T) {
 	if end, _, _ := s.scan(b.Bytes()[starts[0]+4:], 0); end != 0 {
 		t.Errorf("a frame begun in the previous read: end %d, want 0", end)
 	}
+}
+
+// scripted is a connection whose reads return the chunks the test queued, one a
+// Read; its writes and close only count, for the GOAWAY and close of a cut.
+type scripted struct {
+	reads  [][]byte
+	closed bool
+}
+
+func (c *scripted) Read(p []byte) (int, error) {
+	if len(c.reads) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, c.reads[0])
+	c.reads = c.reads[1:]
+	return n, nil
+}
+func (c *scripted) Write(p []byte) (int, error)      { return len(p), nil }
+func (c *scripted) Close() error                     { c.closed = true; return nil }
+func (c *scripted) LocalAddr() net.Addr              { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 1} }
+func (c *scripted) RemoteAddr() net.Addr             { return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 2} }
+func (c *scripted) SetDeadline(time.Time) error      { return nil }
+func (c *scripted) SetReadDeadline(time.Time) error  { return nil }
+func (c *scripted) SetWriteDeadline(time.Time) error { return nil }
+
+// Read takes the clock only while the bucket is not full; a bucket that stayed full
+// for an hour refills from the read that first takes from it, not from the hour
+// before.
+func TestResetBucketRead(t *testing.T) {
+	resets := func(n int) []byte {
+		var b bytes.Buffer
+		fr := http2.NewFramer(&b, nil)
+		for i := range n {
+			_ = fr.WriteRSTStream(uint32(2*i+1), http2.ErrCodeCancel)
+		}
+		return b.Bytes()
+	}
+	synctest.Test(t, func(t *testing.T) {
+		g := &resetGuard{burst: 10, rate: 2, onAbuse: func(net.Addr) {}}
+		guard := func(reads ...[]byte) *guardedConn {
+			c := g.wrap(&scripted{reads: reads}).(*guardedConn)
+			c.in.skip = 0 // no client preface in these reads
+			return c
+		}
+		buf := make([]byte, 4096)
+
+		c := guard(resets(10), resets(1))
+		time.Sleep(time.Hour) // full all along: nothing to refill
+		if _, err := c.Read(buf); err != nil || c.cut.Load() {
+			t.Fatalf("the burst: %v", err)
+		}
+		if _, err := c.Read(buf); !errors.Is(err, errResetAbuse) || !c.cut.Load() {
+			t.Fatalf("a reset past the burst, an hour after the connection: %v, want the cut", err)
+		}
+
+		c = guard(resets(10), resets(2), resets(1))
+		time.Sleep(time.Hour)
+		if _, err := c.Read(buf); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		if _, err := c.Read(buf); err != nil || c.cut.Load() {
+			t.Fatalf("a second's refill (2): %v", err)
+		}
+		if _, err := c.Read(buf); !errors.Is(err, errResetAbuse) {
+			t.Fatalf("a reset past a second's refill: %v, want the cut", err)
+		}
+	})
 }

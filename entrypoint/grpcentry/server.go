@@ -11,10 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
-	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
@@ -46,11 +42,10 @@ type Server struct {
 	own      options  // what the options gave; SetDefaults fills in the rest
 	tlsCfg   *tls.Config
 	register func(*grpc.Server)
-	traced   bool // the grpc.Server has otelgrpc
+	trace    tracing // the server span of each admitted RPC (trace.go); zero: none
 	health   *healthServer
-	prop     propagation.TextMapPropagator // nil: W3C trace context and baggage
-	reporter fault.Reporter                // nil: panics are only logged
-	monitor  *health.Monitor               // WithHealth's, or the Host's (UseMonitor); nil without either
+	reporter fault.Reporter  // nil: panics are only logged
+	monitor  *health.Monitor // WithHealth's, or the Host's (UseMonitor); nil without either
 
 	gate    entrypoint.Gate
 	adm     admissionState // admission.go
@@ -80,9 +75,7 @@ type Server struct {
 // register must not register grpc.health.v1.Health: the Server serves it, tied to
 // readiness (see WithHealth). grpc-go exits the process on a service registered
 // twice; that is not caught. Server reflection, if wanted, is registered by
-// register (reflection.Register). register must do nothing but register services:
-// when SetDefaults takes the Host's tracer provider, the grpc.Server is built again
-// and register is called once more, on the new one.
+// register (reflection.Register).
 func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, error) {
 	var o options
 	for _, opt := range opts {
@@ -99,13 +92,12 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	}
 
 	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), serving: transport.NewServing(cfg.Name, "grpc.Server", grpc.ErrServerStopped), guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
-		prop: o.given.Propagator, reporter: o.given.Reporter}
+		trace: newTracing(o.given.TracerProvider, o.given.Propagator), reporter: o.given.Reporter}
 	s.useAdmission(o.admission, &l)
 	if o.given.Logger != nil {
 		s.log = o.given.Logger.With(zap.String("entrypoint", cfg.Name))
 	}
-	gs, names, err := s.build(o.given.TracerProvider)
-	s.traced = o.given.TracerProvider != nil
+	gs, names, err := s.build()
 	if err != nil {
 		l.Addf("register", "%v", err)
 		return nil, l.Err()
@@ -135,10 +127,11 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 }
 
 // build makes a grpc.Server with the Server's options — limits, keepalive, TLS, its
-// interceptors outermost, otelgrpc when tp is not nil, then WithServerOptions — and
-// calls register on it. It returns the server and the services register added
-// (sorted), or register's panic. The health service is added by the caller.
-func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) {
+// interceptors outermost (which trace, trace.go), then WithServerOptions — and calls
+// register on it. It returns the server and the services register added (sorted), or
+// register's panic. The health service is added by the caller. No stats handler is
+// installed: one would cost every RPC grpc-go's stats events.
+func (s *Server) build() (*grpc.Server, []string, error) {
 	cfg := s.cfg
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(cfg.MaxRecvMsgSize),
@@ -162,14 +155,6 @@ func (s *Server) build(tp trace.TracerProvider) (*grpc.Server, []string, error) 
 		guard.inner = credentials.NewTLS(s.tlsCfg)
 	}
 	opts = append(opts, grpc.Creds(guard))
-	if tp != nil {
-		// Only when there is a provider: any stats handler costs every RPC its events.
-		opts = append(opts, grpc.StatsHandler(otelgrpc.NewServerHandler(
-			otelgrpc.WithTracerProvider(tp),
-			otelgrpc.WithMeterProvider(noop.NewMeterProvider()),
-			otelgrpc.WithPropagators(s.propagator()),
-		)))
-	}
 	gs := grpc.NewServer(append(opts, s.own.serverOpts...)...)
 	err := safe.Call("register", func() error { s.register(gs); return nil })
 	if pe, ok := errors.AsType[*fault.PanicError](err); ok {

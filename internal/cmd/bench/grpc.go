@@ -9,13 +9,13 @@ import (
 var grpcVariants = []string{"bare", "grpcentry", "grpcentry+trace-all", "grpcentry+trace-1pct"}
 
 // grpcFigure compares unary RPC throughput through grpcentry (Gate, panic recovery,
-// RED metrics), and through grpcentry tracing every call or 1 % of them (otelgrpc,
-// batch processor, discarding exporter), with a bare grpc.Server serving the same
-// handler. Each run measures every variant, one right after the other in separate
-// processes, starting one variant further on each time; the figure is the median
-// of the runs' ratios, each against the bare run beside it, with their spread, so
-// that neither the machine's load drifting between runs nor going first favours
-// one side.
+// RED metrics), and through grpcentry tracing every call or 1 % of them (the
+// interceptor's span, batch processor, discarding exporter), with a bare grpc.Server
+// serving the same handler. Each run measures every variant, one right after the
+// other in separate processes, starting one variant further on each time; the
+// figure is the median of the runs' ratios, each against the bare run beside it,
+// with their spread, so that neither the machine's load drifting between runs nor
+// going first favours one side.
 func grpcFigure(e env) ([]row, error) {
 	// The verdict is taken on the process's CPU time per call (bare's over the
 	// variant's: a throughput ratio), which holds on a machine shared with other
@@ -52,7 +52,7 @@ func grpcFigure(e env) ([]row, error) {
 	return []row{
 		ratioRow("grpcentry vs bare grpc-go, same handler, unary RPCs on loopback", "grpcentry",
 			fmt.Sprintf("throughput ratio ≥ 0.97, as CPU per call (median of %d interleaved runs)", e.runs), func(r float64) bool { return r >= 0.97 }),
-		ratioRow("grpcentry, every call traced (otelgrpc, AlwaysSample, batch processor, discarding exporter) vs bare grpc-go",
+		ratioRow("grpcentry, every call traced (the interceptor's span, AlwaysSample, batch processor, discarding exporter) vs bare grpc-go",
 			"grpcentry+trace-all", "reported", reported),
 		ratioRow("grpcentry, 1 % of calls traced (ParentBased(TraceIDRatioBased(0.01)), batch processor) vs bare grpc-go",
 			"grpcentry+trace-1pct", "reported", reported),
