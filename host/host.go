@@ -56,7 +56,7 @@ type Option func(*options)
 type options struct {
 	lookup   func(string) (string, bool)
 	observer func(Event)
-	exporter Exporter // nil: export nothing
+	exporter exportFunc // nil: export nothing (WithExporter)
 }
 
 // WithEnv replaces os.LookupEnv as the source of environment overrides (SW_*,
