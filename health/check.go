@@ -23,7 +23,7 @@ type Check interface {
 // Gating declares that c's failure means this replica cannot take traffic, so that
 // readiness is withdrawn (503) while it fails. Use it for what belongs to this
 // replica alone: its own sidecar, its local disk, a cache it must load, a pool it
-// exhausted. Gating(nil) is nil, which NewReadiness and NewListener refuse.
+// exhausted. Gating(nil) is nil, which NewReadiness and NewMonitor refuse.
 //
 // A check not declared gating only degrades readiness: while it fails /readyz answers
 // 200 with status "degraded" and the check named, and the failure is logged. That is
@@ -72,7 +72,7 @@ type Pinger interface {
 // pool type so this package does not link pgxpool; any client with Ping(ctx) error
 // fits. A *pgx.Conn fits too, but it is not safe for concurrent use, and probes run
 // concurrently: give it a lock of its own. Postgres(nil) returns nil, which
-// NewReadiness and NewListener refuse.
+// NewReadiness and NewMonitor refuse.
 func Postgres(p Pinger) Check {
 	if p == nil {
 		return nil

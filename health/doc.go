@@ -65,14 +65,16 @@
 // (grpcentry.WithHealth), a service registry: Evaluate answers once with the verdict
 // /readyz would give, and Subscribe follows it, at once for a State (which says when it
 // changes, through Changed) and by polling for any other Source, re-running the checks
-// while Ready.
+// while Ready. A Monitor is also an http.Handler answering /readyz, so one set of
+// checks gives the probe and the other transports the same verdicts.
 //
 // # The probe listener
 //
-// Processes that serve no HTTP (consumers, relays, schedulers) get the probes from a
-// Listener on a port of their own (":8079" by default), stdlib net/http, which also
-// serves /metrics and /debug/lifecycle. The Host starts it at bootstrap, before warmup,
-// and closes it last, after cleanup, so it answers for the whole life of the process.
+// Processes that serve no HTTP (consumers, relays, schedulers) get the probes from the
+// Host's probe listener, on a port of its own (":8079" by default; ListenerConfig, as
+// host.AppSpec.Probes), stdlib net/http, which also serves /metrics and
+// /debug/lifecycle. The Host starts it at bootstrap, before warmup, and closes it
+// last, after cleanup, so it answers for the whole life of the process.
 //
 // Every constructor validates its input and returns a *fault.ConfigError (fault.ConfigError)
 // naming each bad field; nothing panics on bad configuration.

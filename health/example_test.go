@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 
@@ -42,26 +41,21 @@ func ExampleNewReadiness() {
 	// 503 {"status":"draining","checks":{}}
 }
 
-func ExampleListener() {
+func ExampleMonitor_ServeHTTP() {
 	var state health.State
-	l, err := health.NewListener(health.ListenerConfig{Addr: "127.0.0.1:0"}, &state, health.ListenerOptions{})
+	m, err := health.NewMonitor(health.MonitorConfig{}, &state)
 	if err != nil {
 		panic(err)
 	}
-	if err := l.Start(); err != nil { // at bootstrap, before warmup
-		panic(err)
-	}
-	defer l.Close(context.Background()) // last, after cleanup
+	mux := http.NewServeMux()
+	mux.Handle("/readyz", m) // the same verdicts as m.Evaluate and m.Subscribe
+	mux.Handle("/livez", health.Liveness())
+	mux.Handle("/startupz", health.Startup(&state))
 
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
 	for _, path := range []string{"/livez", "/startupz", "/readyz"} {
-		resp, err := c.Get("http://" + l.Addr().String() + path)
-		if err != nil {
-			panic(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		fmt.Print(path, " ", resp.StatusCode, " ", string(body))
+		rec := httptest.NewRecorder()
+		mux.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		fmt.Print(path, " ", rec.Code, " ", rec.Body)
 	}
 	// Output:
 	// /livez 200 {"status":"ok"}

@@ -26,7 +26,7 @@ var _ Source = (*State)(nil)
 // FromFunc returns a Source that calls f on every probe, for an application that
 // creates its State later than its routes. f returning nil means Unavailable; f
 // panicking means Unavailable too (logged by the handler). A nil f is refused by
-// NewReadiness and NewListener as a nil Source.
+// NewReadiness and NewMonitor as a nil Source.
 func FromFunc(f func() *State) Source { return funcSource(f) }
 
 type funcSource func() *State
@@ -89,8 +89,7 @@ type ReadinessConfig struct {
 // Each probe runs every check, so the probe period is a real query rate against each
 // dependency. Keep the endpoint internal, like /metrics.
 //
-// Like NewMonitor and NewListener, it takes its configuration first and the Source
-// second. An invalid argument (nil src, a nil or badly named check, a negative
+// Like NewMonitor, it takes its configuration first and the Source second. An invalid argument (nil src, a nil or badly named check, a negative
 // CheckTimeout) returns a *fault.ConfigError listing each problem by field.
 func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 	var l fault.Problems
@@ -107,12 +106,12 @@ func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 	}
 	e := newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.Logger)
 	e.failing = failing
-	return &readiness{e}, nil
+	return readiness{e}, nil
 }
 
 type readiness struct{ e *evaluator }
 
-func (h *readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	skip, unknown := h.e.parseExclude(r.URL.Query()["exclude"])
 	if len(unknown) > 0 {
 		writeJSON(w, http.StatusBadRequest, map[string]string{

@@ -2,9 +2,11 @@ package health
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -42,22 +44,27 @@ type MonitorConfig struct {
 	PollInterval time.Duration
 	// Logger receives check failures, panics and timeouts. nil logs nothing.
 	Logger *zap.Logger
+	// Registerer, when set, receives the gauge servicewright_readiness_check_failing
+	// {check, gates}, set at each evaluation (see ReadinessConfig.Registerer). nil
+	// registers nothing.
+	Registerer prometheus.Registerer
 }
 
 // A Monitor gives readiness to a transport other than HTTP — the gRPC health
 // service, a service registry — with the same verdicts as the readiness probe:
-// Evaluate answers once, Subscribe follows the changes. Make one with NewMonitor; it
-// is safe for concurrent use and holds no goroutine of its own.
+// Evaluate answers once, Subscribe follows the changes, and ServeHTTP is the probe
+// itself. Make one with NewMonitor; it is safe for concurrent use and holds no
+// goroutine of its own.
 type Monitor struct {
 	e    *evaluator
 	cfg  MonitorConfig
 	note Notifier // nil when the Source is not one
 }
 
-// NewMonitor returns a Monitor of src and cfg.Checks. Like NewReadiness and
-// NewListener, it takes its configuration first and the Source second. Invalid
-// arguments (a nil src, a nil or badly named check, a negative duration) return a
-// *fault.ConfigError listing each problem by field.
+// NewMonitor returns a Monitor of src and cfg.Checks. Like NewReadiness, it takes
+// its configuration first and the Source second. Invalid arguments (a nil src, a nil
+// or badly named check, a negative duration, a Registerer that refuses the gauge)
+// return a *fault.ConfigError listing each problem by field.
 func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	var l fault.Problems
 	validateSource(&l, src)
@@ -78,7 +85,13 @@ func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
+	failing, err := newFailingGauge(cfg.Registerer)
+	if err != nil {
+		l.Addf("Registerer", "%v", err)
+		return nil, l.Err()
+	}
 	m := &Monitor{e: newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.Logger), cfg: cfg}
+	m.e.failing = failing
 	if n, ok := src.(Notifier); ok {
 		m.note = n
 	}
@@ -92,6 +105,14 @@ func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 // use is a *fault.ConfigError naming Checks[name], and nothing is added. It is safe
 // to call concurrently with Evaluate and Subscribe.
 func (m *Monitor) AddCheck(name string, c Check) error { return m.e.add(name, c) }
+
+// ServeHTTP answers the readiness probe (/readyz) from the Monitor, exactly as the
+// handler of NewReadiness does with the same checks (the status codes, the body,
+// ?exclude=): a probe and Evaluate give the same verdict because they share the
+// checks, and a check added with AddCheck is run by both.
+func (m *Monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	readiness{m.e}.ServeHTTP(w, r)
+}
 
 // Serving reports whether r lets the process take work: Status is ReportOK, or
 // ReportDegraded (a check that does not gate traffic failed; see Gating).

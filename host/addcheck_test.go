@@ -128,3 +128,34 @@ func TestAddCheck(t *testing.T) {
 		})
 	})
 }
+
+type containerFunc func(*host.Builder) (host.Scope, error)
+
+func (f containerFunc) Build(b *host.Builder) (host.Scope, error) { return f(b) }
+
+// TestContainerCheckAfterItsMonitor: a check a container adds with Builder.Check
+// after it built the Monitor without it is still run by the Monitor, which serves
+// /readyz: the probe and the other transports never disagree on the checks.
+func TestContainerCheckAfterItsMonitor(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		down := health.Gating(health.CheckFunc(func(context.Context) error { return errors.New("spool full") }))
+		x := hosttest.New(t, host.AppSpec{ServiceName: "orders",
+			Entrypoints: []host.Registration{{Entrypoint: newFake("api", &journal{})}},
+			Container: containerFunc(func(b *host.Builder) (host.Scope, error) {
+				if _, err := b.Monitor(nil); err != nil {
+					return nil, err
+				}
+				b.Check("spool", down)
+				return nil, nil
+			})})
+		x.Start()
+		x.WaitStage(host.StageServe)
+		if r := x.Host().Monitor().Evaluate(t.Context()); r.Status != health.ReportFailing || r.Checks["spool"].OK {
+			t.Errorf("the Monitor says %+v, want failing on spool", r)
+		}
+		x.Stop()
+		if err := x.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	})
+}

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"net/http"
 	"os"
 	"slices"
 	"sync"
@@ -35,8 +34,9 @@ type Host struct {
 	steps     []Step
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
 	checks    map[string]health.Check
-	probe     *health.Listener // nil when disabled
-	monitor   *health.Monitor  // readiness and checks for other transports (monitor.go)
+	probe     *probeListener  // nil when disabled (probes.go)
+	monitor   *health.Monitor // readiness and checks: /readyz and other transports (monitor.go)
+	monitored map[string]bool // the names of the checks the Monitor was built with
 
 	state    health.State // what startup reached; the shutdown handle overrides it
 	shutdown *Shutdown
@@ -56,7 +56,7 @@ type Option func(*options)
 type options struct {
 	lookup   func(string) (string, bool)
 	observer func(Event)
-	exporter Exporter // nil: export nothing
+	exporter exportFunc // nil: export nothing (WithExporter)
 }
 
 // WithEnv replaces os.LookupEnv as the source of environment overrides (SW_*,
@@ -121,7 +121,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		_ = tel.flush(context.Background())
 		return nil, err
 	}
-	if _, err := h.buildMonitor(nil); err != nil {
+	if err := h.settleMonitor(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = tel.flush(context.Background())
 		return nil, err
@@ -133,21 +133,13 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		return nil, err
 	}
 	if !spec.Probes.Disabled {
-		h.probe, err = health.NewListener(h.spec.Probes, readiness{h}, health.ListenerOptions{
-			Checks:    h.checks,
-			Metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
-			Lifecycle: h.lifecycleHandler(),
-			Logger:    h.log.Named("probes"),
-			Routes:    map[string]http.Handler{PreStopPath: h.preStopHandler()},
-			// The gauge of each check that fails, gating or not: a degraded replica
-			// stays in rotation, so the metric is how an operator sees it.
-			Registerer: tel.reg,
-		})
-		if err != nil {
-			h.log.Error("invalid configuration; nothing was started", zap.Error(err))
-			_ = tel.flush(context.Background())
-			return nil, err
-		}
+		h.probe = newProbeListener(h.spec.Probes, probeRoutes{
+			readyz:    h.monitor,
+			startupz:  health.Startup(readiness{h}),
+			metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
+			lifecycle: h.lifecycleHandler(),
+			prestop:   h.preStopHandler(),
+		}, h.log.Named("probes"))
 	}
 	return h, nil
 }
@@ -213,10 +205,10 @@ func (h *Host) Logger() *zap.Logger { return h.log }
 
 // ProbeAddr returns the probe listener's address once it is listening, or "".
 func (h *Host) ProbeAddr() string {
-	if h.probe == nil || h.probe.Addr() == nil {
+	if h.probe == nil || h.probe.boundAddr() == nil {
 		return ""
 	}
-	return h.probe.Addr().String()
+	return h.probe.boundAddr().String()
 }
 
 // WorstCase sums, figure by figure, the longest orderly exit of this service: the

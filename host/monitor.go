@@ -2,6 +2,8 @@ package host
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
@@ -28,15 +30,9 @@ func (h *Host) AddCheck(name string, c health.Check) error {
 	if _, dup := h.checks[name]; dup {
 		return fault.Invalid(field, "name is used by more than one check")
 	}
-	// The Monitor validates as New does; the listener then cannot refuse what it
-	// accepted.
+	// The Monitor validates as New does, and serves /readyz: one check, one verdict.
 	if err := h.monitor.AddCheck(name, c); err != nil {
 		return err
-	}
-	if h.probe != nil {
-		if err := h.probe.AddCheck(name, c); err != nil {
-			return err
-		}
 	}
 	h.checks[name] = c
 	return nil
@@ -72,12 +68,38 @@ func (h *Host) buildMonitor(extra []namedCheck) (*health.Monitor, error) {
 		Checks:       checks,
 		CheckTimeout: max(h.spec.Probes.CheckTimeout, 0),
 		Logger:       h.log.Named("health"),
+		// The gauge of each check that fails, gating or not: a degraded replica
+		// stays in rotation, so the metric is how an operator sees it.
+		Registerer: h.tel.reg,
 	}, readiness{h})
 	if err != nil {
 		return nil, err
 	}
 	h.monitor = m
+	h.monitored = make(map[string]bool, len(checks))
+	for name := range checks {
+		h.monitored[name] = true
+	}
 	return m, nil
+}
+
+// settleMonitor builds the Monitor if the container did not, and gives it every
+// check New accepted that it was not built with (one a container added with
+// Builder.Check without handing it to Builder.Monitor), so that /readyz, which the
+// Monitor serves, runs AppSpec.Checks and the container's.
+func (h *Host) settleMonitor() error {
+	if _, err := h.buildMonitor(nil); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(h.checks)) {
+		if !h.monitored[name] {
+			if err := h.monitor.AddCheck(name, h.checks[name]); err != nil {
+				return err
+			}
+			h.monitored[name] = true
+		}
+	}
+	return nil
 }
 
 // Changed makes the Host's readiness a health.Notifier, so that a Monitor follows it

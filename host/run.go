@@ -137,7 +137,7 @@ func (r *run) startup(ctx context.Context) error {
 	// and Run (plain wiring) are in the figures, and there is one line.
 	h.logBudgets()
 	if h.probe != nil {
-		if err := h.probe.Start(); err != nil {
+		if err := h.probe.start(); err != nil {
 			return &StartupError{Stage: StageBootstrap, Err: err}
 		}
 		r.log().Info("probe listener open", zap.String("addr", h.ProbeAddr()))

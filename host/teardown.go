@@ -112,7 +112,7 @@ func (r *run) teardown(cause error) error {
 	}
 	if h.probe != nil {
 		r.enter(StageCloseProbes)
-		r.step("close probe listener", h.probe.Close)
+		r.step("close probe listener", h.probe.close)
 	}
 	if h.tel.reported() != reported {
 		// A post_shutdown hook or the probe close reported something (a panic)

@@ -88,7 +88,7 @@ type telemetry struct {
 
 // newTelemetry builds the logger first, then the rest. A problem with the
 // environment is a *fault.ConfigError, logged before it is returned.
-func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter Exporter) (*telemetry, error) {
+func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter exportFunc) (*telemetry, error) {
 	var problems fault.Problems
 	t := &telemetry{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
@@ -143,7 +143,7 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		return nil, err
 	}
 	if env.spans != nil {
-		t.log.Info("exporting spans", zap.String("exporter", env.spansName))
+		t.log.Info("exporting spans", zap.String("exporter", fmt.Sprintf("%T", env.spans)))
 	}
 	return t, nil
 }

@@ -11,7 +11,7 @@ import (
 
 func consoleLogger(colour bool) (*zap.Logger, *bytes.Buffer) {
 	var buf bytes.Buffer
-	core := zapcore.NewCore(encoder(LogConsole, colour), zapcore.AddSync(&buf), zapcore.DebugLevel)
+	core := zapcore.NewCore(encoder(logConsole, colour), zapcore.AddSync(&buf), zapcore.DebugLevel)
 	return zap.New(core), &buf
 }
 

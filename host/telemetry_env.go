@@ -21,15 +21,14 @@ type otelEnv struct {
 	resource   *resource.Resource
 	propagator propagation.TextMapPropagator
 	spans      sdktrace.SpanExporter // nil: export nothing
-	spansName  string
-	metrics    sdkmetric.Reader // nil: Prometheus only
+	metrics    sdkmetric.Reader      // nil: Prometheus only
 }
 
 // fromEnv reads the OTEL_* variables through the OpenTelemetry packages that
 // implement the specification's environment: the resource detector and autoprop for
-// the propagators; exp (host/otlp, when main asked for it) builds the exporters. The
+// the propagators; export (host/otlp, when main asked for it) builds the exporters. The
 // SDK reads the sampler itself. Problems are recorded in l under the variable's name.
-func fromEnv(service, instance string, exp Exporter, l *fault.Problems) otelEnv {
+func fromEnv(service, instance string, export exportFunc, l *fault.Problems) otelEnv {
 	ctx := context.Background()
 	var env otelEnv
 
@@ -62,9 +61,8 @@ func fromEnv(service, instance string, exp Exporter, l *fault.Problems) otelEnv 
 	if disabled := os.Getenv("OTEL_SDK_DISABLED"); strings.EqualFold(strings.TrimSpace(disabled), "true") {
 		return env
 	}
-	if exp != nil {
-		x := exp.Export(ctx, l)
-		env.spans, env.spansName, env.metrics = x.Spans, x.SpansName, x.Metrics
+	if export != nil {
+		env.spans, env.metrics = export(ctx, l)
 	}
 	return env
 }

@@ -6,6 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
 	"github.com/servicewright/servicewright/fault"
 )
 
@@ -50,7 +53,10 @@ func TestFromEnv(t *testing.T) {
 		withOTelEnv(t, map[string]string{"OTEL_SDK_DISABLED": "true"})
 		var l fault.Problems
 		called := false
-		fromEnv("orders", "i-1", exporterFunc(func() { called = true }), &l)
+		fromEnv("orders", "i-1", func(context.Context, *fault.Problems) (sdktrace.SpanExporter, sdkmetric.Reader) {
+			called = true
+			return nil, nil
+		}, &l)
 		if called {
 			t.Error("the exporter was asked with OTEL_SDK_DISABLED=true")
 		}
@@ -84,8 +90,3 @@ func TestFromEnv(t *testing.T) {
 		}
 	})
 }
-
-// exporterFunc is an Exporter that calls f and exports nothing.
-type exporterFunc func()
-
-func (f exporterFunc) Export(context.Context, *fault.Problems) Exports { f(); return Exports{} }

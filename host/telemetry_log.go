@@ -15,8 +15,8 @@ import (
 
 // Log encodings for SW_LOG_FORMAT.
 const (
-	LogJSON    = "json"
-	LogConsole = "console"
+	logJSON    = "json"
+	logConsole = "console"
 )
 
 // newLogger builds the Host's own logger on stderr: the level from SW_LOG_LEVEL
@@ -31,19 +31,19 @@ func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.
 		}
 	}
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
-	format := LogJSON
+	format := logJSON
 	if tty {
-		format = LogConsole
+		format = logConsole
 	}
 	if v, ok := lookup("SW_LOG_FORMAT"); ok && v != "" {
 		switch f := strings.ToLower(strings.TrimSpace(v)); f {
-		case LogJSON, LogConsole:
+		case logJSON, logConsole:
 			format = f
 		default:
 			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
-	return zap.New(zapcore.NewCore(encoder(format, tty), zapcore.Lock(os.Stderr), level)), format == LogConsole
+	return zap.New(zapcore.NewCore(encoder(format, tty), zapcore.Lock(os.Stderr), level)), format == logConsole
 }
 
 // encoder is the JSON encoder of the Host's logs, or the console one: the time of
@@ -54,7 +54,7 @@ func encoder(format string, colour bool) zapcore.Encoder {
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	enc.EncodeDuration = zapcore.StringDurationEncoder
-	if format == LogConsole {
+	if format == logConsole {
 		enc.EncodeLevel = zapcore.CapitalLevelEncoder
 		if colour {
 			enc.EncodeLevel = zapcore.CapitalColorLevelEncoder

@@ -13,7 +13,7 @@ import (
 // Check returns a readiness check of a go-redis client (single node, cluster,
 // sentinel or ring) that sends PING. go-redis reconnects on its own, so the same
 // client recovers when the server returns. Check(nil) returns nil, which
-// health.NewReadiness and health.NewListener refuse.
+// health.NewReadiness and health.NewMonitor refuse.
 func Check(c redis.UniversalClient) health.Check {
 	if c == nil {
 		return nil

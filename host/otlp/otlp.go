@@ -15,12 +15,13 @@
 package otlp
 
 import (
-	"cmp"
 	"context"
 	"os"
 	"strings"
 
 	"go.opentelemetry.io/contrib/exporters/autoexport"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
@@ -30,24 +31,21 @@ import (
 // FromEnv returns the host.Option that exports as the OTEL_* variables ask. A
 // malformed variable is a problem of New's *fault.ConfigError, named after the
 // variable.
-func FromEnv() host.Option { return host.WithExporter(env{}) }
+func FromEnv() host.Option { return host.WithExporter(export) }
 
-type env struct{}
-
-// Export builds the exporters through autoexport. autoexport falls back to OTLP on
+// export builds the exporters through autoexport. autoexport falls back to OTLP on
 // localhost when OTEL_TRACES_EXPORTER is unset, so a span exporter is built only
 // when OTEL_TRACES_EXPORTER or an OTLP endpoint is set: a service nobody configured
 // exports nothing. Problems are recorded in l under the variable's name; a malformed
 // OTLP header list or endpoint (an endpoint with user:password@, say) is one, named
 // without its value, and no exporter is built then.
-func (env) Export(ctx context.Context, l *fault.Problems) host.Exports {
-	var x host.Exports
+func export(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter, metrics sdkmetric.Reader) {
 	// The exporters would log a malformed header list (the token in it) and start
 	// without the header: refuse it first, without quoting it, and build none.
 	n := l.Len()
 	otlpenv.Check(os.LookupEnv, l)
 	if l.Len() > n {
-		return x
+		return nil, nil
 	}
 	if os.Getenv("OTEL_TRACES_EXPORTER") != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" ||
 		os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != "" {
@@ -56,8 +54,7 @@ func (env) Export(ctx context.Context, l *fault.Problems) host.Exports {
 		case err != nil:
 			l.Addf(exporterField(err, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "%v", err)
 		case !autoexport.IsNoneSpanExporter(exp):
-			x.Spans = exp
-			x.SpansName = cmp.Or(os.Getenv("OTEL_TRACES_EXPORTER"), "otlp")
+			spans = exp
 		}
 	}
 	if os.Getenv("OTEL_METRICS_EXPORTER") != "" {
@@ -66,10 +63,10 @@ func (env) Export(ctx context.Context, l *fault.Problems) host.Exports {
 		case err != nil:
 			l.Addf(exporterField(err, "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), "%v", err)
 		case !autoexport.IsNoneMetricReader(r):
-			x.Metrics = r
+			metrics = r
 		}
 	}
-	return x
+	return spans, metrics
 }
 
 // exporterField names the variable an autoexport error is about: the protocol

@@ -3,12 +3,14 @@ package otlp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.uber.org/goleak"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/host"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -16,14 +18,21 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 var otelVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
 	"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"}
 
-// export clears the OTEL_* variables, sets vars, and exports, for the length of the test.
-func export(t *testing.T, vars map[string]string) (host.Exports, error) {
+// exports is what export built.
+type exports struct {
+	Spans   sdktrace.SpanExporter
+	Metrics sdkmetric.Reader
+}
+
+// exportWith clears the OTEL_* variables, sets vars, and exports, for the length of the test.
+func exportWith(t *testing.T, vars map[string]string) (exports, error) {
 	t.Helper()
 	for _, k := range otelVars {
 		t.Setenv(k, vars[k])
 	}
 	var l fault.Problems
-	x := env{}.Export(context.Background(), &l)
+	var x exports
+	x.Spans, x.Metrics = export(context.Background(), &l)
 	t.Cleanup(func() {
 		if x.Spans != nil {
 			_ = x.Spans.Shutdown(context.Background())
@@ -37,20 +46,20 @@ func export(t *testing.T, vars map[string]string) (host.Exports, error) {
 
 func TestExport(t *testing.T) {
 	t.Run("nothing set: nothing exported (no OTLP on localhost by default)", func(t *testing.T) {
-		if x, err := export(t, nil); err != nil || x.Spans != nil || x.Metrics != nil {
+		if x, err := exportWith(t, nil); err != nil || x.Spans != nil || x.Metrics != nil {
 			t.Errorf("exports %+v, %v; want none", x, err)
 		}
 	})
 
 	t.Run("an endpoint alone turns the OTLP exporter on", func(t *testing.T) {
-		x, err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
-		if err != nil || x.Spans == nil || x.SpansName != "otlp" {
-			t.Errorf("spans %v (%s), %v; want the OTLP exporter", x.Spans, x.SpansName, err)
+		x, err := exportWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+		if err != nil || fmt.Sprintf("%T", x.Spans) != "*otlptrace.Exporter" {
+			t.Errorf("spans %T, %v; want the OTLP exporter", x.Spans, err)
 		}
 	})
 
 	t.Run("none exports nothing", func(t *testing.T) {
-		x, err := export(t, map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+		x, err := exportWith(t, map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
 		if err != nil || x.Spans != nil {
 			t.Errorf("spans %v, %v; want none", x.Spans, err)
 		}
@@ -62,7 +71,7 @@ func TestExport(t *testing.T) {
 			{"OTEL_EXPORTER_OTLP_PROTOCOL", "carrier-pigeon"}: "OTEL_EXPORTER_OTLP_PROTOCOL",
 			{"OTEL_METRICS_EXPORTER", "carrier-pigeon"}:       "OTEL_METRICS_EXPORTER",
 		} {
-			_, err := export(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", v[0]: v[1]})
+			_, err := exportWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", v[0]: v[1]})
 			ce, ok := errors.AsType[*fault.ConfigError](err)
 			if !ok || ce.Problems[0].Field != field {
 				t.Errorf("%s=%s: %v, want a problem naming %s", v[0], v[1], err, field)
