@@ -32,6 +32,8 @@ type partitionRun struct {
 	// handlers is the handlers' ctx: Stop cancels it, and so does the end of the
 	// generation for handlers that outlive half the RebalanceTimeout.
 	handlers context.Context
+	// spans is the start of the partition's handling spans; nil without tracing.
+	spans *partitionSpans
 }
 
 // consumePartition reads and handles one partition of a generation, in offset
@@ -58,6 +60,9 @@ func (c *Consumer) consumePartition(p partitionRun) {
 		c.log.Error("cannot read a partition; it waits for the next generation",
 			zap.Stringer("partition", p.assignment), zap.Error(err))
 		return
+	}
+	if c.tracer != nil {
+		p.spans = c.newPartitionSpans(p.topic, p.partition)
 	}
 	defer func() {
 		finish() // the generation need not wait for the reader's Close
