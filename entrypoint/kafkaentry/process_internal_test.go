@@ -49,9 +49,7 @@ func newProcessBench(tb testing.TB, pc processCase) (*Consumer, partitionRun, *k
 	}
 	ctx := context.Background()
 	p := partitionRun{assignment: assignment{topic: "t", partition: 3}, gs: &genState{}, intake: ctx, handlers: ctx}
-	if c.tracer != nil { // as consumePartition does
-		p.spans = c.newPartitionSpans(p.topic, p.partition)
-	}
+	p.start(c) // as consumePartition does
 	return c, p, msg
 }
 

@@ -105,7 +105,7 @@ func (c *Consumer) startHandling(p partitionRun, msg *kafka.Message) (handling, 
 		return handling{base: c.log}, p
 	}
 	ps := p.spans
-	if ps == nil || msg.Partition != p.partition || msg.Topic != p.topic { // never from consumePartition
+	if ps == nil { // never from consumePartition
 		ps = c.newPartitionSpans(msg.Topic, msg.Partition)
 	}
 	ctx := p.handlers

@@ -32,8 +32,20 @@ type partitionRun struct {
 	// handlers is the handlers' ctx: Stop cancels it, and so does the end of the
 	// generation for handlers that outlive half the RebalanceTimeout.
 	handlers context.Context
-	// spans is the start of the partition's handling spans; nil without tracing.
-	spans *partitionSpans
+	// Made by start, once per partition run: the partition's entry in the
+	// generation's offset table, and the start of its handling spans (nil without
+	// tracing).
+	offsets *partitionOffsets
+	spans   *partitionSpans
+}
+
+// start makes what each message of the partition run would otherwise look up or
+// build again: its offset entry and its spans' name and attributes.
+func (p *partitionRun) start(c *Consumer) {
+	p.offsets = p.gs.offsets.entry(topicPartition{p.topic, p.partition})
+	if c.tracer != nil {
+		p.spans = c.newPartitionSpans(p.topic, p.partition)
+	}
 }
 
 // consumePartition reads and handles one partition of a generation, in offset
@@ -61,9 +73,7 @@ func (c *Consumer) consumePartition(p partitionRun) {
 			zap.Stringer("partition", p.assignment), zap.Error(err))
 		return
 	}
-	if c.tracer != nil {
-		p.spans = c.newPartitionSpans(p.topic, p.partition)
-	}
+	p.start(c)
 	defer func() {
 		finish() // the generation need not wait for the reader's Close
 		if err := safe.Call("kafka Reader.Close", r.Close); err != nil {
@@ -110,9 +120,13 @@ func (c *Consumer) readPartition(p partitionRun, r partitionReader) {
 // and the partition must stop.
 func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 	select {
-	case c.slots <- struct{}{}:
-	case <-p.intake.Done():
-		return false
+	case c.slots <- struct{}{}: // a free slot, the common case: no wait, nor the intake's channel locked
+	default:
+		select {
+		case c.slots <- struct{}{}:
+		case <-p.intake.Done():
+			return false
+		}
 	}
 	slot := true // a pause gives the slot up while it waits
 	defer func() {
@@ -232,7 +246,7 @@ func (c *Consumer) settle(h handling, p partitionRun, msg *kafka.Message, s sett
 		if s.resumed {
 			c.resumed(h, msg, outcomeHandled)
 		}
-		c.marked(p.gs, msg)
+		c.marked(p, msg)
 		h.end(outcomeHandled, nil)
 		return true
 	case outcomeGivenUp:
