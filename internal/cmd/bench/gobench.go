@@ -29,8 +29,12 @@ func goBench(pkg, pattern string, runs int, extra ...string) (map[string]map[str
 			continue
 		}
 		name := f[0]
+		// The -N suffix is GOMAXPROCS, absent when it is 1; a sub-benchmark's own
+		// name may end in "-go".
 		if i := strings.LastIndexByte(name, '-'); i > 0 {
-			name = name[:i]
+			if _, err := strconv.Atoi(name[i+1:]); err == nil {
+				name = name[:i]
+			}
 		}
 		if res[name] == nil {
 			res[name] = map[string][]float64{}
