@@ -47,8 +47,12 @@ func newProcessBench(tb testing.TB, pc processCase) (*Consumer, partitionRun, *k
 			{Key: "traceparent", Value: []byte("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")},
 		}
 	}
-	ctx := context.Background()
-	p := partitionRun{assignment: assignment{topic: "t", partition: 3}, gs: &genState{}, intake: ctx, handlers: ctx}
+	// The ctxs of Bind (joinLocked) and of a generation (runGeneration).
+	runCtx, cancelRun := context.WithCancel(context.WithoutCancel(context.Background()))
+	intake, cancelIntake := context.WithCancel(runCtx)
+	handlers, cancelHandlers := context.WithCancel(runCtx)
+	tb.Cleanup(func() { cancelHandlers(); cancelIntake(); cancelRun() })
+	p := partitionRun{assignment: assignment{topic: "t", partition: 3}, gs: &genState{}, intake: intake, handlers: handlers}
 	p.start(c) // as consumePartition does
 	return c, p, msg
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -40,11 +41,15 @@ type partitionRun struct {
 }
 
 // start makes what each message of the partition run would otherwise look up or
-// build again: its offset entry and its spans' name and attributes.
+// build again: its offset entry and its spans' name and attributes. With tracing,
+// the handlers' ctx gets an empty span context on top: a message without trace
+// context starts a trace of its own whatever span Bind's ctx held, and the span
+// lookups of each handling span's start stop there rather than walk the whole ctx.
 func (p *partitionRun) start(c *Consumer) {
 	p.offsets = p.gs.offsets.entry(topicPartition{p.topic, p.partition})
 	if c.tracer != nil {
 		p.spans = c.newPartitionSpans(p.topic, p.partition)
+		p.handlers = trace.ContextWithSpanContext(p.handlers, trace.SpanContext{})
 	}
 }
 
