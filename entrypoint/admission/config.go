@@ -57,8 +57,8 @@ type Config struct {
 	ProbeInterval time.Duration
 	// MaxQueueDelay is how long, on average over a window, runnable goroutines may
 	// wait for a CPU (the Go scheduler's latency) before the process counts as
-	// saturated and the Limiter admits only a share of the ordinary units under the
-	// limit, cut while the wait stays over it. A CPU-bound handler queues there,
+	// saturated and the Limiter admits an ordinary unit under the limit only while
+	// the run queue is short (see Limiter). A CPU-bound handler queues there,
 	// before any Gate sees it. Default 5ms: the scheduler's time slice is 10ms, so a
 	// goroutine that finds a CPU-bound one running may wait half of that with no
 	// queue at all. Env SW_ADMISSION_MAX_QUEUE_DELAY.
