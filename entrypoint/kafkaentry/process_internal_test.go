@@ -8,6 +8,7 @@ import (
 	"github.com/segmentio/kafka-go"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 )
@@ -121,5 +122,31 @@ func TestProcessAllocs(t *testing.T) {
 		if got > want[pc.name] {
 			t.Errorf("%s: %v allocations per message, want at most %v", pc.name, got, want[pc.name])
 		}
+	}
+}
+
+// BenchmarkSDKSpan is the floor under BenchmarkProcess's traced rows: the SDK alone
+// starting a consumer span under the same ctx, giving it the same six attributes
+// when it records, and ending it, with no Consumer around it.
+func BenchmarkSDKSpan(b *testing.B) {
+	for _, pc := range processCases {
+		if pc.sampler == nil || pc.parent {
+			continue
+		}
+		b.Run(pc.name, func(b *testing.B) {
+			c, p, msg := newProcessBench(b, pc)
+			tracer, ps, ctx := c.tracer, p.spans, p.handlers
+			b.ReportAllocs()
+			cpu := processCPU(b)
+			for b.Loop() {
+				_, span := tracer.Start(ctx, ps.name, consumerSpan...)
+				if span.IsRecording() {
+					ps.attrs[spanAttrs-1] = semconv.MessagingKafkaOffset(int(msg.Offset))
+					span.SetAttributes(ps.attrs[:]...)
+				}
+				span.End()
+			}
+			b.ReportMetric(float64(processCPU(b)-cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }
