@@ -207,3 +207,12 @@ func TestRunQueueMetrics(t *testing.T) {
 		t.Error("runQueue says a run queue is longer than a million goroutines per CPU")
 	}
 }
+
+// BenchmarkRunQueue is what a saturated process pays per ordinary unit to read its
+// run queue.
+func BenchmarkRunQueue(b *testing.B) {
+	long := runQueue()
+	for b.Loop() {
+		long(1)
+	}
+}
