@@ -47,14 +47,32 @@ type offsetTable struct {
 }
 
 // mark records msg as done (handled or dead-lettered) and returns how many messages
-// now wait for a commit; ok is false when the table is sealed.
-func (t *offsetTable) mark(msg *kafka.Message) (waiting uint64, ok bool) {
-	tp := topicPartition{msg.Topic, msg.Partition}
+// now wait for a commit; ok is false when the table is sealed. part is the entry of
+// msg's partition when the caller holds it (entry), nil to look it up.
+func (t *offsetTable) mark(part *partitionOffsets, msg *kafka.Message) (waiting uint64, ok bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.sealed {
 		return 0, false
 	}
+	if part == nil {
+		part = t.entryLocked(topicPartition{msg.Topic, msg.Partition})
+	}
+	part.handled = max(part.handled, msg.Offset)
+	part.nHandled++
+	t.waiting++
+	return t.waiting, true
+}
+
+// entry returns tp's entry, made if need be. A partition run takes its own once,
+// so that marking each of its messages needs no lookup.
+func (t *offsetTable) entry(tp topicPartition) *partitionOffsets {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.entryLocked(tp)
+}
+
+func (t *offsetTable) entryLocked(tp topicPartition) *partitionOffsets {
 	p := t.parts[tp]
 	if p == nil {
 		if t.parts == nil {
@@ -63,10 +81,7 @@ func (t *offsetTable) mark(msg *kafka.Message) (waiting uint64, ok bool) {
 		p = &partitionOffsets{handled: -1, committed: -1}
 		t.parts[tp] = p
 	}
-	p.handled = max(p.handled, msg.Offset)
-	p.nHandled++
-	t.waiting++
-	return t.waiting, true
+	return p
 }
 
 // pending returns an entry for every partition with handled messages not yet
@@ -185,12 +200,12 @@ func (c *Consumer) commitLoop(ctx context.Context, gs *genState) {
 	}
 }
 
-// marked records msg as done in gs and kicks the commit loop when a batch is due.
+// marked records msg as done in p's generation and kicks the commit loop when a batch is due.
 // A message done after its generation's final commit counts as uncommitted for
 // good: the partition's next owner delivers it again.
-func (c *Consumer) marked(gs *genState, msg *kafka.Message) {
+func (c *Consumer) marked(p partitionRun, msg *kafka.Message) {
 	c.stats.uncommitted.Add(1)
-	if waiting, ok := gs.offsets.mark(msg); ok && waiting >= uint64(c.cfg.CommitBatch) {
+	if waiting, ok := p.gs.offsets.mark(p.offsets, msg); ok && waiting >= uint64(c.cfg.CommitBatch) {
 		select {
 		case c.kick <- struct{}{}:
 		default: // a kick is already pending

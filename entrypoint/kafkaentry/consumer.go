@@ -75,9 +75,9 @@ type Consumer struct {
 	own     options // what the options gave, without New's defaults (defaults.go)
 	metrics *metrics
 	tracer  trace.Tracer // nil when the tracer provider is a no-op
-	// spanStarts holds, per consumed topic, the handling spans' name and constant
-	// attributes; read-only after New.
-	spanStarts map[string]spanStart
+	// spanNames holds, per consumed topic, the name of its handling spans;
+	// read-only after New.
+	spanNames map[string]string
 	// openReader opens the reader of one assigned partition at offset; tests stand
 	// in their own.
 	openReader func(topic string, partition int, offset int64) (partitionReader, error)
@@ -168,10 +168,7 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 		guard:     entrypoint.NewGuard(cfg.Name),
 	}
 	c.openReader = c.openPartition
-	c.spanStarts = make(map[string]spanStart, len(cfg.Topics))
-	for _, t := range cfg.Topics {
-		c.spanStarts[t] = newSpanStart(t, cfg.GroupID)
-	}
+	c.spanNames = spanNames(cfg.Topics)
 	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
 	if err != nil {
 		return nil, fmt.Errorf("kafkaentry %q: %w", cfg.Name, err)

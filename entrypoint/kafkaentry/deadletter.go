@@ -125,7 +125,7 @@ func (c *Consumer) deadLetter(h handling, p partitionRun, msg *kafka.Message, ca
 			h.log().Warn("message dead-lettered", msgFields(msg, zap.String("dead_letter_topic", dm.Topic),
 				zap.Int("attempts", attempts), zap.String("error_type", errorType(cause)), zap.Error(cause))...)
 			c.reportDeadLettered(h, msg, dm.Topic, cause, attempts)
-			c.marked(p.gs, msg)
+			c.marked(p, msg)
 			return true
 		}
 		if ctx.Err() != nil {

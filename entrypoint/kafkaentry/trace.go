@@ -46,22 +46,47 @@ func (h handling) log() *zap.Logger {
 	return h.base.With(zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
 }
 
-// spanStart is what the handling spans of one topic start with, made at New: the
-// span's name and the attributes that are the same for every message.
-type spanStart struct {
-	name  string
-	attrs []attribute.KeyValue // read-only; room for the message's own two
+// spanAttrs is the number of attributes of a handling span: messaging.system,
+// messaging.operation.type, messaging.destination.name, messaging.consumer.group.name,
+// messaging.destination.partition.id and the message's offset, in that order.
+const spanAttrs = 6
+
+// spanNames holds, per consumed topic, the name of its handling spans, "process
+// <topic>"; made at New, read-only after.
+func spanNames(topics []string) map[string]string {
+	m := make(map[string]string, len(topics))
+	for _, t := range topics {
+		m[t] = spanName(t)
+	}
+	return m
 }
 
-func newSpanStart(topic, group string) spanStart {
-	attrs := make([]attribute.KeyValue, 0, 6)
-	attrs = append(attrs,
+func spanName(topic string) string { return "process " + topic }
+
+// partitionSpans is what the handling spans of one partition run start with, made
+// when the partition is opened: the span name, and the attributes of which only the
+// offset changes from one message to the next. A partition handles one message at
+// a time, so each of its spans is given the same array, which the span copies.
+type partitionSpans struct {
+	name  string
+	attrs [spanAttrs]attribute.KeyValue
+}
+
+// newPartitionSpans returns the span start of topic's partition; the name is the
+// one made at New for a consumed topic.
+func (c *Consumer) newPartitionSpans(topic string, partition int) *partitionSpans {
+	name, ok := c.spanNames[topic]
+	if !ok { // not a consumed topic: never, but spans are not the place to fail
+		name = spanName(topic)
+	}
+	return &partitionSpans{name: name, attrs: [spanAttrs]attribute.KeyValue{
 		semconv.MessagingSystemKafka,
 		semconv.MessagingOperationTypeProcess,
 		semconv.MessagingDestinationName(topic),
-		semconv.MessagingConsumerGroupName(group),
-	)
-	return spanStart{name: "process " + topic, attrs: attrs}
+		semconv.MessagingConsumerGroupName(c.cfg.GroupID),
+		semconv.MessagingDestinationPartitionID(strconv.Itoa(partition)),
+		semconv.MessagingKafkaOffset(0), // the message's, set per span
+	}}
 }
 
 // consumerSpan is the one start option of every handling span; the attributes
@@ -69,23 +94,28 @@ func newSpanStart(topic, group string) spanStart {
 var consumerSpan = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer)}
 
 // startHandling continues the trace msg carries in its headers with a consumer span
-// under p's handlers' ctx, and returns the handler's ctx. The span's attributes are
-// made only when the sampler kept it (span.IsRecording): a span that is not
-// sampled costs its ID and context, not the attributes nobody would read.
+// under p's handlers' ctx, and returns the handler's ctx. The work is the least the
+// span needs: a message without headers has no trace context to read; the span's
+// name and all its attributes but the offset were made when the partition was
+// opened (p.spans); and the attributes are given to the span only when the sampler
+// kept it (span.IsRecording), in one call, from p.spans's array. A span that is not
+// sampled costs its IDs and its place in the ctx, nothing else.
 func (c *Consumer) startHandling(p partitionRun, msg *kafka.Message) (handling, partitionRun) {
 	if c.tracer == nil {
 		return handling{base: c.log}, p
 	}
-	ss, ok := c.spanStarts[msg.Topic]
-	if !ok { // not a consumed topic: never, but spans are not the place to fail
-		ss = newSpanStart(msg.Topic, c.cfg.GroupID)
+	ps := p.spans
+	if ps == nil { // never from consumePartition
+		ps = c.newPartitionSpans(msg.Topic, msg.Partition)
 	}
-	ctx := c.opts.propagator.Extract(p.handlers, kafkakit.HeaderCarrier{Headers: &msg.Headers})
-	ctx, span := c.tracer.Start(ctx, ss.name, consumerSpan...)
+	ctx := p.handlers
+	if len(msg.Headers) > 0 {
+		ctx = c.opts.propagator.Extract(ctx, kafkakit.HeaderCarrier{Headers: &msg.Headers})
+	}
+	ctx, span := c.tracer.Start(ctx, ps.name, consumerSpan...)
 	if span.IsRecording() {
-		span.SetAttributes(append(ss.attrs[:len(ss.attrs):len(ss.attrs)],
-			semconv.MessagingDestinationPartitionID(strconv.Itoa(msg.Partition)),
-			semconv.MessagingKafkaOffset(int(msg.Offset)))...)
+		ps.attrs[spanAttrs-1] = semconv.MessagingKafkaOffset(int(msg.Offset))
+		span.SetAttributes(ps.attrs[:]...)
 	}
 	p.handlers = ctx
 	return handling{span: span, base: c.log}, p

@@ -127,3 +127,62 @@ func TestTrace(t *testing.T) {
 		t.Errorf("the dead-letter message carries %v/%v, want the original %v/%v", got.TraceID(), got.SpanID(), origin.TraceID(), origin.SpanID())
 	}
 }
+
+// TestTraceRootWithoutContext: a message that carries no trace context is handled in
+// a span of a trace of its own, even when the ctx the consumer was bound with held a
+// span; the handler's ctx holds that span.
+func TestTraceRootWithoutContext(t *testing.T) {
+	topic := newTopic(t, 1)
+	produce(t, topic, "a", "b")
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	handled := make(chan trace.SpanContext, 2)
+	c, err := kafkaentry.New(config(t, topic), func(ctx context.Context, _ kafka.Message) error {
+		handled <- trace.SpanContextFromContext(ctx)
+		return nil
+	}, kafkaentry.WithTracerProvider(tp))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	ctx, bindSpan := tp.Tracer("test").Start(ctx, "bind")
+	if err := c.Bind(ctx); err != nil {
+		t.Fatal(err)
+	}
+	bindSpan.End()
+	r := &running{c: c, stop: make(chan struct{}), served: make(chan error, 1)}
+	go func() { r.served <- c.Serve(context.Background(), r.stop) }()
+	var got []trace.SpanContext
+	for range 2 {
+		select {
+		case sc := <-handled:
+			got = append(got, sc)
+		case <-time.After(waitFor):
+			t.Fatal("messages not handled")
+		}
+	}
+	r.mustShutdown(t)
+
+	spans := map[trace.SpanID]sdktrace.ReadOnlySpan{}
+	for _, s := range rec.Ended() {
+		if s.Name() == "process "+topic {
+			spans[s.SpanContext().SpanID()] = s
+		}
+	}
+	if len(spans) != 2 {
+		t.Fatalf("%d process spans, want 2", len(spans))
+	}
+	for _, sc := range got {
+		s, ok := spans[sc.SpanID()]
+		switch {
+		case !ok:
+			t.Errorf("the handler's ctx holds span %v, not a process span", sc.SpanID())
+		case s.Parent().IsValid() || sc.TraceID() == bindSpan.SpanContext().TraceID():
+			t.Errorf("process span %v: parent %v in trace %v, want a root of its own trace", sc.SpanID(), s.Parent().SpanID(), sc.TraceID())
+		}
+	}
+	if got[0].TraceID() == got[1].TraceID() {
+		t.Error("two messages without trace context share a trace")
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
@@ -32,6 +33,24 @@ type partitionRun struct {
 	// handlers is the handlers' ctx: Stop cancels it, and so does the end of the
 	// generation for handlers that outlive half the RebalanceTimeout.
 	handlers context.Context
+	// Made by start, once per partition run: the partition's entry in the
+	// generation's offset table, and the start of its handling spans (nil without
+	// tracing).
+	offsets *partitionOffsets
+	spans   *partitionSpans
+}
+
+// start makes what each message of the partition run would otherwise look up or
+// build again: its offset entry and its spans' name and attributes. With tracing,
+// the handlers' ctx gets an empty span context on top: a message without trace
+// context starts a trace of its own whatever span Bind's ctx held, and the span
+// lookups of each handling span's start stop there rather than walk the whole ctx.
+func (p *partitionRun) start(c *Consumer) {
+	p.offsets = p.gs.offsets.entry(topicPartition{p.topic, p.partition})
+	if c.tracer != nil {
+		p.spans = c.newPartitionSpans(p.topic, p.partition)
+		p.handlers = trace.ContextWithSpanContext(p.handlers, trace.SpanContext{})
+	}
 }
 
 // consumePartition reads and handles one partition of a generation, in offset
@@ -59,6 +78,7 @@ func (c *Consumer) consumePartition(p partitionRun) {
 			zap.Stringer("partition", p.assignment), zap.Error(err))
 		return
 	}
+	p.start(c)
 	defer func() {
 		finish() // the generation need not wait for the reader's Close
 		if err := safe.Call("kafka Reader.Close", r.Close); err != nil {
@@ -105,9 +125,13 @@ func (c *Consumer) readPartition(p partitionRun, r partitionReader) {
 // and the partition must stop.
 func (c *Consumer) handle(p partitionRun, msg *kafka.Message) bool {
 	select {
-	case c.slots <- struct{}{}:
-	case <-p.intake.Done():
-		return false
+	case c.slots <- struct{}{}: // a free slot, the common case: no wait, nor the intake's channel locked
+	default:
+		select {
+		case c.slots <- struct{}{}:
+		case <-p.intake.Done():
+			return false
+		}
 	}
 	slot := true // a pause gives the slot up while it waits
 	defer func() {
@@ -227,7 +251,7 @@ func (c *Consumer) settle(h handling, p partitionRun, msg *kafka.Message, s sett
 		if s.resumed {
 			c.resumed(h, msg, outcomeHandled)
 		}
-		c.marked(p.gs, msg)
+		c.marked(p, msg)
 		h.end(outcomeHandled, nil)
 		return true
 	case outcomeGivenUp:

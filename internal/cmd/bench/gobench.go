@@ -30,7 +30,7 @@ func goBench(pkg, pattern string, runs int, extra ...string) (map[string]map[str
 		}
 		name := f[0]
 		// The -N suffix is GOMAXPROCS, absent when it is 1: a sub-benchmark named
-		// "trace-all" must not lose its "-all" then.
+		// "trace-all" or "raw-kafka-go" must not lose its last word then.
 		if i := strings.LastIndexByte(name, '-'); i > 0 {
 			if _, err := strconv.Atoi(name[i+1:]); err == nil {
 				name = name[:i]

@@ -1,0 +1,5 @@
+//go:build race
+
+package kafkaentry
+
+const raceOn = true
