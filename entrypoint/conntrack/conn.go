@@ -124,17 +124,23 @@ func (c *Conn) Idle() {
 		swapped = true
 	}
 	c.mu.Lock()
-	s := c.state.Load()
+	// The state this Idle left, if nothing moved it since: idle after the swap, busy
+	// without one. Anything else — the drain claimed it, input made it busy again,
+	// it was closed — is someone else's move, and this Idle's is done.
+	left := stateBusy
+	if swapped {
+		left = stateIdle
+	}
 	switch {
-	case s != stateBusy && (s != stateIdle || !swapped):
-		c.recount() // the drain claimed it first, or it was closed
+	case c.state.Load() != left:
+		c.recount()
 		c.mu.Unlock()
 		return
 	case c.mux.Load():
-		c.move(s, stateBusy)
+		c.move(left, stateBusy) // multiplexed: busy until closed
 		c.mu.Unlock()
 		return
-	case !c.move(s, stateClosing): // input made it busy again: closed after that answer
+	case !c.move(left, stateClosing):
 		c.mu.Unlock()
 		return
 	}
