@@ -89,8 +89,8 @@ func (g *Gate) Limiter() *admission.Limiter { return g.lim.Load() }
 
 // Admit asks to admit one unit of work of class c. It returns Draining once the Gate
 // is closed, Overloaded when c is Ordinary and the limiter refuses it (its limit of
-// units in flight is reached, or the process is saturated and the unit is not in
-// the share the limiter admits), and otherwise Admitted with the Ticket whose Leave the caller
+// units in flight is reached, or the process is saturated and the scheduler's run
+// queue is long), and otherwise Admitted with the Ticket whose Leave the caller
 // must call when the unit is done. A refused Admit returns the zero Ticket, so that
 // `t, v := g.Admit(c); defer t.Leave()` is always safe.
 //

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -55,6 +56,17 @@ func serve(kind string, work int) error {
 		return err
 	}
 	fmt.Println(ln.Addr().String())
+	if path := os.Getenv("PEERS_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	var wrapped http.Handler
 	switch kind {
 	case "httpentry", "httpentry-off":

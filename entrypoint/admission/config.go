@@ -57,8 +57,8 @@ type Config struct {
 	ProbeInterval time.Duration
 	// MaxQueueDelay is how long, on average over a window, runnable goroutines may
 	// wait for a CPU (the Go scheduler's latency) before the process counts as
-	// saturated and the Limiter admits only a share of the ordinary units under the
-	// limit, cut while the wait stays over it. A CPU-bound handler queues there,
+	// saturated and the Limiter admits an ordinary unit under the limit only while
+	// the run queue is short (see Limiter). A CPU-bound handler queues there,
 	// before any Gate sees it. Default 5ms: the scheduler's time slice is 10ms, so a
 	// goroutine that finds a CPU-bound one running may wait half of that with no
 	// queue at all. Env SW_ADMISSION_MAX_QUEUE_DELAY.
@@ -72,7 +72,7 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	if v, ok := lookup(EnvOff); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			l.Addf("Off", "%s=%q is not a bool", EnvOff, v)
+			l.AddEnvf("Off", EnvOff, "%q is not a bool", v)
 		}
 		cfg.Off = b
 	}
@@ -84,7 +84,7 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 		if v, ok := lookup(e.env); ok {
 			n, err := strconv.Atoi(v)
 			if err != nil {
-				l.Addf(e.field, "%s=%q is not an integer", e.env, v)
+				l.AddEnvf(e.field, e.env, "%q is not an integer", v)
 			}
 			*e.v = n
 		}
@@ -98,7 +98,7 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 		if v, ok := lookup(e.env); ok {
 			d, err := time.ParseDuration(v)
 			if err != nil {
-				l.Addf(e.field, "%s=%q is not a duration", e.env, v)
+				l.AddEnvf(e.field, e.env, "%q is not a duration", v)
 			}
 			*e.v = d
 		}
@@ -119,24 +119,24 @@ func (cfg Config) resolve(l *fault.Problems) Config {
 	cfg.MaxQueueDelay = cmp.Or(cfg.MaxQueueDelay, DefaultMaxQueueDelay)
 	switch {
 	case cfg.MinLimit < 0:
-		l.Addf("MinLimit", "must be positive, got %d (%s)", cfg.MinLimit, EnvMinLimit)
+		l.AddEnvf("MinLimit", EnvMinLimit, "must be positive, got %d", cfg.MinLimit)
 	case cfg.MaxLimit < 0:
-		l.Addf("MaxLimit", "must be positive, got %d (%s)", cfg.MaxLimit, EnvMaxLimit)
+		l.AddEnvf("MaxLimit", EnvMaxLimit, "must be positive, got %d", cfg.MaxLimit)
 	case cfg.MinLimit > cfg.MaxLimit:
-		l.Addf("MinLimit", "must not exceed MaxLimit %d, got %d (%s, %s)", cfg.MaxLimit, cfg.MinLimit, EnvMinLimit, EnvMaxLimit)
+		l.AddEnvf("MinLimit", EnvMinLimit, "must not exceed MaxLimit %d (%s), got %d", cfg.MaxLimit, EnvMaxLimit, cfg.MinLimit)
 	}
 	if cfg.InitialLimit < 0 {
 		l.Addf("InitialLimit", "must be positive, got %d", cfg.InitialLimit)
 	}
 	cfg.InitialLimit = max(cfg.MinLimit, min(cfg.MaxLimit, cfg.InitialLimit))
 	if cfg.Window < 0 {
-		l.Addf("Window", "must be positive, got %v (%s)", cfg.Window, EnvWindow)
+		l.AddEnvf("Window", EnvWindow, "must be positive, got %v", cfg.Window)
 	}
 	if cfg.ProbeInterval < 0 {
-		l.Addf("ProbeInterval", "must be positive, got %v (%s)", cfg.ProbeInterval, EnvProbeInterval)
+		l.AddEnvf("ProbeInterval", EnvProbeInterval, "must be positive, got %v", cfg.ProbeInterval)
 	}
 	if cfg.MaxQueueDelay < 0 {
-		l.Addf("MaxQueueDelay", "must be positive, got %v (%s)", cfg.MaxQueueDelay, EnvMaxQueueDelay)
+		l.AddEnvf("MaxQueueDelay", EnvMaxQueueDelay, "must be positive, got %v", cfg.MaxQueueDelay)
 	}
 	if cfg.Tolerance < 1 {
 		l.Addf("Tolerance", "must be at least 1, got %v", cfg.Tolerance)

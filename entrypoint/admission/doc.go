@@ -14,8 +14,10 @@
 // no-load latency measured as Envoy's adaptive concurrency filter measures its
 // minRTT (at the minimum concurrency, periodically). The queue in front of the
 // handlers — runnable goroutines waiting for a CPU, which a concurrency limit cannot
-// see — moves a share of ordinary units admitted, paced at the rate the CPUs served
-// when last saturated, as TCP's BBR paces at the bandwidth it measured: see Limiter.
+// see — decides whether the process is saturated, as CoDel judges a queue by how
+// long its packets wait; while it is, an ordinary unit is admitted only while the
+// scheduler's run queue is short, as a bounded queue drops what arrives when it is
+// full: see Limiter.
 //
 // Why not a library. failsafe-go's adaptivelimiter allocates a permit per request,
 // reads the wall clock twice per request, takes one mutex per completion and brings

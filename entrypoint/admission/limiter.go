@@ -59,7 +59,7 @@ const (
 //
 // The hot path (Limit, Admit, Start, Finish of an unsampled unit) takes no lock and
 // allocates nothing; one unit in sixteen reads the clock twice, every unit while
-// the process is near saturation. The window's
+// the process is saturated. The window's
 // arithmetic runs in the Finish that closes it, under a lock the others skip.
 //
 // A concurrency limit cannot see a CPU-bound service saturate: a request that waits
@@ -67,9 +67,10 @@ const (
 // while the queue in front of them grows without bound. The Limiter therefore
 // watches a second signal, the Go scheduler's latency (how long runnable goroutines
 // wait for a CPU, from runtime/metrics), once a window. Over Config.MaxQueueDelay
-// the process is saturated, and the Limiter admits only a share of the ordinary
-// units under the limit, paced at the rate its CPUs served, spread evenly, so that
-// the queue drains and stays short (see Share and the saturation method). Both
+// the process is saturated, and the Limiter admits an ordinary unit under the limit
+// only while the scheduler's run queue holds at most one runnable goroutine per
+// CPU, so that what it admits waits behind at most one other unit and the CPUs never
+// idle while units arrive (see Share and the saturation method). Both
 // refusals are Overloaded to the Gate; ShedCount and SaturatedCount tell them
 // apart.
 //
@@ -89,7 +90,7 @@ type Limiter struct {
 	shed  atomic.Int64 // units refused
 	close atomic.Int64 // when the window may close, ns since epoch
 
-	shareState // the share a saturated process admits (saturation.go)
+	shareState // whether the process is saturated (saturation.go)
 
 	mu        sync.Mutex // one window's arithmetic at a time; guards the fields below
 	est       float64    // the limit, unrounded
@@ -116,6 +117,7 @@ func New(cfg Config) (*Limiter, error) {
 	lim := &Limiter{cfg: cfg, epoch: time.Now(), est: float64(cfg.InitialLimit)}
 	lim.limit.Store(int64(cfg.InitialLimit))
 	lim.share.Store(shareOne)
+	lim.queueLong = runQueue()
 	lim.cpuTime = processCPU
 	lim.setWaits(schedWaits())
 	lim.close.Store(int64(cfg.Window))
@@ -139,7 +141,7 @@ func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
 // itself included, under limit (what Limit returned). It returns 0 for a unit that
 // is not sampled, and a clock reading to hand to Finish for one that is.
 func (l *Limiter) Start(inFlight, limit int) int64 {
-	if 2*inFlight < limit && !l.hot.Load() && rand.Uint32()&(sampleEvery-1) != 0 {
+	if 2*inFlight < limit && !l.saturated.Load() && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
 	return l.stamp()
@@ -186,30 +188,37 @@ func (l *Limiter) record(now, rtt int64, inFlight int) {
 	l.closeWindow(now)
 }
 
-// closeWindow closes the window at now: the share moves on it, then the limit.
+// closeWindow closes the window at now: saturation is decided on it, then the
+// limit moves.
 // Called with mu held.
 func (l *Limiter) closeWindow(now int64) {
 	l.close.Store(now + int64(l.cfg.Window))
 	n := l.n.Swap(0)
-	l.closeShare(now, n)
+	l.closeShare(now)
 	l.step(now, l.sum.Swap(0), n, l.peak.Swap(0), l.shed.Swap(0))
 }
 
-// closeShare moves the share on the window closing at now, in which n units were
-// sampled. Called with mu held.
-func (l *Limiter) closeShare(now, n int64) {
-	exact := l.hot.Load() // every unit of the window was sampled: n is what it admitted
+// closeShare decides saturation on the window closing at now and records the share
+// of units it admitted. Called with mu held.
+func (l *Limiter) closeShare(now int64) {
 	waits, wait := l.windowWaits()
 	span := float64(now-l.opened) / 1e9
 	l.opened = now
-	refused := int64(l.saturatedTotal.Load() - l.refusedSeen)
-	l.refusedSeen += uint64(refused)
-	l.hot.Store(l.saturation(waits, wait, l.windowBusy(span), n, refused, span, exact))
+	admitted := l.admittedSaturated.Load() - l.admittedSeen
+	l.admittedSeen += admitted
+	refused := l.saturatedTotal.Load() - l.refusedSeen
+	l.refusedSeen += refused
+	share := uint64(shareOne)
+	if refused > 0 {
+		share = shareOne * admitted / (admitted + refused)
+	}
+	l.share.Store(share)
+	l.saturation(waits, wait, l.windowBusy(span), int64(refused))
 }
 
-// refuseSaturated counts a unit under the limit that the share refused (see Admit):
-// every 32nd such refusal also closes a window that is due, so that a share cut to
-// its floor still moves when few admitted units are left to close windows.
+// refuseSaturated counts a unit under the limit that the run queue refused (see
+// Admit): every 32nd such refusal also closes a window that is due, so that windows
+// keep closing when few admitted units are left to close them.
 func (l *Limiter) refuseSaturated() {
 	if l.saturatedTotal.Add(1)%32 != 0 {
 		return
@@ -226,8 +235,8 @@ func (l *Limiter) refuseSaturated() {
 }
 
 // Admit says whether one ordinary unit, under the concurrency limit, is admitted
-// by the share of a saturated process; a refusal is counted in SaturatedCount. An
-// entrypoint.Gate asks it for each ordinary unit it would admit.
+// by the run queue of a saturated process; a refusal is counted in SaturatedCount.
+// An entrypoint.Gate asks it for each ordinary unit it would admit.
 func (l *Limiter) Admit() bool {
 	if l.pass() {
 		return true

@@ -152,7 +152,7 @@ func TestConfig(t *testing.T) {
 	t.Run("floor above ceiling names both fields' variables", func(t *testing.T) {
 		_, err := New(Config{MinLimit: 50, MaxLimit: 10})
 		p := problems(t, err)
-		if len(p) != 1 || p[0].Field != "MinLimit" || !strings.Contains(p[0].Reason, EnvMinLimit) || !strings.Contains(p[0].Reason, EnvMaxLimit) {
+		if len(p) != 1 || p[0].Field != "MinLimit" || p[0].Variable != EnvMinLimit || !strings.Contains(p[0].Reason, EnvMaxLimit) {
 			t.Fatalf("problems = %v, want one on MinLimit naming %s and %s", p, EnvMinLimit, EnvMaxLimit)
 		}
 	})
@@ -172,7 +172,7 @@ func TestConfig(t *testing.T) {
 		env := map[string]string{EnvOff: "maybe", EnvMinLimit: "x", EnvWindow: "soon", EnvMaxQueueDelay: "short"}
 		_, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		p := problems(t, err)
-		if len(p) != 4 || !strings.Contains(err.Error(), "MaxQueueDelay: SW_ADMISSION_MAX_QUEUE_DELAY") || !strings.Contains(err.Error(), "Off: SW_ADMISSION_OFF") || !strings.Contains(err.Error(), "MinLimit: SW_ADMISSION_MIN_LIMIT") {
+		if len(p) != 4 || !strings.Contains(err.Error(), "SW_ADMISSION_MAX_QUEUE_DELAY (MaxQueueDelay)") || !strings.Contains(err.Error(), "SW_ADMISSION_OFF (Off)") || !strings.Contains(err.Error(), "SW_ADMISSION_MIN_LIMIT (MinLimit)") {
 			t.Fatalf("error = %v, want Off, MinLimit, Window and MaxQueueDelay each naming its variable", err)
 		}
 	})

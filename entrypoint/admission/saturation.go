@@ -4,53 +4,43 @@ import (
 	"math"
 	"runtime"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// The share of ordinary units a saturated process admits is a fixed-point number:
-// shareOne admits every unit.
+// The share a saturated process admitted is kept as a fixed-point number for its
+// gauge: shareOne is every unit.
 const (
 	shareBits = 16
 	shareOne  = 1 << shareBits
-	// shareFloor is the lowest share: one unit in 64 is admitted however saturated
-	// the process is, so that windows keep closing on their samples and the share
-	// keeps measuring.
-	shareFloor = shareOne / 64
 )
 
-// How the share moves each window (see Limiter.saturation).
+// When a process counts as saturated, and when no longer (see Limiter.saturation).
 const (
-	// firstCut is the share of a window that found the process saturated while it
-	// admitted everything: its units were not all sampled, so the rate it admitted
-	// is not known yet.
-	firstCut = 0.75
-	// backOffMin and backOffMax bound the part of the rate a saturated window
-	// admitted that the next ones admit: target/wait of it, so that the queue
-	// drains in about a window, and never more than backOffMax, so that the CPUs
-	// keep some room and the queue stays short.
-	backOffMin, backOffMax = 0.85, 0.95
-	// recover is how much the admitted rate grows a window while it is below
-	// recoverBelow of the rate last measured at saturation (a back-off went deeper
-	// than it needed), and probe how much it grows above that: the rate the CPUs
-	// serve may have grown (cheaper requests, a neighbour gone quiet).
-	recover, recoverBelow = 1.1, 0.95
-	// busyTarget is the share of its CPUs' time a process that refuses units is
-	// paced to use, where that can be read: near all of it, with a little room for
-	// the queue to stay short.
-	busyTarget = 0.97
 	// busyFloor is the share of its CPUs' time a process must use for a long
 	// queue to count as its own saturation: one that uses less waits behind a
 	// neighbour (other processes on the node, a CPU quota), and refusing its own
 	// work would not shorten that queue.
 	busyFloor = 0.5
-	// quietWindows is, where the process's CPU time cannot be read, how many
-	// windows in a row may refuse units with the queue delay under a quarter of the
-	// target before the pace grows over the capacity measured: that was low.
+	// busyExit is the share of its CPUs' time under which a saturated process is
+	// saturated no longer: its CPUs have room again. Well under all of them, so
+	// that a neighbour taking a slice of one window does not end the saturation
+	// and let a window's worth of queue in.
+	busyExit = 0.75
+	// quietWindows is how many windows in a row without a refusal end the
+	// saturation too (the only way where the process's CPU time cannot be read):
+	// the queue stayed short with every unit admitted.
 	quietWindows = 10
-	// minWaits is how many scheduler samples a window needs before the share moves
-	// on it; the runtime samples one goroutine wake-up in eight.
+	// minWaits is how many scheduler samples a window needs before it can start a
+	// saturation; the runtime samples one goroutine wake-up in eight.
 	minWaits = 4
+	// busyTarget is the share of its CPUs' time under which a saturated process
+	// that refuses units lets its run queue grow (see Limiter.saturation).
+	busyTarget = 0.95
+	// maxQueuePerCPU bounds how many runnable goroutines per CPU the run queue may
+	// hold when a saturated process admits a unit.
+	maxQueuePerCPU = 64
 )
 
 // A waitSource reports the Go scheduler's latency so far: how many runnable
@@ -89,112 +79,130 @@ func schedWaits() waitSource {
 	}
 }
 
-// pass says whether an ordinary unit under the limit is admitted by the share:
-// always while the process is not saturated (one atomic load); otherwise the units
-// are thinned evenly, not at random — of every 64 arrivals at a share of 16/64,
-// every fourth passes — so that what is admitted arrives as regularly as the load
-// did and queues no more than it must.
+// A queueSource reports whether the Go scheduler's run queue holds more than
+// perCPU runnable goroutines per CPU (GOMAXPROCS).
+type queueSource func(perCPU uint64) (long bool)
+
+// runQueue is the queueSource of the running process, from runtime/metrics: the
+// runnable goroutines and GOMAXPROCS, read together. A read takes the scheduler's
+// lock for a moment, walks the Ps' run queues and costs about 90ns without
+// allocating (BenchmarkRunQueue); it is made only for units
+// that arrive while the process is saturated, one at a time: a unit that finds
+// another reading takes the answer that one read last.
+func runQueue() queueSource {
+	var mu sync.Mutex
+	var last atomic.Bool
+	s := []metrics.Sample{
+		{Name: "/sched/goroutines/runnable:goroutines"},
+		{Name: "/sched/gomaxprocs:threads"},
+	}
+	return func(perCPU uint64) bool {
+		if !mu.TryLock() {
+			return last.Load()
+		}
+		defer mu.Unlock()
+		metrics.Read(s)
+		if s[0].Value.Kind() != metrics.KindUint64 || s[1].Value.Kind() != metrics.KindUint64 {
+			return false // a runtime without the metrics: the queue is never long
+		}
+		long := s[0].Value.Uint64() > perCPU*s[1].Value.Uint64()
+		last.Store(long)
+		return long
+	}
+}
+
+// pass says whether an ordinary unit under the limit is admitted by the run queue:
+// always while the process is not saturated (one atomic load); otherwise only while
+// the scheduler's run queue is short — at most perCPU runnable goroutines per CPU.
+// A unit passes when the CPUs are about to need it and is refused when it would
+// queue, which bounds the wait of what is admitted to about one unit's service time
+// and leaves the CPUs no time to idle while units arrive.
 func (l *Limiter) pass() bool {
-	s := l.share.Load()
-	if s >= shareOne {
+	if !l.saturated.Load() {
 		return true
 	}
-	c := l.credit.Add(s)
-	return c>>shareBits != (c-s)>>shareBits
+	if l.queueLong(l.perCPU.Load()) {
+		return false
+	}
+	l.admittedSaturated.Add(1)
+	return true
 }
 
-// saturation moves the share on one window of span seconds. waits is how many
-// runnable goroutines the scheduler sampled in it and wait their mean wait in
-// seconds before a CPU ran them: the queue every request joins before any Gate
-// sees it. admitted and refused are the ordinary units under the limit that the
-// share let through and turned away; admitted is exact only when every unit was
-// sampled (exact). busy is the share of the time of its CPUs (GOMAXPROCS) the
-// process used, or -1 when unknown.
+// saturation decides, on one window, whether the process is saturated. waits is
+// how many runnable goroutines the scheduler sampled in the window and wait their
+// mean wait in seconds before a CPU ran them: the queue every unit joins before any
+// Gate sees it. busy is the share of the time of its CPUs (GOMAXPROCS) the process
+// used, or -1 when unknown, and refused how many units the run queue turned away.
 //
-// Over the target (Config.MaxQueueDelay), while the process uses at least half its
-// CPUs' time, it is saturated: more units are
-// arriving than its CPUs serve, and a concurrency limit cannot tell, since a unit
-// that waits for a CPU waits before it is admitted. The rate it admitted then is
-// what its CPUs serve, and the Limiter paces ordinary units below it: target/wait
-// of it, at most 95 %, so that the queue drains and then stays short. It raises
-// the pace each window that refused units without queueing — by a tenth while the
-// pace is under what was last measured at saturation, by a hundredth above — and
-// sets the share to the pace over the rate that arrives, the units it admits
-// spread evenly (pass). As TCP's BBR paces at the bandwidth it measured, the share
-// paces at the capacity instead of searching for it by overshooting it a window's
-// worth of queue at a time.
+// The process becomes saturated when the wait is over Config.MaxQueueDelay while it
+// uses at least half its CPUs' time: more units arrive than its CPUs serve, and a
+// concurrency limit cannot tell, since a unit that waits for a CPU waits before it
+// is admitted. It stays saturated until a window uses under busyExit of its CPUs
+// without refusing any, or quietWindows windows in a row refuse nothing.
 //
-// It reports whether the process looks near saturation (the wait over a quarter
-// of the target, or a share below one), which makes every unit sampled so that the
-// next window is exact.
-func (l *Limiter) saturation(waits uint64, wait, busy float64, admitted, refused int64, span float64, exact bool) (hot bool) {
-	if waits < minWaits || span <= 0 {
-		return l.share.Load() < shareOne
-	}
+// While saturated, units pass by the length of the run queue (see pass) rather than
+// by the wait: a queue kept short no longer shows in the wait, which would
+// otherwise end the saturation and let the queue grow again, a window at a time. As
+// CoDel judges a queue by how long its packets stay rather than by its length, the
+// wait starts the saturation; as a bounded queue drops what arrives when it is
+// full, the run queue picks the units. How many runnable goroutines a unit brings
+// depends on its transport (one per HTTP/1 request; a connection's reader and
+// writer besides the handler for gRPC), so the bound per CPU adapts: it starts at
+// one, grows by one each window that refused units while the CPUs had room (under
+// busyTarget of their time) and the wait was short, and halves when the wait is
+// over the target again.
+func (l *Limiter) saturation(waits uint64, wait, busy float64, refused int64) {
 	target := l.cfg.MaxQueueDelay.Seconds()
-	share := float64(l.share.Load()) / shareOne
-	saturated := wait > target && (busy < 0 || busy >= busyFloor)
-	switch {
-	case !exact:
-		if saturated {
-			share = min(share, firstCut)
+	if !l.saturated.Load() {
+		if waits >= minWaits && wait > target && (busy < 0 || busy >= busyFloor) {
+			l.perCPU.Store(1)
+			l.saturated.Store(true)
+			l.quiet = 0
 		}
-	case saturated:
-		rate := float64(admitted) / span
-		if rate >= l.pace*recoverBelow || l.capacity == 0 {
-			l.capacity = rate // the CPUs' rate, unless the pace itself held it down
-		}
-		l.pace = rate * max(backOffMin, min(backOffMax, target/wait))
-	case refused > 0 && busy > 0:
-		// Pace at the rate that would keep the CPUs busyTarget busy, moving by at
-		// most a tenth a window.
-		rate := float64(admitted) / span
-		l.pace = max(l.pace/recover, min(l.pace*recover, rate*busyTarget/busy))
-	case refused > 0 && wait < target/2:
-		l.quiet++
-		if l.pace < recoverBelow*l.capacity || l.quiet >= quietWindows {
-			l.pace *= recover
-			l.capacity = max(l.capacity, l.pace)
-		}
+		return
 	}
-	if wait >= target/4 {
+	if refused > 0 {
 		l.quiet = 0
+	} else {
+		l.quiet++
 	}
-	if exact {
-		share = 1
-		if arrived := float64(admitted+refused) / span; arrived > l.pace && l.pace > 0 {
-			share = l.pace / arrived
-		}
+	perCPU := l.perCPU.Load()
+	switch {
+	case waits >= minWaits && wait > target:
+		l.perCPU.Store(max(1, perCPU/2))
+	case refused > 0 && busy >= 0 && busy < busyTarget && wait < target/2:
+		l.perCPU.Store(min(maxQueuePerCPU, perCPU+1))
+	case refused == 0 && busy >= 0 && busy < busyExit, l.quiet >= quietWindows:
+		l.saturated.Store(false)
 	}
-	l.share.Store(uint64(max(shareFloor, min(shareOne, share*shareOne))))
-	return wait > target/4 || l.share.Load() < shareOne
 }
 
-// Share is the fraction of ordinary units under the limit that the Limiter admits:
-// 1 unless the process is saturated (see Limiter).
+// Share is the fraction of ordinary units under the limit that the Limiter
+// admitted in its last window: 1 unless the process is saturated (see Limiter).
 func (l *Limiter) Share() float64 { return float64(l.share.Load()) / shareOne }
 
 // SaturatedCount is how many units were refused since New because the process was
-// saturated (its scheduler's queue over Config.MaxQueueDelay), as opposed to the
-// concurrency limit (ShedCount).
+// saturated (its scheduler's queue long), as opposed to the concurrency limit
+// (ShedCount).
 func (l *Limiter) SaturatedCount() uint64 { return l.saturatedTotal.Load() }
 
-// shareState is the Limiter's part for the share, kept beside its logic.
+// shareState is the Limiter's part for saturation, kept beside its logic.
 type shareState struct {
-	share          atomic.Uint64 // fixed point, shareOne = all
-	credit         atomic.Uint64 // arrivals' shares so far; a unit passes when it crosses a whole
-	saturatedTotal atomic.Uint64
-	hot            atomic.Bool // sample every unit (see saturation)
-	waitN          uint64      // the scheduler's count at the last window's close; under mu
-	waitSum        float64     // and its seconds
-	waits          waitSource
-	cpuTime        func() (time.Duration, bool) // processCPU but in tests
-	opened         int64                        // when the window now closing opened, ns since epoch; under mu
-	capacity       float64                      // ordinary units a second the CPUs served when last saturated; under mu
-	pace           float64                      // ordinary units a second the share admits; 0 until saturated; under mu
-	quiet          int                          // windows in a row that refused with a short queue; under mu
-	cpu            time.Duration                // processCPU at the last window's close; under mu
-	refusedSeen    uint64                       // saturatedTotal at the last window's close; under mu
+	saturated         atomic.Bool
+	perCPU            atomic.Uint64 // runnable goroutines per CPU a saturated process admits a unit behind
+	share             atomic.Uint64 // what the last window admitted, fixed point; for Share
+	admittedSaturated atomic.Uint64 // units pass admitted while saturated
+	saturatedTotal    atomic.Uint64 // units pass refused
+	waits             waitSource
+	queueLong         queueSource
+	cpuTime           func() (time.Duration, bool) // processCPU but in tests
+	waitN             uint64                       // the scheduler's count at the last window's close; under mu
+	waitSum           float64                      // and its seconds
+	opened            int64                        // when the window now closing opened, ns since epoch; under mu
+	quiet             int                          // saturated windows in a row that refused nothing; under mu
+	cpu               time.Duration                // processCPU at the last window's close; under mu
+	admittedSeen      uint64                       // admittedSaturated at the last window's close; under mu
+	refusedSeen       uint64                       // saturatedTotal at the last window's close; under mu
 }
 
 // windowBusy is the share of its CPUs' time the process used over the last span

@@ -1,6 +1,8 @@
 package admission
 
 import (
+	"runtime"
+	"runtime/metrics"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -10,15 +12,18 @@ import (
 // each window the test says how long runnable goroutines waited and how busy the
 // CPUs were.
 type machine struct {
-	waits  uint64
-	wsum   float64
-	cpu    time.Duration
-	procs  float64
-	window time.Duration
+	waits    uint64
+	wsum     float64
+	cpu      time.Duration
+	noCPU    bool // the CPU time cannot be read
+	procs    float64
+	window   time.Duration
+	runnable uint64 // goroutines in the run queue, per CPU
 }
 
 func (m *machine) read() (uint64, float64)        { return m.waits, m.wsum }
-func (m *machine) cpuTime() (time.Duration, bool) { return m.cpu, true }
+func (m *machine) cpuTime() (time.Duration, bool) { return m.cpu, !m.noCPU }
+func (m *machine) long(perCPU uint64) bool        { return m.runnable > perCPU }
 
 // pass lets one window of the machine go by: 50 scheduler samples that waited wait
 // each, the CPUs busy for busy of the window.
@@ -31,17 +36,20 @@ func (m *machine) pass(wait time.Duration, busy float64) {
 func saturable(t *testing.T) (*Limiter, *machine) {
 	t.Helper()
 	l := newLimiter(t, Config{})
-	m := &machine{procs: 1, window: l.cfg.Window}
+	m := &machine{procs: float64(runtime.GOMAXPROCS(0)), window: l.cfg.Window}
 	l.cpuTime = m.cpuTime
+	l.queueLong = m.long
 	l.setWaits(m.read)
 	return l, m
 }
 
 // offer sends arrivals ordinary units through the Limiter over one window, each
-// admitted one a 2ms sample, and returns how many were admitted.
-func offer(l *Limiter, arrivals int) int {
+// admitted one a 2ms sample, and returns how many were admitted. The run queue each
+// unit finds holds 0, 1, 2 and 3 goroutines in turn.
+func offer(l *Limiter, m *machine, arrivals int) int {
 	admitted := 0
-	for range arrivals {
+	for i := range arrivals {
+		m.runnable = uint64(i % 4)
 		if l.Admit() {
 			admitted++
 			l.Sample(2*time.Millisecond, 1)
@@ -55,60 +63,103 @@ func offer(l *Limiter, arrivals int) int {
 func round(l *Limiter, m *machine, arrivals int, wait time.Duration, busy float64) int {
 	m.pass(wait, busy)
 	time.Sleep(l.cfg.Window)
-	return offer(l, arrivals)
+	return offer(l, m, arrivals)
 }
 
 func TestSaturation(t *testing.T) {
-	t.Run("a saturated process admits a share paced at what its CPUs served, and all again once it is not", func(t *testing.T) {
+	t.Run("a saturated process admits a unit only while the run queue is short, and all again once it is not", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l, m := saturable(t)
-			for range 5 { // 500/s, a short queue: everything passes
+			for range 5 { // 500/s, a short wait: everything passes, whatever the run queue
 				if got := round(l, m, 50, 100*time.Microsecond, 0.5); got != 50 {
 					t.Fatalf("unsaturated window admitted %d of 50", got)
 				}
 			}
-			if l.Share() != 1 {
-				t.Fatalf("share = %v before any saturation, want 1", l.Share())
+			if l.Share() != 1 || l.saturated.Load() {
+				t.Fatalf("share = %v, saturated %v before any saturation; want 1 and not", l.Share(), l.saturated.Load())
 			}
-			// 4000/s arrive; the CPUs serve 500/s: the queue delay is 10ms.
-			var admitted int
-			for i := range 20 {
-				wait := 10 * time.Millisecond
-				if i > 5 && l.Share() < 0.2 {
-					wait = 500 * time.Microsecond // the share drained the queue
-				}
-				admitted = round(l, m, 400, wait, 1)
+			// 4000/s arrive; the CPUs are all busy and runnable goroutines wait 10ms.
+			round(l, m, 400, 10*time.Millisecond, 1)
+			if !l.saturated.Load() {
+				t.Fatal("not saturated after a window waiting twice the target with the CPUs busy")
 			}
-			if s := l.Share(); s >= 0.5 || s*shareOne < shareFloor {
-				t.Fatalf("share = %v after 20 saturated windows, want under 0.5 and at least the floor", s)
+			// The run queue now stays short (what it admits is what the CPUs serve):
+			// a unit passes only behind at most one runnable goroutine.
+			admitted := round(l, m, 400, 500*time.Microsecond, 1)
+			if admitted != 200 {
+				t.Fatalf("a saturated window admitted %d of 400, want the 200 that found at most one goroutine in the run queue", admitted)
 			}
-			if admitted > 100 {
-				t.Fatalf("a saturated window admitted %d of 400, want about what the CPUs served (50)", admitted)
+			round(l, m, 400, 500*time.Microsecond, 1) // closes a window of refusals
+			if s := l.Share(); s < 0.45 || s > 0.55 {
+				t.Fatalf("share = %v, want about the half admitted", s)
 			}
 			if l.SaturatedCount() == 0 {
 				t.Fatal("SaturatedCount = 0 after refusals")
 			}
 			// The load falls to 250/s, the CPUs half idle: every unit passes again.
-			for range 30 {
+			m.runnable = 0
+			for range 3 {
 				round(l, m, 25, 100*time.Microsecond, 0.5)
 			}
-			if got := round(l, m, 25, 100*time.Microsecond, 0.5); got != 25 || l.Share() != 1 {
-				t.Fatalf("after the load fell: %d of 25 admitted, share %v; want all and 1", got, l.Share())
+			if got := round(l, m, 25, 100*time.Microsecond, 0.5); got != 25 || l.Share() != 1 || l.saturated.Load() {
+				t.Fatalf("after the load fell: %d of 25 admitted, share %v, saturated %v; want all, 1, not", got, l.Share(), l.saturated.Load())
 			}
 		})
 	})
 
-	t.Run("never falls below its floor", func(t *testing.T) {
+	t.Run("the run queue's bound grows while refusals leave the CPUs idle, and halves when the wait is long again", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l, m := saturable(t)
-			for range 60 {
-				round(l, m, 2000, time.Second, 1)
-				if l.share.Load() < shareFloor {
-					t.Fatalf("share %v below the floor %v", l.Share(), float64(shareFloor)/shareOne)
+			round(l, m, 400, 10*time.Millisecond, 1)
+			if !l.saturated.Load() || l.perCPU.Load() != 1 {
+				t.Fatalf("saturated %v, bound %d per CPU; want saturated at 1", l.saturated.Load(), l.perCPU.Load())
+			}
+			// Each unit brings three goroutines: refusals at a bound of one leave the
+			// CPUs a third idle. The bound grows until every unit passes.
+			for range 5 {
+				round(l, m, 400, time.Millisecond, 0.6)
+			}
+			if got := l.perCPU.Load(); got < 3 {
+				t.Fatalf("bound %d per CPU after five windows refusing with the CPUs 60%% busy, want at least 3", got)
+			}
+			if got := offer(l, m, 40); got != 40 {
+				t.Fatalf("at a bound of %d, %d of 40 passed, want all", l.perCPU.Load(), got)
+			}
+			before := l.perCPU.Load()
+			round(l, m, 400, 10*time.Millisecond, 1)
+			if got := l.perCPU.Load(); got != max(1, before/2) {
+				t.Fatalf("bound %d after a window waiting twice the target, want half of %d", got, before)
+			}
+		})
+	})
+
+	t.Run("where the CPU time cannot be read, quiet windows end the saturation", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l, m := saturable(t)
+			m.noCPU = true
+			round(l, m, 400, 10*time.Millisecond, 1)
+			if !l.saturated.Load() {
+				t.Fatal("not saturated after a window waiting twice the target")
+			}
+			quiet := func() { // a window in which every unit finds the run queue empty
+				m.pass(100*time.Microsecond, 0)
+				time.Sleep(l.cfg.Window)
+				for range minSamples {
+					m.runnable = 0
+					if l.Admit() {
+						l.Sample(2*time.Millisecond, 1)
+					}
 				}
 			}
-			if got := offer(l, 640); got < 640/64 {
-				t.Fatalf("at the floor, %d of 640 passed, want at least one in 64", got)
+			quiet() // closes the window that saturated, and refused
+			for i := range quietWindows {
+				if !l.saturated.Load() {
+					t.Fatalf("saturation ended after %d quiet windows, want %d", i, quietWindows)
+				}
+				quiet()
+			}
+			if l.saturated.Load() {
+				t.Fatalf("still saturated after %d windows that refused nothing", quietWindows)
 			}
 		})
 	})
@@ -138,18 +189,30 @@ func TestSaturation(t *testing.T) {
 	})
 }
 
-func TestSharePassesEvenly(t *testing.T) {
-	l := newLimiter(t, Config{})
-	l.share.Store(shareOne / 4)
-	run := 0
-	for i := range 64 {
-		if l.pass() {
-			if i > 0 && run != 3 {
-				t.Fatalf("arrival %d passed after %d refusals, want every fourth to pass", i, run)
-			}
-			run = 0
-		} else {
-			run++
+// TestRunQueueMetrics checks that the runtime publishes what runQueue reads, and
+// that a bound no run queue here reaches is not long.
+func TestRunQueueMetrics(t *testing.T) {
+	want := map[string]bool{"/sched/goroutines/runnable:goroutines": false, "/sched/gomaxprocs:threads": false, "/sched/latencies:seconds": false}
+	for _, d := range metrics.All() {
+		if _, ok := want[d.Name]; ok {
+			want[d.Name] = true
 		}
+	}
+	for name, ok := range want {
+		if !ok {
+			t.Errorf("runtime/metrics has no %s", name)
+		}
+	}
+	if runQueue()(1 << 20) {
+		t.Error("runQueue says a run queue is longer than a million goroutines per CPU")
+	}
+}
+
+// BenchmarkRunQueue is what a saturated process pays per ordinary unit to read its
+// run queue.
+func BenchmarkRunQueue(b *testing.B) {
+	long := runQueue()
+	for b.Loop() {
+		long(1)
 	}
 }

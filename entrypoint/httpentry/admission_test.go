@@ -58,7 +58,7 @@ func TestAdmissionConfig(t *testing.T) {
 			WithAdmission(admission.Config{MinLimit: 10, MaxLimit: 5}), WithCritical("GET /a", "GET /a"))
 		var ce *fault.ConfigError
 		if !errors.As(err, &ce) || len(ce.Problems) != 2 || ce.Problems[0].Field != "Admission.MinLimit" ||
-			!strings.Contains(ce.Problems[0].Reason, admission.EnvMinLimit) || ce.Problems[1].Field != "WithCritical" {
+			ce.Problems[0].Variable != admission.EnvMinLimit || ce.Problems[1].Field != "WithCritical" {
 			t.Fatalf("New = %v, want Admission.MinLimit naming %s, and a WithCritical duplicate", err, admission.EnvMinLimit)
 		}
 	})

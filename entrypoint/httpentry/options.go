@@ -67,7 +67,7 @@ func WithLogger(l *zap.Logger) Option {
 // shed_total{reason="overload"} (the concurrency limit) or
 // shed_total{reason="saturated"} (the CPUs; see admission.Limiter).
 // admission_limit is the adaptive concurrency limit and admission_share the share
-// of ordinary requests under it that are admitted (both 0 when WithAdmission turned
+// of ordinary requests under it admitted in the limiter's last window (both 0 when WithAdmission turned
 // it off). method is
 // the request's method when it is a standard one and "other" otherwise; code is
 // the status sent, "101" for a hijacked connection and "aborted" when the handler

@@ -49,7 +49,7 @@ func NewShed(reg prometheus.Registerer, name, protocol string, lim func() *admis
 	})
 	share := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: prefix + "admission_share",
-		Help: "The share of ordinary requests under the limit that are admitted: 1 unless the process is saturated; 0 when admission is off.",
+		Help: "The share of ordinary requests under the limit admitted in the limiter's last window: 1 unless the process is saturated; 0 when admission is off.",
 	}, func() float64 {
 		if l := lim(); l != nil {
 			return l.Share()
