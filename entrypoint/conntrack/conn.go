@@ -36,18 +36,20 @@ const (
 // waits for busy connections and closes idle ones.
 //
 // Read, Write and the deadlines are the underlying connection's. Busy, Idle,
-// Multiplexed and Detach may be called from any goroutine; each takes the
-// connection's own lock only when its state changes, and none allocates.
+// Multiplexed and Detach may be called from any goroutine, and none allocates.
+// Until the Tracker's counts are kept (from the first Drain, Wait or WaitSerial),
+// the moves between busy and idle — two a request — are one atomic swap of the
+// connection's own state, with no lock and nothing shared with other connections.
 type Conn struct {
 	net.Conn // below: the socket, or the cap's wrapper of it
 	t        *Tracker
 	seq      uint64 // accept order, for the drain's oldest-first closing
 
-	state atomic.Int32 // read without mu on the fast paths
+	state atomic.Int32 // busy ⇄ idle move by compare-and-swap, without mu
+	mux   atomic.Bool  // Multiplexed: busy until closed, not in the serial Gate
 
-	mu          sync.Mutex // guards the transitions and the fields below
-	mux         bool       // Multiplexed: busy until closed, not in the serial Gate
-	leave       func()     // the busy Gate's leave, while counted
+	mu          sync.Mutex // guards the other transitions and the counts below
+	leave       func()     // the busy Gate's leave, while counted there
 	serialLeave func()     // the serial Gate's leave, while counted there
 }
 
@@ -68,16 +70,20 @@ func (c *Conn) Read(p []byte) (int, error) {
 // active makes an idle connection busy on input, and reports whether the input may
 // be handed on: false once the drain is closing the connection.
 func (c *Conn) active() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	switch c.state.Load() {
-	case stateIdle:
-		c.setState(stateBusy)
-	case stateClosing, stateClosed:
-		c.t.lateInput.Add(1)
-		return false
+	for {
+		switch c.state.Load() {
+		case stateIdle:
+			if c.state.CompareAndSwap(stateIdle, stateBusy) {
+				c.moved()
+				return true
+			}
+		case stateClosing, stateClosed:
+			c.t.lateInput.Add(1)
+			return false
+		default:
+			return true
+		}
 	}
-	return true
 }
 
 // Busy marks the connection busy: a request is being read, handled or answered.
@@ -85,13 +91,8 @@ func (c *Conn) active() bool {
 // without input (a request already buffered). It does nothing on a connection that
 // is busy, closing, detached or closed.
 func (c *Conn) Busy() {
-	if c.state.Load() == stateBusy {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.state.Load() == stateIdle {
-		c.setState(stateBusy)
+	if c.state.Load() == stateIdle && c.state.CompareAndSwap(stateIdle, stateBusy) {
+		c.moved()
 	}
 }
 
@@ -106,20 +107,46 @@ func (c *Conn) Busy() {
 // caller's next Read fails with net.ErrClosed. A multiplexed connection stays
 // busy; Idle does nothing on one that is closing, detached or closed.
 func (c *Conn) Idle() {
+	if c.mux.Load() {
+		return
+	}
+	swapped := false
+	if !c.t.draining.Load() {
+		if !c.state.CompareAndSwap(stateBusy, stateIdle) {
+			return
+		}
+		if !c.t.draining.Load() && !c.mux.Load() {
+			c.moved()
+			return
+		}
+		// The drain began, or the connection turned multiplexed, as it went idle:
+		// settle it under the lock, as if the swap had not been made.
+		swapped = true
+	}
 	c.mu.Lock()
-	if c.state.Load() != stateBusy || c.mux {
+	// The state this Idle left, if nothing moved it since: idle after the swap, busy
+	// without one. Anything else — the drain claimed it, input made it busy again,
+	// it was closed — is someone else's move, and this Idle's is done.
+	left := stateBusy
+	if swapped {
+		left = stateIdle
+	}
+	switch {
+	case c.state.Load() != left:
+		c.recount()
+		c.mu.Unlock()
+		return
+	case c.mux.Load():
+		c.move(left, stateBusy) // multiplexed: busy until closed
+		c.mu.Unlock()
+		return
+	case !c.move(left, stateClosing):
 		c.mu.Unlock()
 		return
 	}
-	if c.t.draining.Load() {
-		c.setState(stateClosing)
-		c.mu.Unlock()
-		c.t.closedAfterAnswer.Add(1)
-		c.goodbye()
-		return
-	}
-	c.setState(stateIdle)
 	c.mu.Unlock()
+	c.t.closedAfterAnswer.Add(1)
+	c.goodbye()
 }
 
 // Multiplexed marks a connection that carries many requests at once (HTTP/2): it
@@ -128,14 +155,17 @@ func (c *Conn) Idle() {
 func (c *Conn) Multiplexed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mux {
+	if c.mux.Load() {
 		return
 	}
 	if c.serialLeave != nil {
 		c.serialLeave()
 		c.serialLeave = nil
 	}
-	c.mux = true
+	c.mux.Store(true)
+	if c.state.Load() == stateIdle { // an Idle that raced with this: undone
+		c.move(stateIdle, stateBusy)
+	}
 }
 
 // Detach stops following the connection, as when it is hijacked: it is no longer
@@ -148,7 +178,8 @@ func (c *Conn) Detach() {
 		c.mu.Unlock()
 		return
 	}
-	c.setState(stateDetached)
+	c.state.Store(stateDetached)
+	c.recount()
 	c.mu.Unlock()
 	c.t.forget(c)
 }
@@ -158,7 +189,8 @@ func (c *Conn) Detach() {
 func (c *Conn) Close() error {
 	err := c.Conn.Close()
 	c.mu.Lock()
-	c.setState(stateClosed)
+	c.state.Store(stateClosed)
+	c.recount()
 	c.mu.Unlock()
 	c.t.forget(c)
 	return err
@@ -200,18 +232,42 @@ func (c *Conn) NetConn() net.Conn {
 // counted reports whether state s counts as busy.
 func counted(s int32) bool { return s == stateBusy || s == stateClosing }
 
-// setState moves the connection to s, entering or leaving the Tracker's Gates.
+// moved follows a move between busy and idle made without the lock: once the
+// Tracker's counts are kept, it brings them up to date.
+func (c *Conn) moved() {
+	if c.t.counting.Load() {
+		c.mu.Lock()
+		c.recount()
+		c.mu.Unlock()
+	}
+}
+
+// move changes the state from to to, if it is still from, and brings the counts up
+// to date. c.mu must be held.
+func (c *Conn) move(from, to int32) bool {
+	if !c.state.CompareAndSwap(from, to) {
+		return false
+	}
+	c.recount()
+	return true
+}
+
+// recount enters or leaves the Tracker's Gates so that the connection is counted
+// there exactly while its state counts as busy, once the Tracker keeps its counts
+// (Tracker.count); before that it does nothing. A move without the lock is followed
+// by a recount (moved), so whichever recount runs last sees the final state.
 // c.mu must be held.
-func (c *Conn) setState(s int32) {
-	was := counted(c.state.Load())
-	c.state.Store(s)
-	switch now := counted(s); {
-	case now && !was:
+func (c *Conn) recount() {
+	if !c.t.counting.Load() {
+		return
+	}
+	switch now := counted(c.state.Load()); {
+	case now && c.leave == nil:
 		c.leave, _ = c.t.busy.Enter() // never closed: always admits
-		if !c.mux {
+		if !c.mux.Load() {
 			c.serialLeave, _ = c.t.serial.Enter()
 		}
-	case !now && was:
+	case !now && c.leave != nil:
 		c.leave()
 		c.leave = nil
 		if c.serialLeave != nil {
@@ -225,11 +281,7 @@ func (c *Conn) setState(s int32) {
 func (c *Conn) claimIdle() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.state.Load() != stateIdle {
-		return false
-	}
-	c.setState(stateClosing)
-	return true
+	return c.move(stateIdle, stateClosing)
 }
 
 // goodbye ends a closing connection: the goodbye line, a half-close, then what the

@@ -32,6 +32,11 @@
 //  4. It waits, without polling (an entrypoint.Gate), for the queue to be taken and
 //     for every busy connection to answer and close.
 //
+// Until the first Drain, Wait or WaitSerial, a connection's moves between busy and
+// idle touch only the connection (an atomic swap of its state): the Tracker's
+// Gates count the busy connections from then on, so that serving costs nothing
+// shared between connections.
+//
 // On the drain's deadline it says how many connections are still busy and leaves
 // them to Close. The counts (closed idle, closed after their answer, backlog
 // answered, late input, busy at the deadline, the cap) are in Stats and Report.

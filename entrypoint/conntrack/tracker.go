@@ -77,7 +77,13 @@ type Tracker struct {
 	busy   entrypoint.Gate // one unit per busy connection; never closed
 	serial entrypoint.Gate // one unit per busy connection not multiplexed
 
-	draining  atomic.Bool // Drain began: a connection going idle is closed
+	draining atomic.Bool // Drain began: a connection going idle is closed
+	// counting: busy and serial count the connections, from the first Drain, Wait or
+	// WaitSerial on (count); counted once every connection was brought in. Before
+	// that a request's moves between busy and idle touch only its connection.
+	counting  atomic.Bool
+	counted   atomic.Bool
+	countOnce sync.Once
 	accepting atomic.Bool // Accept was called: an accept loop runs
 
 	closedIdle        atomic.Uint64
@@ -140,7 +146,36 @@ func (t *Tracker) Listener(ln net.Listener) *Listener {
 }
 
 // Busy reports how many connections are busy.
-func (t *Tracker) Busy() int { return t.busy.InFlight() }
+func (t *Tracker) Busy() int {
+	if t.counted.Load() {
+		return t.busy.InFlight()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for c := range t.conns {
+		if counted(c.state.Load()) {
+			n++
+		}
+	}
+	return n
+}
+
+// count makes the Gates count the busy connections from now on, for Drain, Wait
+// and WaitSerial: each connection is brought in under its lock after counting is
+// set, so that one moving at the same time is counted either by its own recount or
+// here. Concurrent callers return once it is done.
+func (t *Tracker) count() {
+	t.countOnce.Do(func() {
+		t.counting.Store(true)
+		for _, c := range t.snapshot(-1) {
+			c.mu.Lock()
+			c.recount()
+			c.mu.Unlock()
+		}
+		t.counted.Store(true)
+	})
+}
 
 // Open reports how many connections are open and followed (not detached).
 func (t *Tracker) Open() int {
@@ -152,11 +187,17 @@ func (t *Tracker) Open() int {
 // Wait returns nil as soon as no connection is busy, or ctx.Err() if ctx is done
 // first. It does not poll: the connection that goes idle or closes last wakes it.
 // A connection accepted later makes no difference to a Wait that returned.
-func (t *Tracker) Wait(ctx context.Context) error { return t.busy.Wait(ctx) }
+func (t *Tracker) Wait(ctx context.Context) error {
+	t.count()
+	return t.busy.Wait(ctx)
+}
 
 // WaitSerial is Wait for the connections not marked Multiplexed: it returns once
 // each has answered its request, or is closed, idle or detached.
-func (t *Tracker) WaitSerial(ctx context.Context) error { return t.serial.Wait(ctx) }
+func (t *Tracker) WaitSerial(ctx context.Context) error {
+	t.count()
+	return t.serial.Wait(ctx)
+}
 
 // DrainBacklog stops intake without cutting what is queued: the Listener's Accept
 // hands over, without waiting, every connection the kernel has queued, then closes
@@ -193,6 +234,7 @@ func (t *Tracker) DrainBacklog() {
 // stays busy until the entrypoint's own read deadline closes it: set one.
 func (t *Tracker) Drain(ctx context.Context) error {
 	t.draining.Store(true)
+	t.count()
 	t.DrainBacklog()
 	idle := t.snapshot(stateIdle)
 	spreadErr := entrypoint.Spread(ctx, t.cfg.IdleCloseWindow, idle, t.closeIdle)
@@ -273,15 +315,17 @@ func (t *Tracker) snapshot(state int32) []*Conn {
 // follow wraps nc, just accepted, in a busy Conn.
 func (t *Tracker) follow(nc net.Conn) *Conn {
 	c := &Conn{Conn: nc, t: t}
-	c.state.Store(stateDetached)
-	c.mu.Lock()
-	c.setState(stateBusy)
-	c.mu.Unlock()
+	c.state.Store(stateBusy)
 	t.mu.Lock()
 	t.seq++
 	c.seq = t.seq
 	t.conns[c] = struct{}{}
 	t.mu.Unlock()
+	// In the set before counting is read, so that count brings it in if this misses
+	// the start of counting.
+	c.mu.Lock()
+	c.recount()
+	c.mu.Unlock()
 	return c
 }
 

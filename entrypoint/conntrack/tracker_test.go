@@ -303,3 +303,73 @@ func TestLateInput(t *testing.T) {
 		}
 	})
 }
+
+// The Gates count connections only from the first Wait on: a connection that turned
+// busy, idle and busy again before it is counted by the Wait's sweep, one that goes
+// idle after it is let go, and input on an idle one is counted again.
+func TestWaitCountsConnectionsBusyBeforeIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := newTracker(t, Config{Name: "lines"})
+		p := newPipes()
+		s := &lineServer{ln: tr.Listener(p), delay: 2 * time.Second}
+		served := make(chan struct{})
+		go func() { defer close(served); s.serve() }()
+
+		a, b := p.dial(t), p.dial(t)
+		for _, c := range []*bufio.ReadWriter{a, b} { // both answered once: idle
+			c.WriteString("one\n")
+			c.Flush()
+			if got, err := c.ReadString('\n'); got != "ok one\n" || err != nil {
+				t.Fatalf("answer = %q, %v", got, err)
+			}
+		}
+		synctest.Wait()
+		if n := tr.Busy(); n != 0 {
+			t.Fatalf("busy = %d with both connections idle, want 0", n)
+		}
+		a.WriteString("two\n")
+		a.Flush()
+		synctest.Wait() // a is busy again, before anything counted it
+		if n := tr.Busy(); n != 1 {
+			t.Fatalf("busy = %d with a line being answered, want 1", n)
+		}
+		waited := make(chan error, 1)
+		go func() { waited <- tr.Wait(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("Wait = %v while a connection is busy", err)
+		default:
+		}
+		if got, err := a.ReadString('\n'); got != "ok two\n" || err != nil {
+			t.Fatalf("answer = %q, %v", got, err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("Wait = %v", err)
+		}
+		b.WriteString("three\n") // input on a connection idle when the counting began
+		b.Flush()
+		synctest.Wait()
+		if n := tr.Busy(); n != 1 {
+			t.Errorf("busy = %d once counted, with a line being answered, want 1", n)
+		}
+		go func() { waited <- tr.WaitSerial(context.Background()) }()
+		synctest.Wait()
+		select {
+		case err := <-waited:
+			t.Fatalf("WaitSerial = %v while a connection is busy", err)
+		default:
+		}
+		if got, err := b.ReadString('\n'); got != "ok three\n" || err != nil {
+			t.Fatalf("answer = %q, %v", got, err)
+		}
+		if err := <-waited; err != nil {
+			t.Fatalf("WaitSerial = %v", err)
+		}
+		if n := tr.Busy(); n != 0 {
+			t.Errorf("busy = %d after the answers, want 0", n)
+		}
+		tr.Close()
+		<-served
+	})
+}

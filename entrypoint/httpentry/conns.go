@@ -40,8 +40,10 @@ func newConnSet(name string, capped func(net.Listener) net.Listener) (*connSet, 
 	return &connSet{t: t}, nil
 }
 
-// track is the http.Server's ConnState hook. It takes the connection's own lock
-// only when its state changes, and allocates nothing.
+// track is the http.Server's ConnState hook. A request's moves between busy and
+// idle are an atomic swap on its connection, with no lock and nothing shared with
+// other connections until the drain counts them (conntrack.Conn); it allocates
+// nothing.
 func (cs *connSet) track(c net.Conn, state http.ConnState) {
 	tc := trackedConn(c)
 	if tc == nil {

@@ -159,6 +159,10 @@ type response struct {
 	status   int           // 0 until the response's header is committed
 	hijacked bool
 
+	// last is the series the metrics counted this wrapper's last request in: kept
+	// across requests, not cleared by reset.
+	last lastSeries
+
 	// attrs is where end builds a sampled span's attributes, so that handing them
 	// to the span allocates no slice of its own (the span copies them).
 	attrs [spanAttrs]attribute.KeyValue

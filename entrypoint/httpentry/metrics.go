@@ -101,23 +101,42 @@ func (m *metrics) observe(w *response, start time.Duration, aborted bool) {
 	case code == 0:
 		code = http.StatusOK
 	}
-	route := routeOf(w.req, nil)
-	if route == "" {
-		route = unmatched
-	}
 	var sr *series
-	if aborted || code < 100 || code >= len(m.codes) {
+	switch mi, pattern := methodIndex(w.req.Method), w.req.Pattern; {
+	case aborted || code < 100 || code >= len(m.codes):
 		label := "aborted"
 		if !aborted {
 			label = strconv.Itoa(code)
 		}
-		method := methodLabels[methodIndex(w.req.Method)]
-		sr = &series{m.requests.WithLabelValues(label, method, route), m.duration.WithLabelValues(label, method, route)}
-	} else {
-		sr = m.seriesFor(route, methodIndex(w.req.Method), code)
+		route := routeLabel(pattern)
+		sr = &series{m.requests.WithLabelValues(label, methodLabels[mi], route), m.duration.WithLabelValues(label, methodLabels[mi], route)}
+	case w.last.series != nil && w.last.pattern == pattern && w.last.method == mi && w.last.code == code:
+		sr = w.last.series // the pattern is ServeMux's own string: compared by its pointer
+	default:
+		sr = m.seriesFor(routeLabel(pattern), mi, code)
+		w.last = lastSeries{pattern, mi, code, sr}
 	}
 	sr.requests.Inc()
 	sr.duration.Observe((m.now() - start).Seconds())
+}
+
+// lastSeries is the series a response wrapper last counted a request in, and what
+// they were for: the next request through the same pooled wrapper is usually of
+// the same route, method and status, and then costs no map read. The wrappers come
+// from a pool per Server, so the series are always the Server's own.
+type lastSeries struct {
+	pattern string // the request's Pattern, as ServeMux stamped it
+	method  int    // methodIndex
+	code    int
+	series  *series
+}
+
+// routeLabel is the route label of a request ServeMux stamped with pattern.
+func routeLabel(pattern string) string {
+	if route := routeOfPattern(pattern); route != "" {
+		return route
+	}
+	return unmatched
 }
 
 // seriesFor returns the cached series of route, method index mi and code, making it

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync"
+	"sync/atomic"
 
 	"github.com/servicewright/servicewright/internal/transport"
 )
@@ -50,6 +51,12 @@ func (l *pipelineListener) Accept() (net.Conn, error) {
 // they come (a Read may return fewer bytes than it could; never none while some are
 // waiting), so nothing is held back from a reader that asks.
 //
+// The socket is read straight into the caller's buffer, and in the common case —
+// what arrived ends at a head end, or holds no head end (a body, a head cut across
+// reads) — it is handed on as it is: no copy and no lock. Only the bytes after a
+// head end that did not end the read are copied aside, under the lock that Close
+// shares, and handed on by the next Reads.
+//
 // When net/http closes the connection after the drain began (keep-alives are off,
 // so it closes after the response in progress), Close counts the heads left unread
 // here and in the socket's receive queue, which it empties without waiting: those
@@ -62,10 +69,16 @@ type pipeConn struct {
 	cs       *connSet
 	draining <-chan struct{}
 
-	mu      sync.Mutex
-	store   []byte // the read buffer
-	pending []byte // read from the socket, not handed on yet: a slice of store
-	tail    []byte // the last bytes handed on (at most 3), to find a head end across reads
+	// tail is the last bytes handed on (tailN of them, at most 3) since the last head
+	// end, to find a head end across reads. Only the reading goroutine touches it:
+	// net/http never reads a connection from two goroutines at once.
+	tail  [3]byte
+	tailN int
+
+	held    atomic.Bool // pending is not empty: the next Read hands it on
+	mu      sync.Mutex  // guards store and pending, which Close takes
+	store   []byte      // pending's buffer, kept for the next time
+	pending []byte      // read from the socket, not handed on yet: a slice of store
 	once    sync.Once
 }
 
@@ -73,36 +86,60 @@ func (c *pipeConn) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	// One critical section when bytes are pending, two when the socket is read: a
-	// request head takes a Read or two, and each lock is a share of its cost.
-	c.mu.Lock()
-	if len(c.pending) == 0 {
-		c.mu.Unlock()
-		if c.store == nil {
-			c.store = make([]byte, 4096)
-		}
-		n, err := c.Conn.Read(c.store) // only the reading goroutine touches store
-		if n == 0 {
-			return 0, err
-		}
-		c.mu.Lock()
-		c.pending = c.store[:n]
+	if c.held.Load() {
+		return c.readPending(p), nil
 	}
+	n, err := c.Conn.Read(p)
+	if n == 0 {
+		return 0, err
+	}
+	end := firstHeadEnd(c.tail[:c.tailN], p[:n])
+	if end < 0 || end == n {
+		c.handed(p[:n], end == n)
+		return n, err
+	}
+	// A head ended inside what was read: what follows it waits here. An error that
+	// came with the bytes comes back on the Read after them.
+	c.mu.Lock()
+	c.store = append(c.store[:0], p[end:n]...)
+	c.pending = c.store
+	c.held.Store(true)
+	c.mu.Unlock()
+	c.tailN = 0
+	return end, nil
+}
+
+// readPending hands on what Read kept aside, up to the next head end.
+func (c *pipeConn) readPending(p []byte) int {
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	end, found := len(c.pending), false
-	if i := firstHeadEnd(c.tail, c.pending); i >= 0 {
+	if i := firstHeadEnd(c.tail[:c.tailN], c.pending); i >= 0 {
 		end, found = i, true
 	}
 	n := copy(p, c.pending[:end])
-	handed := c.pending[:n]
+	c.handed(c.pending[:n], found && n == end)
 	c.pending = c.pending[n:]
-	if found && n == end { // a head ended: the next one starts afresh
-		c.tail = c.tail[:0]
-		return n, nil
+	if len(c.pending) == 0 {
+		c.held.Store(false)
 	}
-	c.tail = append(c.tail, handed[max(0, len(handed)-3):]...)
-	c.tail = c.tail[max(0, len(c.tail)-3):]
-	return n, nil
+	return n
+}
+
+// handed records the bytes b just handed on: ended says they end at a head end, so
+// that the next head starts afresh; otherwise their last bytes join the tail.
+func (c *pipeConn) handed(b []byte, ended bool) {
+	if ended {
+		c.tailN = 0
+		return
+	}
+	if len(b) >= len(c.tail) {
+		c.tailN = copy(c.tail[:], b[len(b)-len(c.tail):])
+		return
+	}
+	keep := min(c.tailN, len(c.tail)-len(b)) // of the old tail, before b
+	copy(c.tail[:], c.tail[c.tailN-keep:c.tailN])
+	c.tailN = keep + copy(c.tail[keep:], b)
 }
 
 // firstHeadEnd returns the index in next just past the first "\r\n\r\n" that ends
@@ -132,6 +169,7 @@ func (c *pipeConn) Close() error {
 		c.mu.Lock()
 		rest := append([]byte(nil), c.pending...)
 		c.pending = nil
+		c.held.Store(false)
 		c.mu.Unlock()
 		rest = append(rest, transport.ReadQueued(c.Conn, maxPipelineResidue)...)
 		if n := bytes.Count(rest, headEnd); n > 0 {

@@ -9,10 +9,15 @@ import (
 )
 
 // A pipeConn hands net/http one request head at a time, finds a head end split
-// across socket reads, and loses or adds no byte whatever the read sizes.
+// across socket reads, and loses or adds no byte whatever the sizes of the socket's
+// reads and of the caller's buffer (net/http's background read asks for one byte).
 func TestPipeConnHandsOneHeadAtATime(t *testing.T) {
 	stream := "GET /a HTTP/1.1\r\nHost: x\r\n\r\nPOST /b HTTP/1.1\r\nContent-Length: 4\r\n\r\nbodyGET /c HTTP/1.1\r\n\r\n"
-	for _, chunk := range []int{1, 2, 3, 5, 7, 64} {
+	for _, c := range []struct{ chunk, buf int }{
+		{1, 4096}, {2, 4096}, {3, 4096}, {5, 4096}, {7, 4096}, {64, 4096},
+		{64, 1}, {64, 2}, {64, 5}, {7, 3}, {200, 30},
+	} {
+		chunk := c.chunk
 		server, client := net.Pipe()
 		go func() {
 			for s := stream; s != ""; {
@@ -22,12 +27,12 @@ func TestPipeConnHandsOneHeadAtATime(t *testing.T) {
 			}
 			client.Close()
 		}()
-		c := &pipeConn{Conn: server}
+		pc := &pipeConn{Conn: server}
 		var got bytes.Buffer
 		var reads []string
-		buf := make([]byte, 4096)
+		buf := make([]byte, c.buf)
 		for {
-			n, err := c.Read(buf)
+			n, err := pc.Read(buf)
 			got.Write(buf[:n])
 			if n > 0 {
 				reads = append(reads, string(buf[:n]))
@@ -41,7 +46,7 @@ func TestPipeConnHandsOneHeadAtATime(t *testing.T) {
 		}
 		server.Close()
 		if got.String() != stream {
-			t.Fatalf("chunk %d: got %q, want the stream unchanged", chunk, got.String())
+			t.Fatalf("chunk %d, buffer %d: got %q, want the stream unchanged", chunk, c.buf, got.String())
 		}
 		ends := map[int]bool{} // where each read ended, in the stream
 		at := 0
@@ -56,7 +61,7 @@ func TestPipeConnHandsOneHeadAtATime(t *testing.T) {
 			}
 			off += i + 4
 			if !ends[off] {
-				t.Errorf("chunk %d: no read ends at the head end at %d: %q", chunk, off, reads)
+				t.Errorf("chunk %d, buffer %d: no read ends at the head end at %d: %q", chunk, c.buf, off, reads)
 			}
 		}
 	}

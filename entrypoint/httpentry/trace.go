@@ -141,6 +141,12 @@ func routeOf(r *http.Request, p *handlerPanic) string {
 	if p != nil && p.req.Pattern != "" {
 		pattern = p.req.Pattern
 	}
+	return routeOfPattern(pattern)
+}
+
+// routeOfPattern is the path template of a ServeMux pattern: "/orders/{id}" for
+// "GET /orders/{id}".
+func routeOfPattern(pattern string) string {
 	if i := strings.IndexByte(pattern, '/'); i > 0 {
 		return pattern[i:] // without the method and the host
 	}
