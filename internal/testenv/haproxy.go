@@ -94,7 +94,8 @@ func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) 
 
 // HAProxyConfig is the configuration StartHAProxy runs: a frontend on 127.0.0.1:port
 // balancing backends round-robin, each health-checked with GET /readyz every interval
-// and marked down after one failure, no retries and no redispatch, and a CSV stats
+// and marked down after one failure (a check waits checkTimeout for its answer), no
+// retries and no redispatch, and a CSV stats
 // page on 127.0.0.1:statsPort. docs/operations.md shows it for a local fleet; a test
 // holds the two equal.
 func HAProxyConfig(backends []Backend, interval time.Duration, port, statsPort int) string {
@@ -132,9 +133,16 @@ backend be
   balance roundrobin
   option httpchk GET /readyz
   http-check expect status 200
+  timeout check %dms
   default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
-%s`, statsPort, port, bind, ms, ms, ms, servers.String())
+%s`, statsPort, port, bind, checkTimeout(interval).Milliseconds(), ms, ms, ms, servers.String())
 }
+
+// checkTimeout is how long a health check may wait for /readyz's answer: three
+// intervals, at least a second. A replica takes itself out by answering 503, at once
+// (fall 1 acts on that answer); a slow answer is a busy machine, and Kubernetes's
+// readiness probe tolerates it too (timeoutSeconds 1, failureThreshold 3).
+func checkTimeout(interval time.Duration) time.Duration { return max(time.Second, 3*interval) }
 
 // Addr is the frontend's address.
 func (h *HAProxy) Addr() string { return h.addr }
