@@ -114,8 +114,8 @@ func TestPreStop(t *testing.T) {
 			if x.Host().Readiness() != health.Draining {
 				t.Errorf("readiness %s", x.Host().Readiness())
 			}
+			x.Stop() // before the warmup returns: startup never finishes
 			close(release)
-			x.Stop()
 			if err := x.Wait(); err != nil {
 				t.Fatal(err)
 			}
