@@ -13,10 +13,16 @@ func TestLeadershipPostgres(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts several replicas")
 	}
-	const ttl = 3 * time.Second
+	// Each lock operation is bounded by CampaignEvery; 500ms rather than the Redis
+	// tests' 200ms leaves room for a new PostgreSQL session on a machine loaded by
+	// the other packages' tests (a fork and an authentication), which at 200ms timed
+	// out campaign after campaign. The crash failover does not wait for a campaign:
+	// the release notice wakes the survivors.
+	const ttl, campaign = 3 * time.Second, 500 * time.Millisecond
 	top := t
 	db := pgConn(t)
-	backends := []string{"DATABASE_URL=" + env.Postgres(t).DSN(), "EXAMPLE_LEADER_TTL=" + ttl.String()}
+	backends := []string{"DATABASE_URL=" + env.Postgres(t).DSN(), "EXAMPLE_LEADER_TTL=" + ttl.String(),
+		"EXAMPLE_CAMPAIGN_EVERY=" + campaign.String()}
 	reps := startFleet(t, 3, backends...)
 	var tokens []uint64
 
@@ -40,7 +46,7 @@ func TestLeadershipPostgres(t *testing.T) {
 		reps = without(reps, old)
 		_, tok := leaderOf(t, reps, 10*time.Second)
 		tokens = append(tokens, tok)
-		t.Logf("graceful failover on PostgreSQL: %s after the exit (CampaignEvery %s)", time.Since(gone), testCampaign)
+		t.Logf("graceful failover on PostgreSQL: %s after the exit (CampaignEvery %s)", time.Since(gone), campaign)
 	})
 
 	t.Run("a SIGKILLed leader is replaced without waiting out the TTL", func(t *testing.T) {
@@ -53,7 +59,7 @@ func TestLeadershipPostgres(t *testing.T) {
 		_, tok := leaderOf(t, reps, 10*time.Second)
 		took := time.Since(killed)
 		tokens = append(tokens, tok)
-		t.Logf("crash failover on PostgreSQL: %s (CampaignEvery %s, TTL %s)", took, testCampaign, ttl)
+		t.Logf("crash failover on PostgreSQL: %s (CampaignEvery %s, TTL %s)", took, campaign, ttl)
 		if took >= ttl {
 			t.Errorf("new leader %s after the kill: the lease was held for its TTL (%s), not freed with the connection", took, ttl)
 		}
