@@ -43,7 +43,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 	defer t.Leave()
 	start := s.now()
 	var span trace.Span
-	if s.trace.tracer != nil {
+	if s.trace.Tracer != nil {
 		ctx, span = s.trace.start(ctx, info.FullMethod)
 	}
 	defer func() {
@@ -78,7 +78,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	start := s.now()
 	ctx := ss.Context()
 	var span trace.Span
-	if s.trace.tracer != nil {
+	if s.trace.Tracer != nil {
 		ctx, span = s.trace.start(ctx, info.FullMethod)
 	}
 	st, ctx := s.streams.add(ctx)

@@ -2,16 +2,16 @@ package grpcentry
 
 import (
 	"context"
-	"fmt"
 
 	"go.opentelemetry.io/otel/attribute"
 	otelcodes "go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	tracenoop "go.opentelemetry.io/otel/trace/noop"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // The server span of an RPC is started and ended by the Server's interceptors rather
@@ -40,33 +40,14 @@ const (
 
 var systemGRPC = attrSystem.String("grpc")
 
-// tracing is the Server's tracer and propagator; the zero value traces nothing.
-type tracing struct {
-	tracer trace.Tracer // nil: no span
-	prop   propagation.TextMapPropagator
-	opts   []trace.SpanStartOption // made once: a variadic list built per call allocates
-}
+// tracing is the Server's tracer and propagator (transport.NewTracing); the zero
+// value traces nothing.
+type tracing struct{ transport.Tracing }
 
 // newTracing traces with tp and prop (W3C trace context and baggage when nil). A nil
 // or no-op tp traces nothing: no span, no propagation, no cost.
 func newTracing(tp trace.TracerProvider, prop propagation.TextMapPropagator) tracing {
-	if tp == nil || isNoop(tp) {
-		return tracing{}
-	}
-	if prop == nil {
-		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	}
-	return tracing{tracer: tp.Tracer(tracerName), prop: prop,
-		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
-}
-
-// isNoop tells the tracer providers that record nothing.
-func isNoop(tp trace.TracerProvider) bool {
-	switch tp.(type) {
-	case tracenoop.TracerProvider, *tracenoop.TracerProvider:
-		return true
-	}
-	return false
+	return tracing{transport.NewTracing(tp, prop, tracerName)}
 }
 
 // start continues the trace of ctx's incoming metadata in a server span named after
@@ -74,8 +55,8 @@ func isNoop(tp trace.TracerProvider) bool {
 // the ctx carrying the span. The attributes are all set by endSpan, and only on a span
 // that records: an unsampled call pays for the propagation and the span's context.
 func (t *tracing) start(ctx context.Context, method string) (context.Context, trace.Span) {
-	ctx = t.prop.Extract(ctx, incomingCarrier{ctx})
-	return t.tracer.Start(ctx, spanName(method), t.opts...)
+	ctx = t.Prop.Extract(ctx, incomingCarrier{ctx})
+	return t.Tracer.Start(ctx, spanName(method), t.Opts...)
 }
 
 // endSpan records what the call came to and ends span: the method, the status code
@@ -92,8 +73,7 @@ func endSpan(span trace.Span, method string, err error, r any) {
 	span.SetAttributes(systemGRPC, attrMethod.String(spanName(method)), attrCode.String(codeName(code)))
 	switch {
 	case r != nil:
-		span.SetStatus(otelcodes.Error, "handler panicked")
-		span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", fmt.Sprintf("%T", r))))
+		transport.SpanPanicked(span, r)
 	case serverFault(code):
 		span.SetStatus(otelcodes.Error, status.Convert(err).Message())
 	}

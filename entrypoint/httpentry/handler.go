@@ -42,7 +42,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := s.responses.Get().(*response)
 	rw.ResponseWriter, rw.srv, rw.req = w, s, r // the rest was zeroed by finish or New
 	var span trace.Span
-	if s.trace.tracer != nil {
+	if s.trace.Tracer != nil {
 		r, span = s.trace.start(r)
 		rw.req = r
 	}

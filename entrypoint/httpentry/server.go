@@ -163,18 +163,13 @@ func (s *Server) useLogger(l *zap.Logger) {
 
 // useTracerProvider makes the Server start a span per request with tp and its
 // propagator (W3C trace context and baggage when it has none); a nil tp does
-// nothing.
+// nothing, and a no-op one starts no span.
 func (s *Server) useTracerProvider(tp trace.TracerProvider) {
 	if tp == nil {
 		return
 	}
-	prop := s.prop
-	if prop == nil {
-		prop = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
-	}
 	s.tracing = tp
-	s.trace = tracing{tracer: tp.Tracer(tracerName), prop: prop,
-		opts: []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}}
+	s.trace = tracing{transport.NewTracing(tp, s.prop, tracerName)}
 }
 
 // useRegisterer registers the metrics with reg. A failure leaves nothing registered.

@@ -1,7 +1,6 @@
 package httpentry
 
 import (
-	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -10,6 +9,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // The server span of a request is started and ended here rather than by otelhttp.
@@ -38,12 +39,9 @@ const (
 // spanAttrs is how many attributes end sets at most.
 const spanAttrs = 5
 
-// tracing is the Server's tracer and propagator; the zero value traces nothing.
-type tracing struct {
-	tracer trace.Tracer // nil: no span
-	prop   propagation.TextMapPropagator
-	opts   []trace.SpanStartOption // made once: a variadic list built per call allocates
-}
+// tracing is the Server's tracer and propagator (transport.NewTracing); the zero
+// value traces nothing.
+type tracing struct{ transport.Tracing }
 
 // start continues the trace of r's headers in a server span named after the method
 // (renamed with the route once the handler matched one) and returns the request to
@@ -51,8 +49,8 @@ type tracing struct {
 // and only on a span that records: an unsampled request pays for the propagation and
 // the span's context, nothing else.
 func (t *tracing) start(r *http.Request) (*http.Request, trace.Span) {
-	ctx := t.prop.Extract(r.Context(), headerCarrier(r.Header))
-	ctx, span := t.tracer.Start(ctx, r.Method, t.opts...)
+	ctx := t.Prop.Extract(r.Context(), headerCarrier(r.Header))
+	ctx, span := t.Tracer.Start(ctx, r.Method, t.Opts...)
 	return r.WithContext(ctx), span
 }
 
@@ -82,9 +80,7 @@ func end(span trace.Span, w *response, p *handlerPanic) {
 	span.SetAttributes(kv...)
 	switch {
 	case p != nil:
-		span.SetStatus(codes.Error, "handler panicked")
-		// The value's type only: its text may carry whatever the handler held.
-		span.AddEvent("exception", trace.WithAttributes(attribute.String("exception.type", fmt.Sprintf("%T", p.value))))
+		transport.SpanPanicked(span, p.value)
 	case status >= 500:
 		span.SetStatus(codes.Error, strconv.Itoa(status))
 	}

@@ -11,10 +11,10 @@ import (
 // Shed are a server entrypoint's admission metrics, named servicewright_<protocol>_…:
 // shed_total{reason}, the requests refused by the Gate, reason "draining" (the
 // Gate was closed), "overload" (the adaptive concurrency limit was reached) or
-// "saturated" (the process's CPUs were saturated and the request was not in the
-// share the limiter admits); the admission_limit gauge, the current limit, and the
-// admission_share gauge, the share of ordinary requests admitted under it (both 0
-// when admission is off). The entrypoint counts the draining refusals; the others
+// "saturated" (the process's CPUs were saturated and the scheduler's run queue
+// long); the admission_limit gauge, the current limit, and the admission_share
+// gauge, the share of ordinary requests under it admitted in the limiter's last
+// window (both 0 when admission is off). The entrypoint counts the draining refusals; the others
 // are read from the Limiter.
 type Shed struct {
 	Draining   *Counter
