@@ -71,16 +71,23 @@ func TestSpans(t *testing.T) {
 		return spans[0]
 	}
 
-	t.Run("a unary call continues the caller's trace in a server span", func(t *testing.T) {
+	// callSeeing makes one unary call under a caller's trace, sampled or not, and
+	// returns the spans recorded and the span context the handler saw.
+	callSeeing := func(t *testing.T, sampled bool) (*tracetest.SpanRecorder, trace.SpanContext) {
 		rec, tp := newTP(t)
 		var seen trace.SpanContext
 		x := run(t, grpcentry.Config{}, &service{unary: func(ctx context.Context) error {
 			seen = trace.SpanContextFromContext(ctx)
 			return nil
 		}}, grpcentry.WithTracerProvider(tp))
-		if _, err := x.client.UnaryCall(withParent(ctxT(t), true), &testpb.SimpleRequest{}); err != nil {
+		if _, err := x.client.UnaryCall(withParent(ctxT(t), sampled), &testpb.SimpleRequest{}); err != nil {
 			t.Fatal(err)
 		}
+		return rec, seen
+	}
+
+	t.Run("a unary call continues the caller's trace in a server span", func(t *testing.T) {
+		rec, seen := callSeeing(t, true)
 		span := one(t, rec)
 		if span.Name() != "grpc.testing.TestService/UnaryCall" || span.SpanKind() != trace.SpanKindServer {
 			t.Errorf("span %q of kind %v, want grpc.testing.TestService/UnaryCall, server", span.Name(), span.SpanKind())
@@ -194,15 +201,7 @@ func TestSpans(t *testing.T) {
 	})
 
 	t.Run("a call the caller did not sample records nothing but carries the trace on", func(t *testing.T) {
-		rec, tp := newTP(t)
-		var seen trace.SpanContext
-		x := run(t, grpcentry.Config{}, &service{unary: func(ctx context.Context) error {
-			seen = trace.SpanContextFromContext(ctx)
-			return nil
-		}}, grpcentry.WithTracerProvider(tp))
-		if _, err := x.client.UnaryCall(withParent(ctxT(t), false), &testpb.SimpleRequest{}); err != nil {
-			t.Fatal(err)
-		}
+		rec, seen := callSeeing(t, false)
 		if n := len(rec.Started()); n != 0 {
 			t.Errorf("%d spans started, want none", n)
 		}
