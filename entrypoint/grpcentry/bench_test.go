@@ -2,7 +2,6 @@ package grpcentry_test
 
 import (
 	"context"
-	"net"
 	"syscall"
 	"testing"
 
@@ -53,37 +52,16 @@ func BenchmarkUnary(b *testing.B) {
 		b.ReportMetric(float64(processCPU(b)-cpu)/1e3/float64(b.N), "cpu-µs/op")
 	}
 	b.Run("bare", func(b *testing.B) {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			b.Fatal(err)
-		}
-		g := grpc.NewServer()
-		register(g)
-		done := make(chan struct{})
-		go func() { defer close(done); _ = g.Serve(ln) }()
-		call(b, ln.Addr().String())
-		g.Stop()
-		<-done
+		addr, stop := serveFor(b, "bare", register)
+		call(b, addr)
+		stop()
 	})
 	entry := func(opts ...grpcentry.Option) func(*testing.B) {
 		return func(b *testing.B) {
-			s, err := grpcentry.New(grpcentry.Config{Addr: "127.0.0.1:0"}, register,
+			addr, stop := serveFor(b, "grpcentry", register,
 				append([]grpcentry.Option{grpcentry.WithRegisterer(prometheus.NewRegistry())}, opts...)...)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Bind(context.Background()); err != nil {
-				b.Fatal(err)
-			}
-			stop := make(chan struct{})
-			served := make(chan error, 1)
-			go func() { served <- s.Serve(context.Background(), stop) }()
-			call(b, s.Addr().String())
-			close(stop)
-			<-served
-			if err := s.Stop(context.Background()); err != nil {
-				b.Fatal(err)
-			}
+			call(b, addr)
+			stop()
 		}
 	}
 	b.Run("grpcentry", entry())

@@ -61,9 +61,9 @@ func BenchmarkRapidReset(b *testing.B) {
 	}
 }
 
-// serveFor serves register on a loopback port with a bare grpc.Server or grpcentry,
-// and returns its address and the function that stops it.
-func serveFor(b *testing.B, server string, register func(*grpc.Server)) (string, func()) {
+// serveFor serves register on a loopback port with a bare grpc.Server or grpcentry
+// (with opts), and returns its address and the function that stops it.
+func serveFor(b *testing.B, server string, register func(*grpc.Server), opts ...grpcentry.Option) (string, func()) {
 	if server == "bare" {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -75,7 +75,7 @@ func serveFor(b *testing.B, server string, register func(*grpc.Server)) (string,
 		go func() { defer close(done); _ = g.Serve(ln) }()
 		return ln.Addr().String(), func() { g.Stop(); <-done }
 	}
-	s, err := grpcentry.New(grpcentry.Config{Addr: "127.0.0.1:0"}, register)
+	s, err := grpcentry.New(grpcentry.Config{Addr: "127.0.0.1:0"}, register, opts...)
 	if err != nil {
 		b.Fatal(err)
 	}
