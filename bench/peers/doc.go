@@ -11,6 +11,11 @@
 //
 // It is its own module so that the framework's go.mod never requires the peers.
 //
+// Environment: PEERS_SERVER_CPU=1 pins each server process to that CPU (taskset),
+// away from the load generator; PEERS_PROFILE=file writes each server's CPU profile
+// there (the last server's survives); PEERS_DEBUG=1 prints httpentry's limit, in
+// flight and shed counts every 250ms.
+//
 //	cd bench/peers && go run .
 //	cd bench/peers && go run . -grpc
 package main
