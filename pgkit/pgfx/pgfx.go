@@ -28,14 +28,17 @@ type ModuleConfig struct {
 	// CheckName names the readiness check the module registers with the Host.
 	// Default "postgres".
 	CheckName string
+	// NoLock leaves lock.Lock to another module (redisfx's, say): the module then
+	// provides *pgkit.Lock only.
+	NoLock bool
 }
 
 // Module wires PostgreSQL into a Host's fx container. It provides:
 //
 //   - *pgxpool.Pool, made from cfg.URL, closed by the container's OnStop (after the
 //     entrypoints have stopped);
-//   - *pgkit.Lock, and the same lock as lock.Lock, closed by the container's OnStop
-//     too, so the entrypoints' leases were released first;
+//   - *pgkit.Lock, and the same lock as lock.Lock (unless NoLock), closed by the
+//     container's OnStop too, so the entrypoints' leases were released first;
 //   - a readiness check named cfg.CheckName ("postgres"): a ping through the pool. It
 //     degrades readiness, never withdraws it (the database is shared by every
 //     replica).
@@ -65,7 +68,12 @@ func Module(cfg ModuleConfig) fx.Option {
 		// error, which quotes the URL, is not echoed.
 		return fx.Error(fault.Invalid("DATABASE_URL", "the pool settings (pool_max_conns, pool_min_conns, …) are malformed"))
 	}
+	var asLock fx.Option = fx.Provide(func(l *pgkit.Lock) lock.Lock { return l })
+	if cfg.NoLock {
+		asLock = fx.Options()
+	}
 	return fx.Module("pgfx",
+		asLock,
 		fx.Provide(
 			func(lc fx.Lifecycle) (*pgxpool.Pool, error) {
 				p, err := pgxpool.NewWithConfig(context.Background(), poolCfg)
@@ -79,7 +87,6 @@ func Module(cfg ModuleConfig) fx.Option {
 				lc.Append(fx.StopHook(lk.Close))
 				return lk
 			},
-			func(l *pgkit.Lock) lock.Lock { return l },
 		),
 		hostfx.Check(cmp.Or(cfg.CheckName, "postgres"), func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
 	)
