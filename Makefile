@@ -21,7 +21,7 @@ test: deps lint
 		$(GO) test -race -count=1 -timeout 20m $(PROC); fi
 	$(GO) test -run='^$$' -fuzz='^FuzzNoSecret$$' -fuzztime=15s ./internal/nosecret
 
-## bench: the figures of DESIGN §6, each beside its baseline from the same run
+## bench: the figures of docs/architecture.md, each beside its baseline from the same run
 bench: deps
 	bash scripts/bench.sh
 

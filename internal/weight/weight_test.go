@@ -39,12 +39,11 @@ func join(lists ...[]string) []string {
 	return all
 }
 
-// core is what no package of the core rows may link (DESIGN §18: "zap, prometheus
-// client, OpenTelemetry API/SDK, otelhttp — no gRPC, no DI container, no exporter"),
-// nor any backend driver (DESIGN §9).
+// core is what no package of the core rows may link (docs/architecture.md, Weight:
+// "no gRPC, no DI container, no exporter, no driver").
 var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)
 
-// rows is DESIGN §18's table: each package, and what it must not link.
+// rows is the weight table of docs/architecture.md: each package, and what it must not link.
 var rows = []struct {
 	pkgs   []string
 	forbid []string

@@ -1,4 +1,4 @@
-// Command bench measures the figures of DESIGN §6, each beside the baseline it is
+// Command bench measures the figures of docs/architecture.md, each beside the baseline it is
 // compared with, measured in the same run, and prints one table (also written to
 // BENCH.md with a description of the machine). Every figure is the median of several
 // runs. Run it with `make bench`.
