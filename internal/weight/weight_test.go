@@ -2,8 +2,6 @@ package weight
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -75,7 +73,10 @@ var leaves = []string{"fault", "lock", "fleet", "hooks"}
 // deps returns, for each package, the non-standard packages it links.
 func deps(t *testing.T, pkgs []string) map[string][]string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go: %v", err)
+	}
 	args := []string{"list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
 	for _, p := range pkgs {
 		args = append(args, module+"/"+p)

@@ -151,12 +151,6 @@ func check(err error) {
 	}
 }
 
-func mustDur(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	check(err)
-	return d
-}
-
 func lastLines(b []byte, n int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	if len(lines) > n {
