@@ -21,8 +21,8 @@ import (
 
 // TestOutboxRelay runs two replicas with ORDERS_OUTBOX=true against a broker in a
 // process of its own (cmd/devbroker) and the package's PostgreSQL, while a client
-// POSTs orders without pause: the broker is frozen (SIGSTOP) for a stretch of
-// orders and thawed, each replica is replaced by a new one (SIGTERM), and
+// POSTs orders without pause: the broker is frozen (SIGSTOP) until a relay's
+// write has timed out, and thawed, each replica is replaced by a new one (SIGTERM), and
 // PostgreSQL is restarted. Every order answered 202 is committed; every committed
 // order's event reaches the consumer and is stored exactly once (deliveries = 1):
 // none lost, none applied twice, although the relays publish some events more
@@ -129,6 +129,15 @@ func TestOutboxRelay(t *testing.T) {
 		t.Fatal(err)
 	}
 	more("broker frozen", 300)
+	// Frozen past the producer's WriteTimeout: a relay's pass has failed, and its
+	// events, some perhaps already in the broker's socket, stay pending.
+	relayFailed := map[string]string{"msg": "outbox relay pass failed; its events stay pending"}
+	for deadline := time.Now().Add(60 * time.Second); replicas[0].p.Find(relayFailed) == nil && replicas[1].p.Find(relayFailed) == nil; {
+		if time.Now().After(deadline) {
+			t.Fatal("no relay pass failed with the broker frozen")
+		}
+		time.Sleep(50 * time.Millisecond) // polling the logs, not synchronising
+	}
 	if err := broker.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
