@@ -86,8 +86,8 @@ type Beginner interface {
 
 // Handle handles msg once. Steps: it begins a transaction on db, records msg's event
 // id (Record), calls fn with the transaction when the id is new, and commits. A
-// repeat commits nothing of fn's, as fn is not called. An error from fn, or from the
-// database, rolls everything back and is returned (wrapped once), so the consumer
+// repeat commits nothing of fn's, as fn is not called. An error from fn (returned as
+// is) or from the database (wrapped once) rolls everything back, so the consumer
 // retries the message; a message without an id is ErrNoEventID, before anything is
 // sent.
 func (i *Inbox) Handle(ctx context.Context, db Beginner, msg kafka.Message, fn func(ctx context.Context, tx pgx.Tx) error) error {
