@@ -24,7 +24,7 @@ import (
 //
 // The race this guards against is timing-bound (a request written on a keep-alive
 // connection in the instant the drain closes it), so the test runs several
-// restarts under steady load: SW_BALANCER_ROUNDS (default 3, two restarts each) and
+// restarts under steady load: SW_BALANCER_ROUNDS (default 6, two restarts each) and
 // SW_BALANCER_RATE (default 400 requests per second).
 func TestRollingRestartBehindConnectionBalancer(t *testing.T) {
 	if testing.Short() {
@@ -37,7 +37,7 @@ func TestRollingRestartBehindConnectionBalancer(t *testing.T) {
 	l := &load{}
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	rate, rounds := envInt("SW_BALANCER_RATE", 400), envInt("SW_BALANCER_ROUNDS", 3)
+	rate, rounds := envInt("SW_BALANCER_RATE", 400), envInt("SW_BALANCER_ROUNDS", 6)
 	wg.Go(func() { l.post(lb.Addr(), rate, 16, stop) })
 	stopped := false
 	defer func() {

@@ -124,10 +124,12 @@ func WithReporter(r fault.Reporter) Option {
 	}
 }
 
-// WithStreamMatcher replaces the rule that tells which requests are streams, whose
-// ctx the spread drain cancels (see StreamContext). The default, IsStreamRequest,
-// matches Server-Sent Events and protocol upgrades such as WebSocket. A nil match
-// makes no request a stream; hijacked connections are still tracked and closed.
+// WithStreamMatcher replaces the rule that tells, from the request, which requests
+// are streams, whose ctx the spread drain cancels (see StreamContext). The default,
+// IsStreamRequest, matches requests for Server-Sent Events and protocol upgrades such
+// as WebSocket. A nil match makes no request a stream by its request; the routes of
+// WithStreams, an HTTP/1 answer of Content-Type text/event-stream and hijacked
+// connections are still streams.
 // match runs for every admitted request, so it must be cheap.
 func WithStreamMatcher(match func(r *http.Request) bool) Option {
 	return func(o *options) {

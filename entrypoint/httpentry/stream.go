@@ -27,11 +27,13 @@ type streamKey struct{}
 // when the spread drain reaches the stream r belongs to or Stop cuts it. It is also
 // cancelled when the client goes away or the stream otherwise ends.
 //
-// A request is a stream when the stream matcher says so (by default: Server-Sent
-// Events and protocol upgrades, see IsStreamRequest); its r.Context() is then this
-// very ctx, so a handler that already watches r.Context() is drained without change.
-// For a request that is not a stream, or that is not served by a Server, it returns
-// r.Context().
+// A request is a stream when its route is declared with WithStreams or the stream
+// matcher says so (by default: Server-Sent Events and protocol upgrades, see
+// IsStreamRequest); its r.Context() is then this very ctx, so a handler that already
+// watches r.Context() is drained without change. For a request that is not a stream,
+// one recognised only by its answer (text/event-stream over HTTP/1, whose
+// r.Context() the drain cancels all the same), or one not served by a Server, it
+// returns r.Context().
 //
 // Calling StreamContext declares that the handler watches the stream's ctx. This
 // matters for a hijacked connection (a WebSocket): when the drain reaches one whose
