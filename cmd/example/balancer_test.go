@@ -85,23 +85,24 @@ func TestRollingRestartBehindConnectionBalancer(t *testing.T) {
 	}
 }
 
-// movedOffRE finds the HTTP entrypoint's count of connections moved off in the
-// shutdown report.
+// movedOffRE finds an entrypoint's count of connections moved off in the shutdown
+// report (the HTTP and the gRPC entrypoints each give one).
 var movedOffRE = regexp.MustCompile(`moved_off=(\d+)`)
 
-// movedOffIn returns the moved_off figure of a process's shutdown report, 0 when
-// there is none.
+// movedOffIn returns the sum of the moved_off figures of a process's shutdown
+// report, 0 when there is none.
 func movedOffIn(lines []string) int {
+	sum := 0
 	for _, line := range lines {
 		if !strings.Contains(line, "shutdown report") {
 			continue
 		}
-		if m := movedOffRE.FindStringSubmatch(line); m != nil {
+		for _, m := range movedOffRE.FindAllStringSubmatch(line, -1) {
 			n, _ := strconv.Atoi(m[1])
-			return n
+			sum += n
 		}
 	}
-	return 0
+	return sum
 }
 
 // post sends POST /orders through addr at rate per second from workers goroutines
