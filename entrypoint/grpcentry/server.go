@@ -50,6 +50,7 @@ type Server struct {
 	gate    entrypoint.Gate
 	adm     admissionState // admission.go
 	streams streamSet
+	methods methodSet // the registered methods, to count the others as unknown (unknown.go)
 	panics  atomic.Uint64
 	refused atomic.Uint64
 	abuses  atomic.Uint64 // connections cut for resetting too many streams
@@ -150,6 +151,7 @@ func (s *Server) build() (*grpc.Server, []string, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
+		grpc.UnknownServiceHandler(unknownCall), // through s.stream, counted as unknown
 	}
 	guard := &resetGuard{burst: float64(cfg.MaxStreamResets), rate: float64(cfg.StreamResetRate), onAbuse: s.resetAbuse}
 	if s.tlsCfg != nil {

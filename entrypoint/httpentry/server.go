@@ -50,7 +50,8 @@ type Server struct {
 	gate      entrypoint.Gate
 	streams   streamSet
 	conns     *connSet
-	responses sync.Pool // of *response, reused across plain requests
+	heads     *headLimits // MaxHeaderFields (headlimit.go)
+	responses sync.Pool   // of *response, reused across plain requests
 	panics    atomic.Uint64
 	refused   atomic.Uint64
 	monitor   *health.Monitor // the Host's readiness, followed from Serve (leave.go)
@@ -98,6 +99,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
+		heads:      newHeadLimits(cfg.MaxHeaderFields),
 		serving:    transport.NewServing(cfg.Name, "http.Server", http.ErrServerClosed),
 	}
 	s.useAdmission(o.admission, &l)
@@ -214,11 +216,17 @@ type Stats struct {
 	Panics          uint64 // handlers that panicked, http.ErrAbortHandler excluded
 	RefusedDraining uint64 // requests refused with 503 because the server was draining
 	MovedOff        uint64 // connections told to close once readiness was withdrawn
+	// RefusedHeaderFields counts the requests refused with 431 for carrying more
+	// than MaxHeaderFields header fields, RefusedFraming those refused with 400 for
+	// carrying both Content-Length and Transfer-Encoding; each connection was closed.
+	RefusedHeaderFields uint64
+	RefusedFraming      uint64
 }
 
 // Stats returns the Server's counters, with or without a registerer.
 func (s *Server) Stats() Stats {
-	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(), MovedOff: s.movedOff.Load()}
+	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(), MovedOff: s.movedOff.Load(),
+		RefusedHeaderFields: s.heads.refusedFields.Load(), RefusedFraming: s.heads.refusedFraming.Load()}
 }
 
 // Bind opens the listening socket on Config.Addr (or takes the listener given with
@@ -288,6 +296,7 @@ func (s *Server) serve(ln net.Listener) error {
 	ln = s.conns.t.Listener(ln)     // busy/idle per connection, the cap, and the backlog answered at Drain
 	defer s.conns.t.CloseListener() // when Serve returned mid-backlog
 	ln = s.countPipelined(ln)       // so that Drain counts the pipelined requests it leaves unanswered
+	ln = s.limitHeads(ln)           // MaxHeaderFields, and no Content-Length with Transfer-Encoding
 	var err error
 	if s.srv.TLSConfig != nil {
 		err = s.srv.ServeTLS(ln, "", "")
