@@ -28,6 +28,10 @@ const smoothing = 0.5
 // that shed once is no reason to drop to the floor.
 const probeAfter = 3
 
+// maxRTT is the longest latency a sample counts: a unit that took longer counts as
+// this long. A window's sum of a billion such samples still fits an int64.
+const maxRTT = int64(time.Hour)
+
 // probe phases: the Limiter drops to MinLimit, lets one window drain what was
 // admitted above it, and measures the next.
 const (
@@ -174,7 +178,10 @@ func (l *Limiter) Sample(rtt time.Duration, inFlight int) {
 func (l *Limiter) now() int64 { return int64(time.Since(l.epoch)) }
 
 func (l *Limiter) record(now, rtt int64, inFlight int) {
-	l.sum.Add(rtt)
+	// A latency the clock cannot give (negative: a caller's clock stepped back) or
+	// longer than any request is held to what it can be, so that a window's sum
+	// never wraps and its mean is a latency.
+	l.sum.Add(min(max(rtt, 0), maxRTT))
 	n := l.n.Add(1)
 	for p := l.peak.Load(); int64(inFlight) > p && !l.peak.CompareAndSwap(p, int64(inFlight)); p = l.peak.Load() {
 	}
@@ -270,7 +277,7 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 	if n == 0 {
 		return
 	}
-	rtt := float64(sum) / float64(n)
+	rtt := max(1, float64(sum)/float64(n)) // 1ns at least: base/rtt is a number
 	lo, hi := float64(l.cfg.MinLimit), float64(l.cfg.MaxLimit)
 	switch l.phase {
 	case probeSettle:
@@ -311,7 +318,14 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 // large limit still climb a unit or more per window.
 func queue(est float64) float64 { return max(1, math.Log2(est)/2) }
 
+// set makes est the limit, held within [MinLimit, MaxLimit]; a NaN keeps the limit
+// as it was. Nothing the Limiter measures reaches it as NaN (latencies are held to
+// [1ns, maxRTT]), but the limit is what keeps the process alive, so the rule is
+// kept here too (FuzzLimiter).
 func (l *Limiter) set(est float64) {
-	l.est = est
-	l.limit.Store(int64(est))
+	if math.IsNaN(est) {
+		return
+	}
+	l.est = max(float64(l.cfg.MinLimit), min(float64(l.cfg.MaxLimit), est))
+	l.limit.Store(int64(l.est))
 }
