@@ -13,8 +13,9 @@ import (
 // sampleEvery is how many admitted units share one latency sample while less than
 // half the limit is in use: the clock costs some 80 ns a read on a virtual machine,
 // so timing every unit would cost more than the rest of the Gate. Once half the
-// limit is in use, every unit is timed: the limit is then about to matter. It is a
-// power of two.
+// limit is in use, or while the limit is below Config.InitialLimit (recovering from
+// an overload: its windows must close at an easy load's pace), every unit is
+// timed: the limit is then about to matter. It is a power of two.
 const sampleEvery = 16
 
 // minSamples is how many samples a window needs before the limit moves on it.
@@ -145,7 +146,7 @@ func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
 // itself included, under limit (what Limit returned). It returns 0 for a unit that
 // is not sampled, and a clock reading to hand to Finish for one that is.
 func (l *Limiter) Start(inFlight, limit int) int64 {
-	if 2*inFlight < limit && rand.Uint32()&(sampleEvery-1) != 0 {
+	if 2*inFlight < limit && limit >= l.cfg.InitialLimit && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
 	return l.stamp()
@@ -304,6 +305,15 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 		return
 	}
 	gradient := max(0.5, min(1, l.cfg.Tolerance*l.base/rtt))
+	if initial := float64(l.cfg.InitialLimit); gradient == 1 && shed == 0 && l.est < initial && !l.saturated.Load() {
+		// Recovery: latency is back within tolerance and nothing was refused, so
+		// the limit is not what holds the load back. It returns to the unloaded
+		// value, doubling each window, whatever share of it the load uses: an easy
+		// load may never use half a limit an overload left at two or three, and
+		// would otherwise be shed at every coincidence of a few arrivals.
+		l.set(min(initial, max(2*l.est, l.est+queue(l.est))))
+		return
+	}
 	target := l.est*gradient + queue(l.est)
 	if target > l.est && float64(peak) < l.est/2 {
 		return // not using what it has: no reason to climb
