@@ -88,6 +88,13 @@ type Limiter struct {
 	limit     atomic.Int64
 	shedTotal atomic.Uint64
 
+	// A route class's Limiter (NewClass): its own units in flight, and the
+	// Limiter its refusals are also counted in.
+	held   atomic.Int64
+	parent *Limiter
+	// The refusals of l's classes, counted in l's ShedCount and SaturatedCount.
+	classShed, classSaturated atomic.Uint64
+
 	// The window being filled.
 	sum   atomic.Int64 // sampled latencies, ns
 	n     atomic.Int64 // samples
@@ -130,6 +137,30 @@ func New(cfg Config) (*Limiter, error) {
 	return lim, nil
 }
 
+// NewClass returns a Limiter for a class of routes: the same Config as l, but a
+// limit, a latency baseline and a window of its own, so that routes of different
+// cost do not shed each other — a slow write route's latency moves its own limit,
+// not that of the cheap reads beside it. Saturation is the process's, so every
+// class sees it. Its refusals are counted in l's ShedCount and SaturatedCount too.
+// A nil l (admission off) returns nil. Since a Gate counts only its own
+// Limiter's units, a class's Limiter counts its own (Hold and Release): see
+// entrypoint.Gate.AdmitTo.
+func (l *Limiter) NewClass() *Limiter {
+	if l == nil {
+		return nil
+	}
+	c, _ := New(l.cfg) // l.cfg was checked
+	c.parent = l
+	return c
+}
+
+// Hold counts one unit in flight against a class's Limiter (NewClass) and returns
+// the count, itself included; Release takes it off and returns the count left.
+func (l *Limiter) Hold() int { return int(l.held.Add(1)) }
+
+// Release undoes one Hold; see Hold.
+func (l *Limiter) Release() int { return int(l.held.Add(-1)) }
+
 // Limit is how many ordinary units may be in flight at once.
 func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 
@@ -137,10 +168,14 @@ func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 func (l *Limiter) Shed() {
 	l.shed.Add(1)
 	l.shedTotal.Add(1)
+	if l.parent != nil {
+		l.parent.classShed.Add(1)
+	}
 }
 
-// ShedCount is how many units were refused for overload since New.
-func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
+// ShedCount is how many units were refused for overload since New, its classes'
+// (NewClass) included.
+func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() + l.classShed.Load() }
 
 // Start is called when a unit is admitted with inFlight ordinary units in flight,
 // itself included, under limit (what Limit returned). It returns 0 for a unit that
@@ -228,6 +263,9 @@ func (l *Limiter) closeShare(now int64) {
 // Admit): every 32nd such refusal also closes a window that is due, so that windows
 // keep closing when few admitted units are left to close them.
 func (l *Limiter) refuseSaturated() {
+	if l.parent != nil {
+		l.parent.classSaturated.Add(1)
+	}
 	if l.saturatedTotal.Add(1)%32 != 0 {
 		return
 	}

@@ -183,8 +183,8 @@ func (l *Limiter) Share() float64 { return float64(l.share.Load()) / shareOne }
 
 // SaturatedCount is how many units were refused since New because the process was
 // saturated (its scheduler's queue long), as opposed to the concurrency limit
-// (ShedCount).
-func (l *Limiter) SaturatedCount() uint64 { return l.saturatedTotal.Load() }
+// (ShedCount), its classes' (NewClass) included.
+func (l *Limiter) SaturatedCount() uint64 { return l.saturatedTotal.Load() + l.classSaturated.Load() }
 
 // shareState is the Limiter's part for saturation, kept beside its logic.
 type shareState struct {
