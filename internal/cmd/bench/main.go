@@ -1,4 +1,4 @@
-// Command bench measures the figures of DESIGN §6, each beside the baseline it is
+// Command bench measures the figures of docs/architecture.md, each beside the baseline it is
 // compared with, measured in the same run, and prints one table (also written to
 // BENCH.md with a description of the machine). Every figure is the median of several
 // runs. Run it with `make bench`.
@@ -149,12 +149,6 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-func mustDur(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	check(err)
-	return d
 }
 
 func lastLines(b []byte, n int) string {
