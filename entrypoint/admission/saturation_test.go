@@ -133,6 +133,32 @@ func TestSaturation(t *testing.T) {
 		})
 	})
 
+	t.Run("a neighbour keeping the CPUs' time low does not grow the run queue's bound past its cap", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l, m := saturable(t)
+			round(l, m, 400, 10*time.Millisecond, 1)
+			// Another process takes 40% of the CPUs: every window refuses units
+			// (the run queue is long) with the CPUs 60% the process's.
+			for range 40 {
+				m.pass(time.Millisecond, 0.6)
+				time.Sleep(l.cfg.Window)
+				m.runnable = 100
+				for range 40 {
+					l.Admit()
+				}
+				m.runnable = 0
+				for range minSamples {
+					if l.Admit() {
+						l.Sample(2*time.Millisecond, 1)
+					}
+				}
+			}
+			if got := l.perCPU.Load(); got != maxQueuePerCPU || got > 4 {
+				t.Fatalf("bound %d per CPU after forty windows behind a neighbour, want the cap %d (at most 4: what is admitted waits behind them)", got, maxQueuePerCPU)
+			}
+		})
+	})
+
 	t.Run("where the CPU time cannot be read, quiet windows end the saturation", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l, m := saturable(t)

@@ -26,6 +26,7 @@ func main() {
 	measure := flag.Duration("measure", 10*time.Second, "measured span of each level")
 	warm := flag.Duration("warm", 2*time.Second, "unmeasured span before it")
 	servers := flag.String("servers", "bare,httpentry", "servers to compare")
+	loads := flag.String("loads", "0.1,0.5,4", "offered loads, in multiples of capacity; the first is the unloaded latency's")
 	flag.Parse()
 	if *serveKind != "" {
 		if err := serve(*serveKind, *work); err != nil {
@@ -41,12 +42,26 @@ func main() {
 	if err != nil {
 		fatal(err)
 	}
-	levels := []float64{0.1, 0.5, 4}
+	var levels []float64
+	for _, f := range strings.Split(*loads, ",") {
+		var x float64
+		if _, err := fmt.Sscan(f, &x); err != nil || x <= 0 {
+			fatal(fmt.Errorf("-loads: %q is not a positive number", f))
+		}
+		levels = append(levels, x)
+	}
 	load, _ := os.ReadFile("/proc/loadavg")
 	fmt.Printf("openloop: %d hash rounds ≈ %v of CPU, server at GOMAXPROCS=1 on CPU %s, generator on CPU %s; %v measured after %v per level; load average %s\n\n",
 		*work, *cpu, serverCPU(), clientCPU(), *measure, *warm, strings.Join(strings.Fields(string(load))[:3], " "))
-	fmt.Println("| server | capacity | unloaded p99 (0.1×) | 0.5× goodput | p99 from schedule (from send) | ×unloaded | 4× goodput | p99 from schedule (from send) | ×unloaded |")
-	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	fmt.Printf("| server | capacity | unloaded p99 (%.1f×) |", levels[0])
+	for _, x := range levels[1:] {
+		fmt.Printf(" %.1f× goodput | p99 from schedule (from send) | ×unloaded |", x)
+	}
+	fmt.Print("\n|---|---|---|")
+	for range levels[1:] {
+		fmt.Print("---|---|---|")
+	}
+	fmt.Println()
 	for _, kind := range strings.Split(*servers, ",") {
 		p := start(self, "bare", *work) // capacity is bare net/http's, for every server
 		closedLoop(p.addr, 4, 500*time.Millisecond)
