@@ -53,7 +53,11 @@ const (
 //
 // so the limit falls while latency is above Tolerance times the no-load latency and
 // climbs by half a queue per window while it is not. It does not climb while less than
-// half of it is used: an idle service keeps the limit it had.
+// half of it is used: an idle service keeps the limit it had. Below InitialLimit,
+// though, a window within tolerance that refused nothing doubles it (up to
+// InitialLimit) whatever share is used: once an overload is over the limit is back
+// at its unloaded value within a few windows, rather than kept at the two or three
+// an easy load never uses half of, and shed at every few coincident arrivals.
 //
 // base is the lowest window mean seen. Because a long overload never shows the
 // no-load latency, and a service may become slower for good, the Limiter measures it
