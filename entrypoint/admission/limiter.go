@@ -135,6 +135,7 @@ func New(cfg Config) (*Limiter, error) {
 	lim.share.Store(shareOne)
 	lim.queueLong = runQueue()
 	lim.cpuTime = processCPU
+	lim.waitedTime = processWaited
 	lim.setWaits(schedWaits())
 	lim.close.Store(int64(cfg.Window))
 	lim.nextProbe = int64(cfg.Window) * 10 // the first probe comes early, then every ProbeInterval
@@ -260,7 +261,8 @@ func (l *Limiter) closeShare(now int64) {
 		share = shareOne * admitted / (admitted + refused)
 	}
 	l.share.Store(share)
-	l.saturation(waits, wait, l.windowBusy(span), int64(refused))
+	busy, room := l.windowBusy(span)
+	l.saturation(waits, wait, busy, room, int64(refused))
 }
 
 // refuseSaturated counts a unit under the limit that the run queue refused (see
@@ -300,6 +302,9 @@ func (l *Limiter) setWaits(src waitSource) {
 	l.waits = src
 	l.waitN, l.waitSum = src()
 	l.cpu, _ = l.cpuTime()
+	if l.waitedTime != nil {
+		l.waited = l.waitedTime()
+	}
 }
 
 // windowWaits reads the scheduler's samples since the last window closed: how many

@@ -35,6 +35,7 @@ func FuzzLimiter(f *testing.F) {
 		}
 		m := &machine{procs: 1, window: l.cfg.Window}
 		l.cpuTime = m.cpuTime
+		l.waitedTime = m.waited
 		l.queueLong = m.long
 		l.setWaits(m.read)
 		now := int64(0)
@@ -58,6 +59,7 @@ func FuzzLimiter(f *testing.F) {
 				m.waits += uint64(a)
 				m.wsum += math.Ldexp(float64(b), int(a%64)-32)
 				m.cpu += time.Duration(int64(b) << (a % 40))
+				m.held += time.Duration(int64(a) << (b % 40))
 			case 4: // a unit asks the run queue
 				m.runnable = uint64(a % 4)
 				l.Admit()
