@@ -41,11 +41,12 @@ const (
 	// maxQueuePerCPU bounds how many runnable goroutines per CPU the run queue may
 	// hold when a saturated process admits a unit: what is admitted waits behind
 	// them. Four covers a gRPC call (a connection's reader and writer besides the
-	// handler). It must be small because the bound grows on the process's CPU time,
-	// which a neighbour taking the CPU (a busy node, a quota) keeps under busyTarget
-	// whatever the process does: at 64, a CPU-bound server on a shared core let
-	// the p99 of what it admitted at 4× its capacity grow from about 22ms to 32ms
-	// (internal/cmd/openloop) for no more goodput.
+	// handler). It must be small because where the time a neighbour holds the CPU
+	// cannot be seen (a CPU quota's throttling, a platform without
+	// /proc/self/task/*/schedstat) the process's CPU time stays under busyTarget
+	// whatever it does and the bound grows to the cap: at 64, a CPU-bound server on
+	// a shared core let the p99 of what it admitted at 4× its capacity grow from
+	// about 22ms to 32ms (internal/cmd/openloop) for no more goodput.
 	maxQueuePerCPU = 4
 )
 
