@@ -62,6 +62,8 @@ var rows = []struct {
 	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
 	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
 	{[]string{"kafkakit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, devTools)},
+	// The outbox links both drivers it joins (pgx, kafka-go) and nothing else of the kind.
+	{[]string{"outbox"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, devTools)},
 	{[]string{"sentrykit"}, join(hostPkg, grpc, container, exporters, kafkaFake, redisDriver, pgDriver, kafkaDriver, devTools)},
 	// The other production packages: whatever they need, never a dev tool.
 	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, devTools},
