@@ -36,7 +36,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		}()
 		return handler(ctx, req)
 	}
-	t, verdict := s.gate.Admit(s.classOf(info.FullMethod))
+	t, verdict := s.admit(info.FullMethod)
 	if verdict != entrypoint.Admitted {
 		return nil, s.refuseFor(ctx, nil, verdict)
 	}

@@ -26,7 +26,7 @@ import (
 // finish, once the answer to a panic is known.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	isStream := s.isStream != nil && s.isStream(r)
-	t, verdict := s.gate.Admit(s.classOf(r, isStream))
+	t, verdict := s.admit(r, isStream)
 	switch verdict {
 	case entrypoint.Draining:
 		s.refuse(w)
