@@ -164,6 +164,19 @@ func (m *Monitor) Recheck(name string) {
 	}
 }
 
+// Checks returns each check's last result, with its age and whether it gates, read
+// from the background runs whatever the Source says (while draining too): before
+// Start every entry is "pending". It runs no check; /debug/lifecycle shows it.
+func (m *Monitor) Checks() map[string]CheckResult {
+	list := m.e.list()
+	out := make(map[string]CheckResult, len(list))
+	for i, res := range m.e.lastResults(list) {
+		res.Gates = list[i].gates
+		out[list[i].name] = res
+	}
+	return out
+}
+
 // Evaluate answers readiness now, exactly as the readiness probe would: without a
 // check while the Source is not Ready; otherwise, on a started Monitor, from the last
 // results, at once; before Start, running every check concurrently, each under its

@@ -96,6 +96,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	var problems fault.Problems
 	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
+	h.spec.CheckInterval = checkTiming(h.opts.lookup, &h.spec, &problems) // monitor.go
 	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.configurePreStop(&problems) // prestop_auth.go: its token, its metrics
 	h.lifecycle = &hooks.Registry{}

@@ -66,6 +66,7 @@ func (h *Host) Run(ctx context.Context) error {
 		return ErrAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
+	defer h.monitor.Stop() // the checks' background runs, started by postStart
 	// The caller's ctx is one more way to request the stop.
 	unbridge := context.AfterFunc(ctx, func() { h.shutdown.begin(false, context.Cause(ctx)) })
 	defer unbridge()
@@ -270,6 +271,12 @@ func (r *run) bind(ctx context.Context) error {
 
 func (r *run) postStart(ctx context.Context) error {
 	h := r.h
+	// The checks run in the background from now on; the probes read their results.
+	// Ready waits for each one's first, so a failing gating check never shows ready.
+	h.monitor.Start()
+	if err := h.monitor.AwaitFirst(ctx); err != nil {
+		return fmt.Errorf("first readiness checks: %w", err)
+	}
 	h.state.Set(health.Ready)
 	r.wasReady = h.Readiness() == health.Ready
 	if r.wasReady {

@@ -40,9 +40,17 @@ type AppSpec struct {
 	// warmup step) is taken in then, validated and counted in the worst case; what
 	// is registered later is refused, and the refusal logged.
 	Lifecycle *hooks.Registry
-	// Checks are the readiness checks /readyz runs beside the Host's own state,
-	// by name.
+	// Checks are the readiness checks /readyz answers from beside the Host's own
+	// state, by name. The Host runs each in the background from startup on (its
+	// Monitor, started), every CheckInterval under Probes.CheckTimeout unless the
+	// check has its own timing (health.Every); a probe reads the last results and
+	// never waits on a dependency.
 	Checks map[string]health.Check
+	// CheckInterval is how often each check runs: the load the checks put on a
+	// dependency, whatever the number of probes. 0 means health.DefaultCheckInterval
+	// (5s); SW_CHECK_INTERVAL overrides it. Negative, or not longer than
+	// Probes.CheckTimeout, is a ConfigError.
+	CheckInterval time.Duration
 
 	// Budgets bound each stage of the exit; zero fields take their defaults and
 	// SW_* variables override them.
