@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
@@ -37,6 +38,7 @@ type Host struct {
 	probe     *probeListener  // nil when disabled (probes.go)
 	monitor   *health.Monitor // readiness and checks: /readyz and other transports (monitor.go)
 	monitored map[string]bool // the names of the checks the Monitor was built with
+	restarts  *prometheus.CounterVec // servicewright_entrypoint_restarts_total (restart.go)
 
 	state    health.State // what startup reached; the shutdown handle overrides it
 	shutdown *Shutdown
@@ -93,6 +95,9 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.tel, h.log = tel, tel.log
 	h.log = h.log.With(zap.String("instance", h.instance))
 
+	if h.restarts, err = newRestartCounter(tel.reg); err != nil {
+		return nil, err
+	}
 	var problems fault.Problems
 	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)

@@ -292,14 +292,19 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 	h := r.h
 	r.enter(StageServe)
 	r.serve = newServeGroup(r.ctx, ctx.Done(), len(r.bound))
+	rs := newRestarts(len(r.bound)) // restart.go
+	defer rs.stop()
 	for _, e := range r.bound {
 		e.set(entryServing)
+		rs.began[e] = time.Now()
 		r.serve.start(e)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case e := <-rs.due:
+			r.restart(rs, e)
 		case res := <-r.serve.results:
 			r.serve.pending--
 			if ctx.Err() != nil {
@@ -320,9 +325,7 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
 			if !essential(res.e) {
-				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
-				r.log().Error("non-essential entrypoint failed; the others keep serving",
-					zap.String("entrypoint", res.e.name), zap.Error(err))
+				r.serveFailed(rs, res.e, err)
 				continue
 			}
 			r.log().Error("essential entrypoint failed; shutting down",
