@@ -35,9 +35,9 @@ type Host struct {
 	steps     []Step
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
 	checks    map[string]health.Check
-	probe     *probeListener  // nil when disabled (probes.go)
-	monitor   *health.Monitor // readiness and checks: /readyz and other transports (monitor.go)
-	monitored map[string]bool // the names of the checks the Monitor was built with
+	probe     *probeListener         // nil when disabled (probes.go)
+	monitor   *health.Monitor        // readiness and checks: /readyz and other transports (monitor.go)
+	monitored map[string]bool        // the names of the checks the Monitor was built with
 	restarts  *prometheus.CounterVec // servicewright_entrypoint_restarts_total (restart.go)
 
 	state    health.State // what startup reached; the shutdown handle overrides it
