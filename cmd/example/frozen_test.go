@@ -206,3 +206,18 @@ func redisServerPID(t *testing.T, addr string) int {
 	t.Fatalf("redis at %s did not say its process_id", addr)
 	return 0
 }
+
+// readyzUntil polls /readyz on probe until its status is want, for at most within,
+// and returns the last answer: the checks run in the background, every
+// SW_CHECK_INTERVAL, so a dependency's change shows at the next run, not at once.
+func readyzUntil(t *testing.T, probe, want string, within time.Duration) probeAnswer {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		a := mustGet(t, "http://"+probe+"/readyz")
+		if a.body["status"] == want || time.Now().After(deadline) {
+			return a
+		}
+		time.Sleep(50 * time.Millisecond) // polling another process's periodic check
+	}
+}
