@@ -244,10 +244,11 @@ func (r *run) announce(force context.Context) {
 // drain never shortens another's window, and an entrypoint that is not draining yet
 // never keeps accepting while another drains. It returns the window's end.
 //
-// A Drain that returns an error while its window is still open failed (a final
-// commit refused, messages left uncommitted): the result is failure. One abandoned,
-// or returning an error after its window ran out, overran it: timeout. One cut short
-// by ForceCleanup or the Deadline is neither on its own account.
+// A Drain that returns an error of its own (a final commit refused or abandoned,
+// messages left uncommitted) failed: the result is failure, whenever it returned.
+// One abandoned, or returning its ctx's error after its window ran out, overran it:
+// timeout. One cut short by ForceCleanup or the Deadline, returning its ctx's error,
+// is neither on its own account.
 func (r *run) drain(force context.Context) time.Time {
 	h := r.h
 	deadline := time.Now().Add(h.budgets.DrainGrace)
@@ -259,6 +260,7 @@ func (r *run) drain(force context.Context) time.Time {
 		err          error
 		late         bool // the window had run out when it returned
 		cut          bool // the window had ended, run out or cut short, when it returned
+		returned     atomic.Bool
 	}
 	out := make([]outcome, len(r.bound))
 	var wg sync.WaitGroup
@@ -267,7 +269,12 @@ func (r *run) drain(force context.Context) time.Time {
 		o := &out[i]
 		o.before = inFlight(e)
 		what := fmt.Sprintf("entrypoint %q Drain", e.name)
-		drain := r.unit(what, true, e.reg.Entrypoint.Drain)
+		unit := r.unit(what, true, e.reg.Entrypoint.Drain)
+		drain := func(ctx context.Context) error {
+			err := unit(ctx)
+			o.returned.Store(true) // its own error may wrap fault.ErrAbandoned too
+			return err
+		}
 		wg.Go(func() {
 			start := time.Now()
 			o.err = safe.Bounded(ctx, what, drainSlack, drain)
@@ -278,7 +285,7 @@ func (r *run) drain(force context.Context) time.Time {
 	}
 	wg.Wait()
 	for i := len(r.bound) - 1; i >= 0; i-- {
-		e, o := r.bound[i], out[i]
+		e, o := r.bound[i], &out[i]
 		o.left = inFlight(e)
 		var detail string
 		if dr, ok := e.reg.Entrypoint.(entrypoint.DrainReporter); ok {
@@ -286,16 +293,19 @@ func (r *run) drain(force context.Context) time.Time {
 		}
 		r.report.drained(e.name, o.before, o.left, o.took, o.err, detail)
 		switch {
-		case errors.Is(o.err, fault.ErrAbandoned):
+		case !o.returned.Load() && errors.Is(o.err, fault.ErrAbandoned):
 			r.log().Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
 				zap.Int("in_flight", o.left))
 			r.report.overran(e.name + " drain")
-		case o.err != nil && !o.cut:
-			// Its own failure, within the window (a final commit refused, a close
-			// that failed): the work it held is not known to be safe.
+		case o.err != nil && (!o.cut || !ctxErr(o.err)):
+			// Its own failure (a final commit refused or abandoned, a close that
+			// failed): the work it held is not known to be safe.
 			r.log().Error("entrypoint Drain failed; Stop will cut what is left",
 				zap.String("entrypoint", e.name), zap.Int("in_flight", o.left), zap.Error(o.err))
 			r.report.errs(fmt.Sprintf("entrypoint %q Drain", e.name), o.err)
+			if o.late {
+				r.report.overran(e.name + " drain")
+			}
 		case o.err != nil:
 			r.log().Warn("entrypoint did not drain within its window; Stop will cut what is left",
 				zap.String("entrypoint", e.name), zap.Int("in_flight", o.left), zap.Error(o.err))
@@ -399,6 +409,11 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 		r.report.errs(what, err)
 	}
 	return err
+}
+
+// ctxErr reports whether err is, or wraps, a ctx's own ending.
+func ctxErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func inFlight(e *entry) int {

@@ -3,6 +3,7 @@ package host_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
 )
 
@@ -58,6 +60,26 @@ func TestVerdict(t *testing.T) {
 			rep := logs.FilterMessage("shutdown report").All()
 			if len(rep) != 1 || rep[0].ContextMap()["result"] != "failure" || rep[0].ContextMap()["exit_code"] != int64(1) {
 				t.Errorf("report = %v, want result failure, exit_code 1", rep)
+			}
+		})
+	})
+
+	t.Run("a Drain whose own error comes at the end of its window is a failure too", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			j := &journal{}
+			consumer := newFake("orders", j)
+			consumer.drain = func(ctx context.Context) error {
+				<-ctx.Done() // the broker is frozen: the commit waits out the window
+				// Its own abandonment of the commit, not the Host's of the Drain.
+				return fmt.Errorf("final commit: kafka offset commit: %w", fault.ErrAbandoned)
+			}
+			x := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: consumer}},
+				Budgets: host.Budgets{DrainGrace: 6 * time.Second}})
+			x.WaitStage(host.StageServe)
+			x.Stop()
+			err := x.Wait()
+			if r := x.Host().Shutdown().Result(); r != host.ResultFailure || host.ExitCode(err) != host.ExitFailure {
+				t.Errorf("Run = %v, Result = %s; want failure: the commit's failure is the drain's own", err, r)
 			}
 		})
 	})
