@@ -72,7 +72,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 	}
 	t, verdict := s.gate.Admit(entrypoint.Exempt) // a stream's length says nothing of load
 	if verdict != entrypoint.Admitted {
-		return s.refuseFor(nil, ss, verdict)
+		return s.refuseFor(ss.Context(), ss, verdict)
 	}
 	defer t.Leave()
 	start := s.now()
