@@ -82,7 +82,9 @@ func TestRunner(t *testing.T) {
 			r.Bind(context.Background(), nil)
 			stop := make(chan struct{})
 			served := make(chan error, 1)
-			go func() { served <- r.Serve(context.Background(), stop, gatedQueue(r.Gate(), jobs, handled, time.Second)) }()
+			go func() {
+				served <- r.Serve(context.Background(), stop, gatedQueue(r.Gate(), jobs, handled, time.Second))
+			}()
 			close(stop)
 			if err := <-served; err != nil {
 				t.Fatalf("Serve = %v", err)
