@@ -27,6 +27,7 @@ type run struct {
 	ctx context.Context // carries the caller's values; never cancelled by the Host
 
 	stageStart time.Time
+	stopAt     atomic.Int64 // when the stop came, in Unix ns; 0 before
 	span       trace.Span
 	spanCtx    atomic.Pointer[trace.SpanContext] // span's, for the lines logged from any goroutine
 	phases     phaseSpans
@@ -79,7 +80,7 @@ func (h *Host) Run(ctx context.Context) error {
 	stop := h.shutdown.stopping()
 	work, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	unlink := context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })
+	unlink := context.AfterFunc(stop, func() { r.stopAt.Store(time.Now().UnixNano()); cancel(context.Cause(stop)) })
 	defer unlink()
 
 	cause := r.startup(work)
@@ -168,6 +169,9 @@ func (r *run) startup(ctx context.Context) error {
 				r.startAbandoned(err)
 			}
 			if r.stopping() {
+				if at := r.stopAt.Load(); at > 0 {
+					r.report.startUnwind = time.Since(time.Unix(0, at)) // the wait on the step the stop cut
+				}
 				r.log().Info("startup stage cut short by stop", zap.Stringer("stage", s.stage), zap.Error(err))
 				return nil
 			}

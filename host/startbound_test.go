@@ -75,6 +75,9 @@ func TestStopDuringAHungStart(t *testing.T) {
 				if m["result"] != "timeout" || !strings.Contains(strings.Join(toStrings(m["abandoned"]), ","), c.name) {
 					t.Errorf("report result %v, abandoned %v; want timeout naming %s", m["result"], m["abandoned"], c.name)
 				}
+				if d, _ := m["start_unwind"].(time.Duration); d != hooks.AbandonAfter {
+					t.Errorf("report start_unwind = %v, want the %s the step was waited for", m["start_unwind"], hooks.AbandonAfter)
+				}
 			})
 		})
 	}
