@@ -219,8 +219,9 @@ func hosttestSnippet(t *testing.T, spec host.AppSpec) {
 
 func overloadServer(mux *http.ServeMux) (*httpentry.Server, error) {
 	return httpentry.New(httpentry.Config{Addr: ":8080"}, mux,
-		httpentry.WithCritical("POST /payments/{id}/confirm"), // counted, never refused
-		httpentry.WithExempt("GET /events"),                   // outside the limiter
+		httpentry.WithCritical("POST /payments/{id}/confirm"),        // counted, never refused
+		httpentry.WithExempt("GET /events"),                          // outside the limiter
+		httpentry.WithRouteClass("POST /orders", "PUT /orders/{id}"), // a limit of their own
 		httpentry.WithAdmission(admission.Config{MaxLimit: 500}),
 	)
 }

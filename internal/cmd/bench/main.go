@@ -28,7 +28,7 @@ type row struct {
 func main() {
 	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
 	out := flag.String("out", "", "where to write the report (default BENCH.md for a whole run; a run with -only writes none unless asked, so that it never replaces the whole report with a part)")
-	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, grpc, leader, rolling, rollout, kafka, kafkacost, outbox, process, exit, weight); all when empty")
+	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, headerflood, grpc, grpcreset, leader, rolling, rollout, kafka, kafkacost, outbox, process, exit, weight); all when empty")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "sw-bench")
@@ -80,6 +80,7 @@ var figures = []figure{
 	{"gate", gateFigure},
 	{"readiness", readinessFigure},
 	{"http", httpFigure},
+	{"headerflood", headerFloodFigure},
 	{"grpc", grpcFigure},
 	{"grpcreset", grpcResetFigure},
 	{"leader", leaderFigures},
