@@ -82,7 +82,11 @@ func (r *Runner) InFlight() int {
 		return n
 	}
 	select {
-	case <-r.done:
+	case <-r.done: // checked first: once the work returned, draining no longer counts
+		return n
+	default:
+	}
+	select {
 	case <-r.draining:
 		n++
 	default:
