@@ -115,6 +115,6 @@ func fallbackLogger(service string) *zap.Logger {
 	enc.TimeKey = "ts"
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	enc.EncodeDuration = zapcore.StringDurationEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel)
+	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), newLogSink(os.Stderr, logBufferBytes), zapcore.InfoLevel)
 	return zap.New(core).With(zap.String("service", service))
 }

@@ -22,8 +22,9 @@ const (
 // newLogger builds the Host's own logger on stderr: the level from SW_LOG_LEVEL
 // (default info), the encoding from SW_LOG_FORMAT, or console when stderr is a
 // terminal and JSON otherwise. A bad value is recorded in l and the default used.
-// console reports the console encoding.
-func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool) {
+// console reports the console encoding. The lines go to stderr through sink, so that
+// a stalled or vanished reader of stderr holds nothing up (telemetry_logwriter.go).
+func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool, sink *logSink) {
 	level := zapcore.InfoLevel
 	if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
 		if err := level.Set(strings.ToLower(v)); err != nil {
@@ -43,7 +44,8 @@ func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.
 			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
-	return zap.New(zapcore.NewCore(encoder(format, tty), zapcore.Lock(os.Stderr), level)), format == logConsole
+	sink = newLogSink(os.Stderr, logBufferBytes)
+	return zap.New(zapcore.NewCore(encoder(format, tty), sink, level)), format == logConsole, sink
 }
 
 // encoder is the JSON encoder of the Host's logs, or the console one: the time of
