@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servicewright/servicewright/host"
 )
 
 // pipedExample is the example with its stderr on a pipe the test holds both ends
@@ -74,28 +76,21 @@ func startPiped(t *testing.T, env ...string) *pipedExample {
 		}
 		switch e["msg"] {
 		case "shutdown budget":
-			p.worstCase = durationField(t, e["worst_case"])
+			p.worstCase = durationField(t, e["worst_case"+host.LogDurationSuffix])
 		case "service ready":
 			return p
 		}
 	}
 }
 
-// durationField reads a duration logged as a string ("25.5s") or as seconds.
+// durationField reads a duration logged as a number of seconds.
 func durationField(t *testing.T, v any) time.Duration {
 	t.Helper()
-	switch v := v.(type) {
-	case string:
-		d, err := time.ParseDuration(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return d
-	case float64:
-		return time.Duration(v * float64(time.Second))
+	s, ok := v.(float64)
+	if !ok {
+		t.Fatalf("not a number of seconds: %v", v)
 	}
-	t.Fatalf("not a duration: %v", v)
-	return 0
+	return time.Duration(s * float64(time.Second))
 }
 
 // traffic sends requests to the HTTP port until stop, and counts the answers.
