@@ -12,14 +12,19 @@ import (
 
 // probeConns caps the probe listener's connections (transport.ProbeMaxConns by
 // default), as the public listeners are capped, but it keeps accepting at the cap:
-// a connection beyond it takes the place of the oldest one that is not being
-// answered — one still sending its request, or idle between requests. A public
-// listener pauses accept(2) at its cap instead; here that would queue the kubelet's
-// probe behind every idle client in the backlog until it timed out, and a pod whose
-// liveness probe times out is restarted. A probe sends its request as soon as it
-// connects and is answered from state (microseconds), so a flood of idle or slow
-// clients evicts one another and not the probe; only when every connection is being
-// answered is the new one closed at once. Each eviction and refusal is counted.
+// a connection beyond it takes the place of an older one that is not being answered.
+// A public listener pauses accept(2) at its cap instead; here that would queue the
+// kubelet's probe behind every idle client in the backlog until it timed out, and a
+// pod whose liveness probe times out is restarted.
+//
+// Which one goes: the oldest of those with nothing waiting to be read (an idle
+// client, or a slow one between bytes); when there is none, the oldest of the others;
+// never one whose request is being answered. Whether something waits is peeked at
+// (MSG_PEEK, without blocking or consuming) at accept and again when choosing. A
+// probe connects and sends its request at once and is answered from state in
+// microseconds, so a flood of idle or slow clients evicts only itself, not the
+// probes; only when every connection is being answered is the new one closed at once.
+// Each eviction and refusal is counted.
 //
 // The open descriptors stay within max+1 whatever the flood. It does not limit how
 // fast clients connect: the listen backlog and the kernel do.
@@ -39,9 +44,10 @@ func newProbeConns(max int) *probeConns { return &probeConns{max: max} }
 // whole and answered (http.StateActive).
 type probeConn struct {
 	net.Conn
-	pc   *probeConns
-	elem *list.Element // nil once closed
-	busy bool
+	pc    *probeConns
+	elem  *list.Element // nil once closed
+	busy  bool
+	eager bool // its request was waiting when it was accepted, until it was answered
 }
 
 // listener returns ln capped.
@@ -69,24 +75,24 @@ func (l *probeListenerCap) Accept() (net.Conn, error) {
 // admit registers c, evicting the oldest idle connection at the cap; nil when every
 // connection was busy and c was closed.
 func (pc *probeConns) admit(c net.Conn) net.Conn {
+	eager := requestWaiting(c)
 	pc.mu.Lock()
 	var victim *probeConn
 	if pc.order.Len() >= pc.max {
-		for e := pc.order.Front(); e != nil; e = e.Next() {
-			if p := e.Value.(*probeConn); !p.busy {
-				victim = p
-				pc.forget(p)
-				break
-			}
-		}
+		victim = pc.oldest(false)
 		if victim == nil {
+			victim = pc.oldest(true)
+		}
+		if victim != nil {
+			pc.forget(victim)
+		} else {
 			pc.mu.Unlock()
 			pc.refused.Add(1)
 			_ = c.Close()
 			return nil
 		}
 	}
-	p := &probeConn{Conn: c, pc: pc}
+	p := &probeConn{Conn: c, pc: pc, eager: eager}
 	p.elem = pc.order.PushBack(p)
 	pc.mu.Unlock()
 	if victim != nil {
@@ -94,6 +100,23 @@ func (pc *probeConns) admit(c net.Conn) net.Conn {
 		_ = victim.Conn.Close() // its server goroutine sees the error and ends
 	}
 	return p
+}
+
+// oldest is the oldest connection not being answered that has a request waiting to
+// be read (waiting), or that has none, or nil; mu is held. A connection is waiting
+// when its request was there at accept and has not been answered yet, or when bytes
+// have arrived since: a probe accepted before it could send.
+func (pc *probeConns) oldest(waiting bool) *probeConn {
+	for e := pc.order.Front(); e != nil; e = e.Next() {
+		p := e.Value.(*probeConn)
+		if p.busy {
+			continue
+		}
+		if (p.eager || requestWaiting(p.Conn)) == waiting {
+			return p
+		}
+	}
+	return nil
 }
 
 // forget removes p from the order; mu is held.
@@ -113,6 +136,9 @@ func (pc *probeConns) state(c net.Conn, s http.ConnState) {
 	}
 	pc.mu.Lock()
 	p.busy = s == http.StateActive
+	if s == http.StateIdle {
+		p.eager = false // answered: now only an idle connection
+	}
 	pc.mu.Unlock()
 }
 
