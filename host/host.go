@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
@@ -34,9 +35,10 @@ type Host struct {
 	steps     []Step
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
 	checks    map[string]health.Check
-	probe     *probeListener  // nil when disabled (probes.go)
-	monitor   *health.Monitor // readiness and checks: /readyz and other transports (monitor.go)
-	monitored map[string]bool // the names of the checks the Monitor was built with
+	probe     *probeListener         // nil when disabled (probes.go)
+	monitor   *health.Monitor        // readiness and checks: /readyz and other transports (monitor.go)
+	monitored map[string]bool        // the names of the checks the Monitor was built with
+	restarts  *prometheus.CounterVec // servicewright_entrypoint_restarts_total (restart.go)
 
 	state    health.State // what startup reached; the shutdown handle overrides it
 	shutdown *Shutdown
@@ -99,9 +101,13 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	}
 	h.log = h.log.With(zap.String("instance", h.instance))
 
+	if h.restarts, err = newRestartCounter(tel.reg); err != nil {
+		return nil, err
+	}
 	var problems fault.Problems
 	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
+	h.spec.CheckInterval = checkTiming(h.opts.lookup, &h.spec, &problems) // monitor.go
 	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.configurePreStop(&problems) // prestop_auth.go: its token, its metrics
 	h.lifecycle = &hooks.Registry{}

@@ -66,6 +66,7 @@ func (h *Host) Run(ctx context.Context) error {
 		return ErrAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
+	defer h.monitor.Stop() // the checks' background runs, started by postStart
 	// The caller's ctx is one more way to request the stop.
 	unbridge := context.AfterFunc(ctx, func() { h.shutdown.begin(false, context.Cause(ctx)) })
 	defer unbridge()
@@ -270,6 +271,12 @@ func (r *run) bind(ctx context.Context) error {
 
 func (r *run) postStart(ctx context.Context) error {
 	h := r.h
+	// The checks run in the background from now on; the probes read their results.
+	// Ready waits for each one's first, so a failing gating check never shows ready.
+	h.monitor.Start()
+	if err := h.monitor.AwaitFirst(ctx); err != nil {
+		return fmt.Errorf("first readiness checks: %w", err)
+	}
 	h.state.Set(health.Ready)
 	r.wasReady = h.Readiness() == health.Ready
 	if r.wasReady {
@@ -285,14 +292,19 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 	h := r.h
 	r.enter(StageServe)
 	r.serve = newServeGroup(r.ctx, ctx.Done(), len(r.bound))
+	rs := newRestarts(len(r.bound)) // restart.go
+	defer rs.stop()
 	for _, e := range r.bound {
 		e.set(entryServing)
+		rs.began[e] = time.Now()
 		r.serve.start(e)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case e := <-rs.due:
+			r.restart(rs, e)
 		case res := <-r.serve.results:
 			r.serve.pending--
 			if ctx.Err() != nil {
@@ -313,9 +325,7 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
 			if !essential(res.e) {
-				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
-				r.log().Error("non-essential entrypoint failed; the others keep serving",
-					zap.String("entrypoint", res.e.name), zap.Error(err))
+				r.serveFailed(rs, res.e, err)
 				continue
 			}
 			r.log().Error("essential entrypoint failed; shutting down",

@@ -16,7 +16,6 @@ import (
 	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/leader"
 	"github.com/servicewright/servicewright/lock"
-	"github.com/servicewright/servicewright/pgkit/pgfx"
 	"github.com/servicewright/servicewright/rediskit/redisfx"
 )
 
@@ -116,7 +115,7 @@ func leaderModule(k knobs) fx.Option {
 	case k.redisURL != "":
 		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL.Reveal()})
 	case k.databaseURL != "":
-		lk = pgfx.Module(pgfx.ModuleConfig{URL: k.databaseURL.Reveal()})
+		lk = fx.Options() // pgfx.Module, in backends.module, provides it
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
 	}
