@@ -68,19 +68,28 @@ func NewRunner(name string) *Runner {
 // Drain closes it once the work returned and waits for what it admitted.
 func (r *Runner) Gate() *Gate { return &r.gate }
 
-// InFlight reports the units admitted through the Gate and not yet done, plus one
-// while the work function itself is running: the Host shows it in /debug/lifecycle
-// and the shutdown report.
+// InFlight reports the units admitted through the Gate and not yet done — a work
+// function that handles its units inline, one at a time, admits each through the
+// Gate too, so that it is counted — plus one once draining is closed while the work
+// function has not returned (it is finishing what it took). An idle work function,
+// waiting for its next unit, counts nothing. The Host shows the figure in
+// /debug/lifecycle and the shutdown report.
 func (r *Runner) InFlight() int {
 	n := r.gate.InFlight()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done != nil {
-		select {
-		case <-r.done:
-		default:
-			n++
-		}
+	if r.done == nil {
+		return n
+	}
+	select {
+	case <-r.done: // checked first: once the work returned, draining no longer counts
+		return n
+	default:
+	}
+	select {
+	case <-r.draining:
+		n++
+	default:
 	}
 	return n
 }

@@ -33,8 +33,8 @@ func TestRunnerServesAgainAfterAFailure(t *testing.T) {
 		served := make(chan error, 1)
 		go func() { served <- r.Serve(t.Context(), stop, work) }()
 		synctest.Wait()
-		if runs != 2 || r.InFlight() != 1 {
-			t.Fatalf("after the second Serve: %d runs, in flight %d; want the work running again", runs, r.InFlight())
+		if runs != 2 || r.InFlight() != 0 {
+			t.Fatalf("after the second Serve: %d runs, in flight %d; want the work running again, idle", runs, r.InFlight())
 		}
 		close(stop)
 		if err := <-served; err != nil {

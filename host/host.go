@@ -226,12 +226,15 @@ func (h *Host) ProbeAddr() string {
 	return h.probe.boundAddr().String()
 }
 
-// WorstCase sums, figure by figure, the longest orderly exit of this service: the
-// drain delay (overlapping the wait for Serve to return), the drain phases' budget
-// plus 1 s, one DrainGrace window plus 5 s shared by every Drain, then StepTimeout
-// (plus the short grace before an abandonment) for each entrypoint's Stop, the wait
-// for Serve, each shutdown hook, each warmup Stop, closing the container, flushing
-// telemetry and closing the probe listener. Each figure is named after its stage.
+// WorstCase sums, figure by figure, the longest orderly exit of this service, from
+// the stop (or from PreStop): the drain delay followed by the wait for Serve to
+// return, the drain phases (each MaxDuration + 1 s, at most DrainPhasesBudget + 1 s),
+// one DrainGrace window plus 1 s shared by every Drain, then StepTimeout (plus the
+// short grace before an abandonment) for each entrypoint's Stop, the wait for Serve,
+// each shutdown hook, each warmup Stop, closing the container, flushing telemetry
+// and closing the probe listener; with no drain phase, the 1 s a startup step cut
+// short by the stop is waited for. Each figure is named after its stage; the
+// worstCase function in worstcase.go says why each is what it is.
 // Until startup reaches pre_start it counts the hooks and phases registered so far;
 // from then on, those of the run, including what was registered during startup.
 func (h *Host) WorstCase() WorstCase {
@@ -249,6 +252,7 @@ func (h *Host) worstCaseLocked() WorstCase {
 		entrypoints:  len(h.regs),
 		drainPhases:  len(lc.phases),
 		phasesMax:    phasesMax(lc.phases),
+		startSteps:   len(h.steps) + len(h.regs) + len(lc.hooks[hooks.PreStart]) + len(lc.hooks[hooks.PostStart]),
 		preShutdown:  len(lc.hooks[hooks.PreShutdown]),
 		postShutdown: len(lc.hooks[hooks.PostShutdown]),
 		container:    h.scope != nil,
