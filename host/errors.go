@@ -111,10 +111,6 @@ func ExitCode(err error) int {
 // fallbackLogger is the logger of last resort, for a configuration error found
 // before the Host's own logger exists: JSON on stderr, as the Host's logger writes.
 func fallbackLogger(service string) *zap.Logger {
-	enc := zap.NewProductionEncoderConfig()
-	enc.TimeKey = "ts"
-	enc.EncodeTime = zapcore.ISO8601TimeEncoder
-	enc.EncodeDuration = zapcore.StringDurationEncoder
-	core := zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(os.Stderr), zapcore.InfoLevel)
+	core := zapcore.NewCore(encoder(logJSON, false), newLogSink(os.Stderr, logBufferBytes), zapcore.InfoLevel)
 	return zap.New(core).With(zap.String("service", service))
 }

@@ -58,7 +58,8 @@ type Option func(*options)
 type options struct {
 	lookup   func(string) (string, bool)
 	observer func(Event)
-	exporter exportFunc // nil: export nothing (WithExporter)
+	exporter exportFunc     // nil: export nothing (WithExporter)
+	signals  *signalHandler // Main's, for its metric; nil outside Main
 }
 
 // WithEnv replaces os.LookupEnv as the source of environment overrides (SW_*,
@@ -88,11 +89,16 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			ce = &fault.ConfigError{Problems: []fault.Problem{{Field: "Telemetry", Reason: err.Error()}}}
 			// There is no logger to say it with: say it on stderr, as the logger would.
 			// (A problem of the environment was logged by newTelemetry's own logger.)
-			fallbackLogger(spec.ServiceName).Error("invalid configuration; nothing was started", zap.Error(ce))
+			log := fallbackLogger(spec.ServiceName)
+			log.Error("invalid configuration; nothing was started", zap.Error(ce))
+			_ = log.Sync()
 		}
 		return nil, ce
 	}
 	h.tel, h.log = tel, tel.log
+	if h.opts.signals != nil {
+		_ = tel.reg.Register(h.opts.signals.collector()) // taken only by a user's own metric of that name
+	}
 	h.log = h.log.With(zap.String("instance", h.instance))
 
 	if h.restarts, err = newRestartCounter(tel.reg); err != nil {
@@ -146,6 +152,9 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			lifecycle: h.lifecycleHandler(),
 			prestop:   h.preStopHandler(),
 		}, h.log.Named("probes"))
+		for _, c := range h.probe.conns.collectors() {
+			_ = tel.reg.Register(c) // taken only by a user's own metric of that name
+		}
 	}
 	return h, nil
 }

@@ -3,10 +3,8 @@ package host
 import (
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/safe"
 )
 
 // PreStopHeader is the request header that must carry the PreStop token on
@@ -35,6 +34,12 @@ const (
 // MinPreStopTokenLen is the shortest PreStop token accepted, in bytes: 16 random
 // characters (openssl rand -hex 16 gives 32) put guessing it out of reach.
 const MinPreStopTokenLen = 16
+
+// MaxPreStopTokenLen is the longest PreStop token accepted, in bytes: a quarter of
+// the probe listener's header limit (probeMaxHeaderBytes), so that the header that
+// carries it always fits beside the others. A token file is read up to twice this
+// (the token and the white space around it); a larger one is refused unread.
+const MaxPreStopTokenLen = probeMaxHeaderBytes / 4
 
 // DefaultPreStopGrace is how long a PreStop may go without a stop following it
 // before it is reported as pending, when TerminationGracePeriod is not known: the
@@ -57,7 +62,9 @@ type preStopAuth struct {
 
 // readPreStopToken reads the token from PreStopTokenEnv or PreStopTokenFileEnv. A
 // problem is recorded under the variable's name, without the value: a token too
-// short, both variables set, a file that cannot be read. None set: no token, and
+// short or too long for the probe port's header limit, one that is not visible ASCII
+// (a header could not carry it), both variables set, a file that cannot be read or
+// is not a regular file of a fitting size (safe.ReadFile: never a blocking open). None set: no token, and
 // the HTTP PreStop path refuses every request.
 func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) preStopAuth {
 	v, inline := lookup(PreStopTokenEnv)
@@ -70,9 +77,9 @@ func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) pre
 		return preStopAuth{}
 	case fromFile:
 		name = PreStopTokenFileEnv
-		b, err := os.ReadFile(file)
+		b, err := safe.ReadFile(file, 2*MaxPreStopTokenLen)
 		if err != nil {
-			l.Addf(name, "cannot read the PreStop token file %q: %v", file, unwrapPath(err))
+			l.Addf(name, "cannot read the PreStop token file %q: %v", file, err)
 			return preStopAuth{}
 		}
 		v = string(b)
@@ -80,20 +87,31 @@ func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) pre
 		return preStopAuth{}
 	}
 	v = strings.TrimSpace(v)
-	if len(v) < MinPreStopTokenLen {
+	switch {
+	case len(v) < MinPreStopTokenLen:
 		l.Addf(name, "the PreStop token must be at least %d bytes (e.g. openssl rand -hex 16), got %d",
 			MinPreStopTokenLen, len(v))
+		return preStopAuth{}
+	case len(v) > MaxPreStopTokenLen:
+		l.Addf(name, "the PreStop token must be at most %d bytes, to fit the probe port's header limit, got %d",
+			MaxPreStopTokenLen, len(v))
+		return preStopAuth{}
+	case !sendable(v):
+		l.Addf(name, "the PreStop token must be visible ASCII (no space, control character or non-ASCII byte): no HTTP header could carry it")
 		return preStopAuth{}
 	}
 	return preStopAuth{sum: sha256.Sum256([]byte(v)), set: true}
 }
 
-// unwrapPath is the reason of a file error without the path repeated.
-func unwrapPath(err error) error {
-	if pe, ok := errors.AsType[*os.PathError](err); ok {
-		return pe.Err
+// sendable reports whether v can be sent as a header value as it is: visible ASCII
+// only, 0x21 to 0x7e.
+func sendable(v string) bool {
+	for i := range len(v) {
+		if v[i] < 0x21 || v[i] > 0x7e {
+			return false
+		}
 	}
-	return err
+	return true
 }
 
 // check returns "" when r carries the token, or why it is refused: "not_configured"

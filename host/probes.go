@@ -16,11 +16,24 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // defaultProbeAddr is where the probe listener listens when AppSpec.Probes.Addr is
 // empty.
 const defaultProbeAddr = ":8079"
+
+// The probe listener's limits. The kubelet opens a connection per probe, sends its
+// request at once and never reuses the connection, so a connection idle for a second
+// or slow to send its header is not a probe; /metrics scrapers that keep one open
+// reconnect. The header limit is net/http's default divided by 64: a probe sends a
+// few hundred bytes.
+const (
+	probeMaxHeaderBytes  = 16 << 10
+	probeReadHeaderLimit = 2 * time.Second
+	probeReadLimit       = 5 * time.Second
+	probeIdleLimit       = time.Second
+)
 
 // errProbesClosed is returned by probeListener.start after close.
 var errProbesClosed = errors.New("probe listener: closed")
@@ -40,7 +53,8 @@ type probeRoutes struct {
 // /metrics, /debug/lifecycle and PreStopPath. Each path is served under its one
 // spelling only: a percent-escaped, doubled-slash, trailing-slash or dotted form of it
 // is 404, neither decoded nor redirected. It runs stdlib net/http in one goroutine
-// that it owns. The Host starts it at bootstrap, before warmup, so it answers
+// that it owns, with a connection cap of its own (probecap.go) and short limits on
+// headers, reads and idle connections (the constants above). The Host starts it at bootstrap, before warmup, so it answers
 // "unavailable" until Ready and "draining" through the whole drain, and closes it
 // last.
 type probeListener struct {
@@ -48,6 +62,7 @@ type probeListener struct {
 	handler      http.Handler
 	writeTimeout time.Duration
 	log          *zap.Logger
+	conns        *probeConns // the cap (probecap.go)
 
 	mu      sync.Mutex
 	started bool
@@ -82,6 +97,7 @@ func newProbeListener(cfg health.ListenerConfig, routes probeRoutes, log *zap.Lo
 		// not started, which runs them per answer).
 		writeTimeout: 30*time.Second + checkTimeout,
 		log:          log,
+		conns:        newProbeConns(transport.ProbeMaxConns()),
 	}
 }
 
@@ -123,13 +139,15 @@ func (l *probeListener) start() error {
 	}
 	errLog, _ := zap.NewStdLogAt(l.log.Named("probe"), zapcore.WarnLevel)
 	l.ln = ln
+	ln = l.conns.listener(ln)
 	l.srv = &http.Server{
 		Handler:           l.handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       10 * time.Second,
+		ReadHeaderTimeout: probeReadHeaderLimit,
+		ReadTimeout:       probeReadLimit,
 		WriteTimeout:      l.writeTimeout,
-		IdleTimeout:       60 * time.Second,
-		MaxHeaderBytes:    16 << 10,
+		IdleTimeout:       probeIdleLimit,
+		MaxHeaderBytes:    probeMaxHeaderBytes,
+		ConnState:         l.conns.state,
 		ErrorLog:          errLog,
 	}
 	l.served = make(chan struct{})
@@ -139,7 +157,7 @@ func (l *probeListener) start() error {
 			l.log.Error("probe listener stopped serving", zap.Error(err))
 		}
 	}()
-	l.log.Info("probe listener started", zap.Stringer("addr", ln.Addr()))
+	l.log.Info("probe listener started", zap.Stringer("addr", ln.Addr()), zap.Int("max_conns", l.conns.max))
 	return nil
 }
 

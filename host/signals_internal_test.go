@@ -10,9 +10,10 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 )
 
-// TestSignalHandlers: the first stop signal begins the graceful shutdown, logged by
-// name; a second exits at once with 128+its number, logged too. SIGHUP is a stop
-// like SIGTERM and SIGINT.
+// TestSignalHandlers: the first stop signal begins the graceful shutdown before
+// anything is logged, then logs it by name; a second exits at once with 128+its
+// number without touching the logger (the output may be what hangs). SIGHUP is a
+// stop like SIGTERM and SIGINT.
 func TestSignalHandlers(t *testing.T) {
 	for _, tc := range []struct {
 		first, second syscall.Signal
@@ -21,16 +22,20 @@ func TestSignalHandlers(t *testing.T) {
 		{syscall.SIGHUP, syscall.SIGHUP},
 	} {
 		t.Run(signalName(tc.first)+" then "+signalName(tc.second), func(t *testing.T) {
-			stops := make(chan struct{}, 2)
+			stops := make(chan int, 2) // the lines logged when stop was called
 			exits := make(chan int, 1)
 			core, logs := observer.New(zap.InfoLevel)
-			uninstall := installSignalHandlers(func() { stops <- struct{}{} }, func(code int) { exits <- code }, zap.New(core))
-			defer uninstall()
+			s := newSignalHandler(func(code int) { exits <- code })
+			defer s.uninstall()
+			s.attach(func() { stops <- logs.Len() }, zap.New(core))
 
 			self, _ := os.FindProcess(os.Getpid())
 			_ = self.Signal(tc.first)
 			select {
-			case <-stops:
+			case logged := <-stops:
+				if logged != 0 {
+					t.Errorf("%d lines logged before stop was called, want 0", logged)
+				}
 			case <-time.After(5 * time.Second):
 				t.Fatalf("the first %v did not call stop", tc.first)
 			}
@@ -45,15 +50,33 @@ func TestSignalHandlers(t *testing.T) {
 				t.Fatal("the second signal did not exit")
 			}
 			first := logs.FilterField(zap.String("signal", signalName(tc.first))).FilterMessageSnippet("beginning the graceful shutdown")
-			second := logs.FilterField(zap.Int("exit_code", want)).FilterMessageSnippet("second signal")
-			if first.Len() != 1 || second.Len() != 1 {
-				t.Errorf("signals not logged by name: %v", logs.All())
+			if first.Len() != 1 || logs.Len() != 1 {
+				t.Errorf("want the first signal logged by name and nothing for the second: %v", logs.All())
 			}
 			if len(stops) != 0 {
 				t.Error("stop called twice")
 			}
-			uninstall()
-			uninstall() // idempotent
+			s.uninstall()
+			s.uninstall() // idempotent
 		})
+	}
+}
+
+// TestSignalDuringBuild: a signal before attach (while New builds the container) is
+// remembered; attach calls stop at once and says so.
+func TestSignalDuringBuild(t *testing.T) {
+	s := newSignalHandler(func(int) { t.Error("exit called") })
+	defer s.uninstall()
+	self, _ := os.FindProcess(os.Getpid())
+	_ = self.Signal(syscall.SIGTERM)
+	<-s.first
+	core, logs := observer.New(zap.InfoLevel)
+	stopped := false
+	s.attach(func() { stopped = true }, zap.New(core))
+	if !stopped {
+		t.Error("attach after a signal did not call stop")
+	}
+	if logs.FilterField(zap.String("signal", "SIGTERM")).FilterMessageSnippet("while the container was being built").Len() != 1 {
+		t.Errorf("the signal during the build is not logged: %v", logs.All())
 	}
 }

@@ -78,6 +78,9 @@ type telemetry struct {
 	// one would see (otelhttp alone costs about a third of httpentry's throughput).
 	receiving bool
 	ownedLog  bool
+	// sink is the output of the logger the Host built (nil for TelemetryConfig.Logger):
+	// it never blocks, and counts what it could not write.
+	sink *logSink
 	// spans counts the exporter's failures, so that a collector that refuses is
 	// seen as well as one that hangs; nil when nothing is exported.
 	spans *countedSpans
@@ -94,13 +97,16 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
 	console := false
 	if t.log == nil {
-		t.log, console = newLogger(lookup, &problems)
+		t.log, console, t.sink = newLogger(lookup, &problems)
 		t.ownedLog = true
 	}
 	if console { // the console encoding drops them from every later line: say them once
 		t.log.Info("starting", zap.String("service", service), zap.String("instance", instance))
 	}
 	t.log = t.log.With(zap.String("service", service))
+	if t.sink != nil {
+		t.sink.setReporter(t.log)
+	}
 	if t.reg == nil {
 		t.reg = prometheus.NewRegistry()
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -141,6 +147,13 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 	t.metrics, err = newLifecycleMetrics(t.reg)
 	if err != nil {
 		return nil, err
+	}
+	if t.sink != nil {
+		for _, c := range t.sink.collectors() {
+			if err := t.reg.Register(c); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if env.spans != nil {
 		t.log.Info("exporting spans", zap.String("exporter", fmt.Sprintf("%T", env.spans)))

@@ -3,15 +3,24 @@ package host
 import (
 	"context"
 	"os"
+	"slices"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
+	"go.uber.org/zap/buffer"
 	"go.uber.org/zap/zapcore"
 	"golang.org/x/term"
 
 	"github.com/servicewright/servicewright/fault"
 )
+
+// LogDurationSuffix ends the key of every duration in the Host's JSON logs, whose
+// value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
+// 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
+// "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
+const LogDurationSuffix = "_seconds"
 
 // Log encodings for SW_LOG_FORMAT.
 const (
@@ -22,8 +31,9 @@ const (
 // newLogger builds the Host's own logger on stderr: the level from SW_LOG_LEVEL
 // (default info), the encoding from SW_LOG_FORMAT, or console when stderr is a
 // terminal and JSON otherwise. A bad value is recorded in l and the default used.
-// console reports the console encoding.
-func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool) {
+// console reports the console encoding. The lines go to stderr through sink, so that
+// a stalled or vanished reader of stderr holds nothing up (telemetry_logwriter.go).
+func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool, sink *logSink) {
 	level := zapcore.InfoLevel
 	if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
 		if err := level.Set(strings.ToLower(v)); err != nil {
@@ -43,7 +53,8 @@ func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.
 			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
-	return zap.New(zapcore.NewCore(encoder(format, tty), zapcore.Lock(os.Stderr), level)), format == logConsole
+	sink = newLogSink(os.Stderr, logBufferBytes)
+	return zap.New(zapcore.NewCore(encoder(format, tty), sink, level)), format == logConsole, sink
 }
 
 // encoder is the JSON encoder of the Host's logs, or the console one: the time of
@@ -63,7 +74,34 @@ func encoder(format string, colour bool) zapcore.Encoder {
 		enc.EncodeCaller = nil
 		return newConsoleEncoder(enc)
 	}
-	return zapcore.NewJSONEncoder(enc)
+	enc.EncodeDuration = zapcore.SecondsDurationEncoder // in a nested object too
+	return secondsEncoder{zapcore.NewJSONEncoder(enc)}
+}
+
+// secondsEncoder is the JSON encoder with each duration field written as a number of
+// seconds under its key plus LogDurationSuffix: the fields of a line and those a
+// logger was given With. A duration inside an object or an array is a number of
+// seconds too, its key left as it is.
+type secondsEncoder struct{ zapcore.Encoder }
+
+func (e secondsEncoder) AddDuration(key string, d time.Duration) {
+	e.Encoder.AddFloat64(key+LogDurationSuffix, d.Seconds())
+}
+
+func (e secondsEncoder) Clone() zapcore.Encoder { return secondsEncoder{e.Encoder.Clone()} }
+
+func (e secondsEncoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffer.Buffer, error) {
+	copied := false
+	for i, f := range fields {
+		if f.Type != zapcore.DurationType {
+			continue
+		}
+		if !copied {
+			fields, copied = slices.Clone(fields), true
+		}
+		fields[i] = zap.Float64(f.Key+LogDurationSuffix, time.Duration(f.Integer).Seconds())
+	}
+	return e.Encoder.EncodeEntry(ent, fields)
 }
 
 // LoggerFor returns log with the trace_id and span_id of the span in ctx, so every

@@ -128,7 +128,8 @@ func leaderModule(k knobs) fx.Option {
 			return &memDigests{}
 		}),
 		hostfx.Warmup(func(d digests) host.Step {
-			return host.Step{Name: "digests-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
+			pg, _ := d.(pgDigests)
+			return host.Step{Name: "digests-schema", Marks: migrationMarks, Backend: poolBackend(pg.pool), Start: func(ctx context.Context) error {
 				if pg, ok := d.(pgDigests); ok {
 					return migrate(ctx, pg.pool, digestsDDL)
 				}

@@ -63,6 +63,8 @@ type probe struct {
 		Path string `yaml:"path"`
 		Port string `yaml:"port"`
 	} `yaml:"httpGet"`
+	Period    int `yaml:"periodSeconds"`
+	Threshold int `yaml:"failureThreshold"`
 }
 
 func readDeployment(t *testing.T) manifest {
@@ -123,6 +125,13 @@ func TestKubernetesManifest(t *testing.T) {
 		if p.probe.HTTPGet.Path != p.path || p.probe.HTTPGet.Port != "probes" {
 			t.Errorf("%s probe = %+v, want %s on the probes port", name, p.probe.HTTPGet, p.path)
 		}
+	}
+
+	// The startupProbe outlasts the warmup budget with a margin for the container's
+	// build and Bind, so that the budget's error (naming the backend a step waits
+	// on) ends a start that cannot finish, not the kubelet's restart racing it.
+	if window := time.Duration(c.Startup.Period*c.Startup.Threshold) * time.Second; window < h.Budgets().WarmupTimeout+15*time.Second {
+		t.Errorf("startupProbe window %s, want at least the warmup budget %s + 15s", window, h.Budgets().WarmupTimeout)
 	}
 
 	grace := time.Duration(pod.Grace) * time.Second

@@ -20,6 +20,7 @@ type knobs struct {
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
 	hookDelay   time.Duration // EXAMPLE_HOOK_DELAY: the pre_shutdown hook blocks this long
 	handleDelay time.Duration // EXAMPLE_HANDLE_DELAY: each handling of an order takes this long (honours cancellation)
+	buildDelay  time.Duration // EXAMPLE_BUILD_DELAY: a container constructor takes this long (it has no ctx to honour)
 
 	cronEvery     time.Duration // EXAMPLE_CRON_EVERY: the report job's interval (default 10s)
 	publishEvery  time.Duration // EXAMPLE_PUBLISH_EVERY: the leader's digest interval (default 1s)
@@ -50,6 +51,7 @@ func readKnobs() (knobs, error) {
 		{"EXAMPLE_FAIL_AFTER", &k.failAfter, time.Millisecond, 24 * time.Hour, true},
 		{"EXAMPLE_HOOK_DELAY", &k.hookDelay, 0, 10 * time.Minute, false},
 		{"EXAMPLE_HANDLE_DELAY", &k.handleDelay, 0, 10 * time.Minute, false},
+		{"EXAMPLE_BUILD_DELAY", &k.buildDelay, 0, 10 * time.Minute, false},
 		{"EXAMPLE_CRON_EVERY", &k.cronEvery, time.Second, 24 * time.Hour, false},
 		{"EXAMPLE_PUBLISH_EVERY", &k.publishEvery, 10 * time.Millisecond, time.Hour, false},
 		{"EXAMPLE_LEADER_TTL", &k.leaderTTL, time.Second, time.Hour, false},

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
@@ -85,6 +86,7 @@ func spec(k knobs) host.AppSpec {
 		Lifecycle: lc,
 		Container: hostfx.Container(
 			logModule(),
+			slowBuildModule(k.buildDelay),
 			k.module(),
 			tickerModule(),
 			storeModule(),
@@ -101,6 +103,17 @@ func spec(k knobs) host.AppSpec {
 		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond,
 			DrainPhasesBudget: 500 * time.Millisecond},
 	}
+}
+
+// slowBuildModule is a constructor that takes d, as one waiting on a dependency
+// does: a stop signal meanwhile is honoured once it returns (EXAMPLE_BUILD_DELAY).
+func slowBuildModule(d time.Duration) fx.Option {
+	return fx.Invoke(func(log *zap.Logger) {
+		if d > 0 {
+			log.Info("slow constructor: building", zap.Duration("takes", d))
+			time.Sleep(d)
+		}
+	})
 }
 
 // tickerModule runs tick as a background loop, every second ± 100 ms.

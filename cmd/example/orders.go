@@ -19,6 +19,7 @@ import (
 	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
+	"github.com/servicewright/servicewright/pgkit"
 )
 
 // Order is the example's one entity. Deliveries counts how many times it was handled,
@@ -180,7 +181,7 @@ func storeModule() fx.Option {
 			return &memStore{orders: map[string]Order{}}
 		}),
 		hostfx.Warmup(func(p storeParams) host.Step {
-			return host.Step{Name: "orders-schema", Marks: migrationMarks, Start: func(ctx context.Context) error {
+			return host.Step{Name: "orders-schema", Marks: migrationMarks, Backend: poolBackend(p.Pool), Start: func(ctx context.Context) error {
 				if p.Pool == nil {
 					return nil // the memory store needs no schema
 				}
@@ -191,6 +192,15 @@ func storeModule() fx.Option {
 			}}
 		}),
 	)
+}
+
+// poolBackend names the server of pool for a warmup step's Backend ("postgres
+// host:port", no credential), or "" for none.
+func poolBackend(pool *pgxpool.Pool) string {
+	if pool == nil {
+		return ""
+	}
+	return pgkit.Backend(pool.Config().ConnConfig)
 }
 
 // migrate runs ddl in one transaction under a PostgreSQL advisory lock, so replicas

@@ -79,8 +79,8 @@ func TestPreStopEndpoint(t *testing.T) {
 	if rep == nil || rep["result"] != "success" {
 		t.Fatalf("shutdown report %v, want success", rep)
 	}
-	if d, err := time.ParseDuration(rep["drain_delay"].(string)); err != nil || d >= delay/2 {
-		t.Errorf("the shutdown's drain_delay = %v (%v), want next to nothing after /prestop", rep["drain_delay"], err)
+	if s, ok := rep["drain_delay"+host.LogDurationSuffix].(float64); !ok || time.Duration(s*float64(time.Second)) >= delay/2 {
+		t.Errorf("the shutdown's drain_delay = %v s, want next to nothing after /prestop", rep["drain_delay"+host.LogDurationSuffix])
 	}
 }
 

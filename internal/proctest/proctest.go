@@ -182,3 +182,18 @@ func (p *Proc) Wait(timeout time.Duration) (int, error) {
 
 // Done is closed when the process has exited.
 func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// PeakRSS is the exited process's peak resident set in bytes (getrusage's ru_maxrss),
+// or -1 before it exits.
+func (p *Proc) PeakRSS() int64 {
+	select {
+	case <-p.done:
+	default:
+		return -1
+	}
+	ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if !ok {
+		return -1
+	}
+	return ru.Maxrss << 10
+}

@@ -1,5 +1,7 @@
 // Package safe runs user code so that a panic becomes an error naming its source, and
-// so that a call that outlives its deadline can be abandoned instead of awaited.
+// so that a call that outlives its deadline can be abandoned instead of awaited; and
+// it reads the files a configuration names bounded (ReadFile): regular files only,
+// never a blocking open, never more than a cap.
 package safe
 
 import (

@@ -2,14 +2,19 @@ package transport
 
 import (
 	"crypto/tls"
-	"os"
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/safe"
 )
 
+// maxPEMBytes caps each PEM file LoadTLS reads: a certificate chain or a key is a
+// few KiB.
+const maxPEMBytes = 1 << 20
+
 // LoadTLS reads the key pair of certFile and keyFile and returns the server TLS
-// configuration (TLS 1.2 or later), or nil when both are empty. Each file is read on
+// configuration (TLS 1.2 or later), or nil when both are empty. Each is read bounded
+// (safe.ReadFile): a regular file of at most 1 MiB, never a blocking open. Each file is read on
 // its own so that a problem names the fields it is about ("CertFile", "KeyFile", or
 // both when they are set apart or do not match); problems go to l and nil is
 // returned. NextProtos is left empty: the caller's server fills in its protocols.
@@ -21,11 +26,11 @@ func LoadTLS(l *fault.Problems, certFile, keyFile string) *tls.Config {
 		l.Addf("CertFile, KeyFile", "must be set together, got CertFile %q and KeyFile %q", certFile, keyFile)
 		return nil
 	}
-	certPEM, certErr := os.ReadFile(certFile)
+	certPEM, certErr := safe.ReadFile(certFile, maxPEMBytes)
 	if certErr != nil {
 		l.Addf("CertFile", "cannot read %q: %v", certFile, certErr)
 	}
-	keyPEM, keyErr := os.ReadFile(keyFile)
+	keyPEM, keyErr := safe.ReadFile(keyFile, maxPEMBytes)
 	if keyErr != nil {
 		l.Addf("KeyFile", "cannot read %q: %v", keyFile, keyErr)
 	}

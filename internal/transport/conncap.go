@@ -33,6 +33,14 @@ const (
 // computed from the process's current RLIMIT_NOFILE as the formula above says.
 func DefaultMaxConns() int { return maxConnsFor(nofileLimit()) }
 
+// ProbeMaxConns is the probe listener's connection cap, taken from the reserve the
+// formula above leaves beside the public listeners: a quarter of it, at least
+// MinDefaultMaxConns (64 at a limit of 1024). The kubelet opens one connection per
+// probe and the scraper one or two: the rest of the reserve stays for the backends.
+func ProbeMaxConns() int { return probeConnsFor(nofileLimit()) }
+
+func probeConnsFor(soft int) int { return max(MinDefaultMaxConns, max(ConnReserveMin, soft/4)/4) }
+
 func maxConnsFor(soft int) int {
 	reserve := max(ConnReserveMin, soft/4)
 	return max(MinDefaultMaxConns, (soft-reserve)/PublicListeners)
