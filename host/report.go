@@ -31,12 +31,12 @@ type report struct {
 }
 
 type drainRecord struct {
-	Entrypoint string `json:"entrypoint"`
-	InFlight   int    `json:"in_flight_at_start"`
-	Left       int    `json:"left"`
-	Took       string `json:"took"`
-	Error      string `json:"error,omitempty"`
-	Detail     string `json:"detail,omitempty"` // from entrypoint.DrainReporter
+	Entrypoint string  `json:"entrypoint"`
+	InFlight   int     `json:"in_flight_at_start"`
+	Left       int     `json:"left"`
+	Took       float64 `json:"took_seconds"` // seconds, as every duration of the JSON log
+	Error      string  `json:"error,omitempty"`
+	Detail     string  `json:"detail,omitempty"` // from entrypoint.DrainReporter
 }
 
 func (r *report) stage(s Stage, d time.Duration) {
@@ -46,7 +46,7 @@ func (r *report) stage(s Stage, d time.Duration) {
 }
 
 func (r *report) drained(name string, before, left int, took time.Duration, err error, detail string) {
-	rec := drainRecord{Entrypoint: name, InFlight: before, Left: left, Took: took.String(), Detail: detail}
+	rec := drainRecord{Entrypoint: name, InFlight: before, Left: left, Took: took.Seconds(), Detail: detail}
 	if err != nil {
 		rec.Error = err.Error()
 	}
