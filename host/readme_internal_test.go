@@ -15,7 +15,7 @@ import (
 )
 
 // exitCodes are the package's exit-code constants by name. A constant declared in
-// the package but missing here fails TestREADMETables: add it here and to README.md.
+// the package but missing here fails TestREADMETables: add it here and to docs/concepts.md.
 var exitCodes = map[string]int{
 	"ExitOK": ExitOK, "ExitFailure": ExitFailure, "ExitQuit": ExitQuit, "ExitPermanent": ExitPermanent,
 	"ExitInterrupted": ExitInterrupted, "ExitConfig": ExitConfig, "ExitSignal": ExitSignal,
@@ -32,26 +32,26 @@ var results = map[string]struct {
 	"ResultInterrupted": {ResultInterrupted, fault.ErrInterrupted},
 }
 
-// TestREADMETables holds README.md's exit-code and result tables to the code: each
+// TestREADMETables holds the exit-code and result tables to the code: each
 // row names a constant and its value, every constant has a row, and every exit code
-// in a table of the README or docs/operations.md is one the code declares.
+// in a table of docs/concepts.md or docs/operations.md is one the code declares.
 func TestREADMETables(t *testing.T) {
 	declared := declaredConsts(t)
 	for _, name := range declared["exit"] {
 		if _, ok := exitCodes[name]; !ok {
-			t.Errorf("exit code %s is declared but not in this test's list (nor, probably, in README.md)", name)
+			t.Errorf("exit code %s is declared but not in this test's list (nor, probably, in docs/concepts.md)", name)
 		}
 	}
 	for _, name := range declared["result"] {
 		if _, ok := results[name]; !ok {
-			t.Errorf("Result %s is declared but not in this test's list (nor, probably, in README.md)", name)
+			t.Errorf("Result %s is declared but not in this test's list (nor, probably, in docs/concepts.md)", name)
 		}
 	}
 
-	tables := readTables(t, "../README.md")
+	tables := readTables(t, "../docs/concepts.md")
 	exitTable := tables.under("## Exit codes", "code")
 	if exitTable == nil {
-		t.Fatal("README.md has no exit-code table under ## Exit codes")
+		t.Fatal("docs/concepts.md has no exit-code table under ## Exit codes")
 	}
 	seen := map[string]bool{}
 	for _, row := range exitTable {
@@ -74,7 +74,7 @@ func TestREADMETables(t *testing.T) {
 
 	resultTable := tables.under("## Exit codes", "result")
 	if resultTable == nil {
-		t.Fatal("README.md has no result table under ## Exit codes")
+		t.Fatal("docs/concepts.md has no result table under ## Exit codes")
 	}
 	seen = map[string]bool{}
 	for _, row := range resultTable {
@@ -102,7 +102,7 @@ func TestREADMETables(t *testing.T) {
 	for _, c := range exitCodes {
 		valid[c] = true
 	}
-	for _, file := range []string{"../README.md", "../docs/operations.md"} {
+	for _, file := range []string{"../docs/concepts.md", "../docs/operations.md"} {
 		for _, tab := range readTables(t, file) {
 			if len(tab.header) == 0 || tab.header[0] != "code" {
 				continue

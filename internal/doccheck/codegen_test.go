@@ -49,12 +49,12 @@ func uncommented(t *testing.T, path string) []string {
 	return out
 }
 
-// TestCodegenSnippets holds the README's copyable buf.yaml, buf.gen.yaml and Makefile
+// TestCodegenSnippets holds docs/grpc.md's copyable buf.yaml, buf.gen.yaml and Makefile
 // target to the repository's own, so the pinned versions a user copies are the ones
 // this repository generates with.
 func TestCodegenSnippets(t *testing.T) {
 	root := "../.."
-	readme := filepath.Join(root, "README.md")
+	readme := filepath.Join(root, "docs", "grpc.md")
 	yaml := fenced(t, readme, "yaml")
 	for _, f := range []string{"buf.yaml", "buf.gen.yaml"} {
 		want := uncommented(t, filepath.Join(root, f))
@@ -63,13 +63,13 @@ func TestCodegenSnippets(t *testing.T) {
 			found = found || strings.Join(b, "\n") == strings.Join(want, "\n")
 		}
 		if !found {
-			t.Errorf("README.md has no yaml block equal to %s", f)
+			t.Errorf("docs/grpc.md has no yaml block equal to %s", f)
 		}
 	}
 	makefile := uncommented(t, filepath.Join(root, "Makefile"))
 	blocks := fenced(t, readme, "make")
 	if len(blocks) == 0 {
-		t.Fatal("README.md has no make block")
+		t.Fatal("docs/grpc.md has no make block")
 	}
 	for _, b := range blocks {
 		for _, line := range b {
@@ -77,7 +77,7 @@ func TestCodegenSnippets(t *testing.T) {
 				continue
 			}
 			if !contains(makefile, []string{line}) {
-				t.Errorf("README.md's make block has %q, which the Makefile does not", line)
+				t.Errorf("docs/grpc.md's make block has %q, which the Makefile does not", line)
 			}
 		}
 	}
