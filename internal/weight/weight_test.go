@@ -25,6 +25,9 @@ var (
 	redisDriver  = []string{"github.com/redis/go-redis"}
 	pgDriver     = []string{"github.com/jackc/pgx"}
 	kafkaDriver  = []string{"github.com/segmentio/kafka-go"}
+	// etcdClient and kubeClient are linked by their lock packages only.
+	etcdClient = []string{"go.etcd.io/etcd"}
+	kubeClient = []string{"k8s.io/client-go", "k8s.io/api", "k8s.io/apimachinery"}
 	hostPkg      = []string{module + "/host"}
 	// devTools are the test and development tools: never imported by a production package.
 	devTools = []string{module + "/kafkakit/kafkadev", module + "/host/hosttest", module + "/lock/locktest",
@@ -42,7 +45,7 @@ func join(lists ...[]string) []string {
 // core is what no package of the core rows may link (DESIGN §18: "zap, prometheus
 // client, OpenTelemetry API/SDK, otelhttp — no gRPC, no DI container, no exporter"),
 // nor any backend driver (DESIGN §9).
-var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)
+var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)
 
 // rows is DESIGN §18's table: each package, and what it must not link.
 var rows = []struct {
@@ -56,18 +59,20 @@ var rows = []struct {
 	// provider, so it links their APIs (a known gap against the table).
 	{[]string{"fault", "lock", "fleet", "hooks", "entrypoint"}, core},
 	// fx wiring packages: + fx.
-	{[]string{"host/hostfx", "entrypoint/httpentry/httpfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)},
-	{[]string{"rediskit/redisfx"}, join(grpc, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
-	{[]string{"pgkit/pgfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
+	{[]string{"host/hostfx", "entrypoint/httpentry/httpfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
+	{[]string{"rediskit/redisfx"}, join(grpc, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
+	{[]string{"pgkit/pgfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
 	// OTLP export: + the exporters and gRPC, nothing else.
 	{[]string{"host/otlp"}, join(container, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)},
 	// The driver kits: their one driver; no host, no container.
-	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
-	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
+	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
+	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
 	{[]string{"kafkakit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, devTools)},
 	{[]string{"sentrykit"}, join(hostPkg, grpc, container, exporters, kafkaFake, redisDriver, pgDriver, kafkaDriver, devTools)},
 	// The other production packages: whatever they need, never a dev tool.
-	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, devTools},
+	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, join(etcdClient, kubeClient, devTools)},
+	{[]string{"etcdkit"}, join(hostPkg, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
+	{[]string{"etcdkit/etcdfx"}, join(exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
 }
 
 // leaves may link nothing outside the standard library but zap.
