@@ -25,13 +25,14 @@ var (
 	redisDriver  = []string{"github.com/redis/go-redis"}
 	pgDriver     = []string{"github.com/jackc/pgx"}
 	kafkaDriver  = []string{"github.com/segmentio/kafka-go"}
-	// etcdClient and kubeClient are linked by their lock packages only.
-	etcdClient = []string{"go.etcd.io/etcd"}
-	kubeClient = []string{"k8s.io/client-go", "k8s.io/api", "k8s.io/apimachinery"}
-	hostPkg    = []string{module + "/host"}
+	hostPkg      = []string{module + "/host"}
 	// devTools are the test and development tools: never imported by a production package.
 	devTools = []string{module + "/kafkakit/kafkadev", module + "/host/hosttest", module + "/lock/locktest",
 		module + "/internal/testenv", module + "/internal/proctest"}
+
+	// etcdClient and kubeClient are linked by their lock packages only.
+	etcdClient = []string{"go.etcd.io/etcd"}
+	kubeClient = []string{"k8s.io/client-go", "k8s.io/api", "k8s.io/apimachinery"}
 )
 
 func join(lists ...[]string) []string {
