@@ -64,9 +64,9 @@ type Lock struct {
 	prefix string
 
 	mu    sync.Mutex
-	held  map[string]holding            // by key
-	spare map[spareKey]clientv3.LeaseID // a campaigner's lease, kept across failed attempts
-	fence map[string]fenceSeen          // the counter as last read, by key
+	held  map[string]holding   // by key
+	spare map[spareKey]spare   // a campaigner's lease, kept across failed attempts
+	fence map[string]fenceSeen // the counter as last read, of keys held or spared
 
 	watch   sync.Mutex // guards watches
 	hub     wake.Hub
@@ -77,6 +77,12 @@ type holding struct {
 	owner string
 	token uint64
 	id    clientv3.LeaseID
+	until time.Time // etcd has revoked the lease by then unless renewed
+}
+
+type spare struct {
+	id    clientv3.LeaseID
+	until time.Time
 }
 
 type spareKey struct {
@@ -109,7 +115,7 @@ func NewLock(client *clientv3.Client, cfg LockConfig) (*Lock, error) {
 		client:  client,
 		prefix:  cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix),
 		held:    map[string]holding{},
-		spare:   map[spareKey]clientv3.LeaseID{},
+		spare:   map[spareKey]spare{},
 		fence:   map[string]fenceSeen{},
 		watches: map[string]func(){},
 	}, nil
@@ -143,13 +149,14 @@ func (e *Lock) EarliestRelease(ttl time.Duration) time.Duration { return ttl }
 func (e *Lock) lease(ctx context.Context, key, owner string, ttl time.Duration) (clientv3.LeaseID, error) {
 	sk := spareKey{key, owner, seconds(ttl)}
 	e.mu.Lock()
-	id, ok := e.spare[sk]
+	sp, ok := e.spare[sk]
 	delete(e.spare, sk)
+	e.pruneLocked(time.Now())
 	e.mu.Unlock()
 	if ok {
-		_, err := e.client.KeepAliveOnce(ctx, id)
+		_, err := e.client.KeepAliveOnce(ctx, sp.id)
 		if err == nil {
-			return id, nil
+			return sp.id, nil
 		}
 		if !errors.Is(err, rpctypes.ErrLeaseNotFound) {
 			return 0, err
@@ -167,6 +174,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
+	sent := time.Now()
 	id, err := e.lease(ctx, key, owner, ttl)
 	if err != nil {
 		return lock.Lease{}, fmt.Errorf("acquire %q: lease: %w", key, err)
@@ -177,7 +185,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	e.mu.Unlock()
 	keep := func() { // the campaigner's lease serves its next attempt
 		e.mu.Lock()
-		e.spare[spareKey{key, owner, seconds(ttl)}] = id
+		e.spare[spareKey{key, owner, seconds(ttl)}] = spare{id: id, until: sent.Add(ttl)}
 		e.mu.Unlock()
 	}
 	if f.value >= lock.MaxToken { // what we saw is a hint: ask etcd
@@ -205,7 +213,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		if resp.Succeeded {
 			e.mu.Lock()
 			e.fence[key] = fenceSeen{value: t, rev: resp.Header.Revision}
-			e.held[key] = holding{owner: owner, token: t, id: id}
+			e.held[key] = holding{owner: owner, token: t, id: id, until: sent.Add(ttl)}
 			e.mu.Unlock()
 			return lock.Lease{Key: key, Owner: owner, Token: t, TTL: ttl}, nil
 		}
@@ -225,6 +233,32 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 			return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrHeld)
 		}
 		// Free, but the counter moved since we read it: try again with its value.
+	}
+}
+
+// pruneLocked forgets the holdings and spare leases etcd has revoked by now (a
+// lease taken once and left to lapse, such as a cron tick's), and the counters
+// read of keys no longer held or spared, which would otherwise pile up. e.mu is
+// held.
+func (e *Lock) pruneLocked(now time.Time) {
+	const slack = time.Second // etcd revokes a little after the lease's end
+	for k, h := range e.held {
+		if now.After(h.until.Add(slack)) {
+			delete(e.held, k)
+		}
+	}
+	keep := map[string]bool{}
+	for k, sp := range e.spare {
+		if now.After(sp.until.Add(slack)) {
+			delete(e.spare, k)
+		} else {
+			keep[k.key] = true
+		}
+	}
+	for k := range e.fence {
+		if _, held := e.held[k]; !held && !keep[k] {
+			delete(e.fence, k)
+		}
 	}
 }
 
@@ -269,6 +303,7 @@ func (e *Lock) Renew(ctx context.Context, lease lock.Lease) error {
 	if err := lock.ValidateLease(lease); err != nil {
 		return err
 	}
+	sent := time.Now()
 	id, err := e.find(ctx, "renew", lease)
 	if err != nil {
 		return err
@@ -280,6 +315,14 @@ func (e *Lock) Renew(ctx context.Context, lease lock.Lease) error {
 		}
 		return fmt.Errorf("renew %q: %w", lease.Key, err)
 	}
+	e.mu.Lock()
+	if h, ok := e.held[lease.Key]; ok && h.id == id {
+		h.until = sent.Add(lease.TTL)
+		e.held[lease.Key] = h
+	} else { // a holding of another Lock (or process) renewed through this one
+		e.held[lease.Key] = holding{owner: lease.Owner, token: lease.Token, id: id, until: sent.Add(lease.TTL)}
+	}
+	e.mu.Unlock()
 	return nil
 }
 

@@ -188,3 +188,31 @@ func TestStaleHolder(t *testing.T) {
 		t.Fatalf("a write with the stale token %d was accepted after %d", old.Token, nl.Token)
 	}
 }
+
+// TestLapsedForgotten takes many keys once each and lets them lapse, as a cron
+// job's ticks do: the Lock forgets them, rather than keeping a record per key
+// forever.
+func TestLapsedForgotten(t *testing.T) {
+	lk := newLock(t, newClient(t, etcd(t).Endpoints()))
+	ctx := context.Background()
+	base := unique(t)
+	for i := range 20 {
+		if _, err := lk.Acquire(ctx, base+strconv.Itoa(i), "a", time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := lk.Acquire(ctx, base+strconv.Itoa(i), "b", time.Second); !errors.Is(err, lock.ErrHeld) {
+			t.Fatalf("second acquire = %v, want lock.ErrHeld", err)
+		}
+	}
+	waitFree(t, lk, base+"19", 10*time.Second)
+	time.Sleep(time.Second) // the pruning's slack, past the lapse
+	if _, err := lk.Acquire(ctx, base+"last", "a", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	lk.mu.Lock()
+	held, spare, fence := len(lk.held), len(lk.spare), len(lk.fence)
+	lk.mu.Unlock()
+	if held != 1 || spare != 0 || fence != 1 {
+		t.Fatalf("records left: %d held, %d spare, %d counters; want only the last key's", held, spare, fence)
+	}
+}

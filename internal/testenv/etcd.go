@@ -57,21 +57,37 @@ func StartEtcd(n int, opts ...EtcdOption) (*Etcd, error) {
 		return nil, missing("etcd", "etcd-server")
 	}
 	e.bin = bin
+	// A port another process took between freePorts and the bind fails the start:
+	// try again with new ports.
+	for attempt := 0; ; attempt++ {
+		c := &Etcd{bin: e.bin, extra: e.extra}
+		err := c.startAll(n)
+		if err == nil || attempt == 2 {
+			return c, err
+		}
+	}
+}
+
+// startAll starts n members on fresh ports in a new directory.
+func (e *Etcd) startAll(n int) error {
+	var err error
 	if e.dir, err = makeDir(os.TempDir(), "testenv-etcd-*"); err != nil {
-		return nil, fmt.Errorf("testenv: etcd: %w", err)
+		return fmt.Errorf("testenv: etcd: %w", err)
+	}
+	per := 2
+	if e.extra != "" {
+		per = 3
+	}
+	ports, err := freePorts(n * per)
+	if err != nil {
+		_ = os.RemoveAll(e.dir)
+		return err
 	}
 	var cluster []string
 	for i := range n {
-		m := &etcdMember{name: "m" + strconv.Itoa(i)}
-		if m.client, err = FreePort(); err == nil {
-			m.peer, err = FreePort()
-		}
-		if err == nil && e.extra != "" {
-			m.outside, err = FreePort()
-		}
-		if err != nil {
-			_ = os.RemoveAll(e.dir)
-			return nil, err
+		m := &etcdMember{name: "m" + strconv.Itoa(i), client: ports[i*per], peer: ports[i*per+1]}
+		if per == 3 {
+			m.outside = ports[i*per+2]
 		}
 		e.members = append(e.members, m)
 		cluster = append(cluster, fmt.Sprintf("%s=http://127.0.0.1:%d", m.name, m.peer))
@@ -79,14 +95,37 @@ func StartEtcd(n int, opts ...EtcdOption) (*Etcd, error) {
 	for _, m := range e.members {
 		if err := e.start(m, strings.Join(cluster, ",")); err != nil {
 			_ = e.Stop()
-			return nil, err
+			return err
 		}
 	}
 	if err := e.waitHealthy(e.members, etcdReadyTimeout); err != nil {
 		_ = e.Stop()
-		return nil, err
+		return err
 	}
-	return e, nil
+	return nil
+}
+
+// freePorts returns n distinct loopback ports that were free a moment ago: each
+// listener stays open until all are chosen, so none is chosen twice.
+func freePorts(n int) ([]int, error) {
+	var (
+		ports []int
+		ls    []net.Listener
+	)
+	defer func() {
+		for _, l := range ls {
+			_ = l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("testenv: free port: %w", err)
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
 }
 
 // start runs member m. Called before e is shared or with e.mu held.
