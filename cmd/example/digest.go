@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/etcdkit/etcdfx"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/leader"
@@ -108,14 +109,16 @@ type leaderParams struct {
 }
 
 // leaderModule wires the lock, the fenced digest store and the publisher's
-// Leadership. The lock is on Redis when REDIS_URL is set, on PostgreSQL when only
-// DATABASE_URL is, and in memory otherwise.
+// Leadership. The lock is where LEADER_LOCK says (readLeaderLock): Redis, PostgreSQL,
+// etcd or memory.
 func leaderModule(k knobs) fx.Option {
 	var lk fx.Option
-	switch {
-	case k.redisURL != "":
+	switch k.leaderLock {
+	case "etcd":
+		lk = etcdfx.Module(etcdfx.ModuleConfig{Endpoints: k.etcd.Reveal()})
+	case "redis":
 		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL.Reveal()})
-	case k.databaseURL != "":
+	case "postgres":
 		lk = pgfx.Module(pgfx.ModuleConfig{URL: k.databaseURL.Reveal()})
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
