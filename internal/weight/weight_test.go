@@ -74,6 +74,7 @@ var rows = []struct {
 	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, join(etcdClient, kubeClient, devTools)},
 	{[]string{"etcdkit"}, join(hostPkg, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
 	{[]string{"etcdkit/etcdfx"}, join(exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
+	{[]string{"kubekit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, devTools)},
 }
 
 // leaves may link nothing outside the standard library but zap.
