@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/base64"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -248,4 +249,35 @@ func (k *KubeAPIServer) Stop() error {
 		return fmt.Errorf("testenv: kube-apiserver stop: %w", err)
 	}
 	return nil
+}
+
+// WriteKubeconfig writes a kubeconfig for server (URL, or k.URL() when empty) and a
+// client certificate of user in groups to path.
+func (k *KubeAPIServer) WriteKubeconfig(path, server, user string, groups ...string) error {
+	certPEM, keyPEM, err := k.ClientCertPEM(user, groups...)
+	if err != nil {
+		return err
+	}
+	ca, err := os.ReadFile(k.CAFile())
+	if err != nil {
+		return err
+	}
+	if server == "" {
+		server = k.URL()
+	}
+	b64 := func(b []byte) string { return base64.StdEncoding.EncodeToString(b) }
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: %q, certificate-authority-data: %s}
+users:
+- name: %s
+  user: {client-certificate-data: %s, client-key-data: %s}
+contexts:
+- name: test
+  context: {cluster: test, user: %s}
+current-context: test
+`, server, b64(ca), user, b64(certPEM), b64(keyPEM), user)
+	return os.WriteFile(path, []byte(cfg), 0o600)
 }

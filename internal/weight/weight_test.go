@@ -75,6 +75,7 @@ var rows = []struct {
 	{[]string{"etcdkit"}, join(hostPkg, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
 	{[]string{"etcdkit/etcdfx"}, join(exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
 	{[]string{"kubekit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, devTools)},
+	{[]string{"kubekit/kubefx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, devTools)},
 }
 
 // leaves may link nothing outside the standard library but zap.
