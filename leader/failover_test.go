@@ -141,6 +141,7 @@ func backends(t *testing.T) []backend {
 		{name: "redis", lock: func(t *testing.T) lock.Lock { return newRedisLock(t, r) }, kill: r.Kill, restart: r.Restart},
 		{name: "postgres", lock: func(t *testing.T) lock.Lock { return newPGLock(t, pg) }, kill: pg.Kill, restart: pg.Restart},
 		etcdBackend(t),
+		kubeBackend(t),
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -40,20 +41,32 @@ func KubeAPIServerBinary() string {
 // of its own, with RBAC on and anonymous requests refused: clients authenticate with
 // a certificate of the CA it generated (ClientCert).
 type KubeAPIServer struct {
-	etcd *Etcd
-	dir  string
-	port int
-	ca   *x509.Certificate
-	key  *ecdsa.PrivateKey
+	etcd   *Etcd
+	dir    string
+	port   int
+	listen string // an address besides 127.0.0.1 the serving certificate names; "" for none
+	ca     *x509.Certificate
+	key    *ecdsa.PrivateKey
+	bin    string
+	args   []string
+
+	mu   sync.Mutex
 	proc *process
 }
+
+// KubeOption changes how StartKubeAPIServer starts the server.
+type KubeOption func(*KubeAPIServer)
+
+// KubeListen makes the server listen on every address, its certificate name addr
+// too: for clients in a Netns.
+func KubeListen(addr string) KubeOption { return func(k *KubeAPIServer) { k.listen = addr } }
 
 const kubeReadyTimeout = 90 * time.Second
 
 // StartKubeAPIServer starts etcd and the apiserver and returns once /readyz answers
 // ok. When the binary is missing (scripts/kubeapiserver.sh not run) or etcd is, the
 // error wraps ErrMissing.
-func StartKubeAPIServer() (*KubeAPIServer, error) {
+func StartKubeAPIServer(opts ...KubeOption) (*KubeAPIServer, error) {
 	bin := KubeAPIServerBinary()
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("%w: %s not found (run scripts/kubeapiserver.sh, or make deps)", ErrMissing, bin)
@@ -63,6 +76,9 @@ func StartKubeAPIServer() (*KubeAPIServer, error) {
 		return nil, err
 	}
 	k := &KubeAPIServer{etcd: e}
+	for _, o := range opts {
+		o(k)
+	}
 	if err := k.start(bin); err != nil {
 		_ = k.Stop()
 		return nil, err
@@ -84,9 +100,14 @@ func (k *KubeAPIServer) start(bin string) error {
 	}
 	k.port = ports[0]
 	f := func(name string) string { return filepath.Join(k.dir, name) }
-	args := []string{
+	bind := "127.0.0.1"
+	if k.listen != "" {
+		bind = "0.0.0.0"
+	}
+	k.bin = bin
+	k.args = []string{
 		"--etcd-servers", k.etcd.Endpoints()[0],
-		"--bind-address", "127.0.0.1",
+		"--bind-address", bind,
 		"--advertise-address", "127.0.0.1",
 		"--secure-port", strconv.Itoa(k.port),
 		"--tls-cert-file", f("serving.crt"), "--tls-private-key-file", f("serving.key"),
@@ -101,7 +122,12 @@ func (k *KubeAPIServer) start(bin string) error {
 		"--cert-dir", f("certs"),
 		"-v", "0",
 	}
-	p, err := spawn(bin, args, f("apiserver.log"), nil)
+	return k.spawn()
+}
+
+// spawn runs the server with k.args and waits until it is ready.
+func (k *KubeAPIServer) spawn() error {
+	p, err := spawn(k.bin, k.args, filepath.Join(k.dir, "apiserver.log"), nil)
 	if err != nil {
 		return fmt.Errorf("testenv: kube-apiserver: %w", err)
 	}
@@ -220,6 +246,9 @@ func (k *KubeAPIServer) issue(subject pkix.Name, serving bool) (certPEM, keyPEM 
 	if serving {
 		tmpl.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 		tmpl.IPAddresses = []net.IP{net.ParseIP("127.0.0.1")}
+		if k.listen != "" {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, net.ParseIP(k.listen))
+		}
 		tmpl.DNSNames = []string{"localhost"}
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, k.ca, &key.PublicKey, k.key)
@@ -233,8 +262,33 @@ func (k *KubeAPIServer) issue(subject pkix.Name, serving bool) (certPEM, keyPEM 
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), nil
 }
 
+// Kill ends the apiserver with SIGKILL, as a crash would; its etcd keeps the data.
+func (k *KubeAPIServer) Kill() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.proc == nil {
+		return nil
+	}
+	return k.proc.kill()
+}
+
+// Restart starts the apiserver again on the same port and etcd, once it is not
+// running, and returns when it is ready.
+func (k *KubeAPIServer) Restart() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.proc != nil && k.proc.running() {
+		if err := k.proc.stop(syscall.SIGTERM, 10*time.Second); err != nil {
+			return err
+		}
+	}
+	return k.spawn()
+}
+
 // Stop ends the apiserver and its etcd and removes their directories.
 func (k *KubeAPIServer) Stop() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
 	var errs []error
 	if k.proc != nil {
 		errs = append(errs, k.proc.stop(syscall.SIGTERM, 10*time.Second))
@@ -280,4 +334,9 @@ contexts:
 current-context: test
 `, server, b64(ca), user, b64(certPEM), b64(keyPEM), user)
 	return os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+// ListenURL returns https://ADDR:PORT for the KubeListen address.
+func (k *KubeAPIServer) ListenURL() string {
+	return "https://" + net.JoinHostPort(k.listen, strconv.Itoa(k.port))
 }

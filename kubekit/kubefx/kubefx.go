@@ -76,6 +76,9 @@ func Module(cfg ModuleConfig) fx.Option {
 		return fx.Error(err)
 	}
 	rc.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	// client-go's default of 5 requests a second would make a renewal wait behind
+	// the campaigns of the process's other leases.
+	rc.QPS, rc.Burst = cmp.Or(rc.QPS, 50), cmp.Or(rc.Burst, 100)
 	return fx.Module("kubefx",
 		fx.Provide(
 			func() (*kubekit.Lock, error) {
