@@ -64,4 +64,3 @@ func kubeBackend(t *testing.T) backend {
 		restart: k.Restart,
 	}
 }
-
