@@ -18,8 +18,9 @@ import (
 // backends are the real services the example uses when their variables are set:
 // REDIS_URL, DATABASE_URL, KAFKA_BROKERS, ETCD_ENDPOINTS. Unset, it runs on
 // embedded stand-ins. LEADER_LOCK picks the leader's lock backend: redis, postgres,
-// etcd or memory; unset, Redis when REDIS_URL is set, PostgreSQL when only
-// DATABASE_URL is, memory otherwise.
+// etcd, kubernetes (a Lease in POD_NAMESPACE, through KUBECONFIG or the pod's
+// service account) or memory; unset, Redis when REDIS_URL is set, PostgreSQL when
+// only DATABASE_URL is, memory otherwise.
 //
 // The URLs are held as fault.Secret, which prints as a mask wherever it is
 // formatted, and revealed only to the client that connects. No error about them
@@ -31,6 +32,8 @@ type backends struct {
 	pool        *pgxpool.Config // parsed from databaseURL
 	leaderLock  string          // LEADER_LOCK, resolved: redis, postgres, etcd or memory
 	etcd        fault.Secret    // ETCD_ENDPOINTS
+	kubeconfig  string          // KUBECONFIG (a path)
+	namespace   string          // POD_NAMESPACE
 }
 
 func readBackends(l *fault.Problems) backends {
@@ -53,6 +56,7 @@ func readBackends(l *fault.Problems) backends {
 			l.Merge("", err)
 		}
 	}
+	b.kubeconfig, b.namespace = os.Getenv("KUBECONFIG"), os.Getenv("POD_NAMESPACE")
 	b.leaderLock = readLeaderLock(l, b)
 	return b
 }
@@ -73,9 +77,9 @@ func readLeaderLock(l *fault.Problems, b backends) string {
 			return "postgres"
 		}
 		return "memory"
-	case v == "memory":
+	case v == "memory", v == "kubernetes": // kubefx names what it lacks
 	case !ok:
-		l.Addf("LEADER_LOCK", "must be redis, postgres, etcd or memory (or unset), got %q", v)
+		l.Addf("LEADER_LOCK", "must be redis, postgres, etcd, kubernetes or memory (or unset), got %q", v)
 	case !n.set:
 		l.Addf(n.variable, "must be set when LEADER_LOCK is %s", v)
 	}

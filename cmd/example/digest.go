@@ -15,6 +15,7 @@ import (
 	"github.com/servicewright/servicewright/etcdkit/etcdfx"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
+	"github.com/servicewright/servicewright/kubekit/kubefx"
 	"github.com/servicewright/servicewright/leader"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/pgkit/pgfx"
@@ -110,12 +111,14 @@ type leaderParams struct {
 
 // leaderModule wires the lock, the fenced digest store and the publisher's
 // Leadership. The lock is where LEADER_LOCK says (readLeaderLock): Redis, PostgreSQL,
-// etcd or memory.
+// etcd, a Kubernetes Lease or memory.
 func leaderModule(k knobs) fx.Option {
 	var lk fx.Option
 	switch k.leaderLock {
 	case "etcd":
 		lk = etcdfx.Module(etcdfx.ModuleConfig{Endpoints: k.etcd.Reveal()})
+	case "kubernetes":
+		lk = kubefx.Module(kubefx.ModuleConfig{Kubeconfig: k.kubeconfig, Namespace: k.namespace})
 	case "redis":
 		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL.Reveal()})
 	case "postgres":

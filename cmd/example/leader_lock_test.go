@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,20 +21,44 @@ func TestLeadershipEtcd(t *testing.T) {
 	testenv.Require(t, err)
 	t.Cleanup(func() { _ = e.Stop() })
 	// etcd leases are whole seconds: a TTL of 2s lapses 2s after the last renewal.
+	leaderFleetOn(t, "etcd", "LEADER_LOCK=etcd", "ETCD_ENDPOINTS="+strings.Join(e.Endpoints(), ","))
+}
+
+// TestLeadershipKubernetes is TestLeadershipEtcd with LEADER_LOCK=kubernetes on a
+// real kube-apiserver, through a kubeconfig with a client certificate.
+func TestLeadershipKubernetes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts several replicas and a kube-apiserver")
+	}
+	k, err := testenv.StartKubeAPIServer()
+	testenv.Require(t, err)
+	t.Cleanup(func() { _ = k.Stop() })
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := k.WriteKubeconfig(path, "", "orders", "system:masters"); err != nil {
+		t.Fatal(err)
+	}
+	leaderFleetOn(t, "a Kubernetes Lease", "LEADER_LOCK=kubernetes", "KUBECONFIG="+path, "POD_NAMESPACE=default")
+}
+
+// leaderFleetOn runs the digest publisher's fleet with the lock the variables
+// lock select and the digests in PostgreSQL, fenced by the lease's tokens: one
+// leads, a graceful stop hands over on the release notice, a killed leader is
+// replaced once its lease lapses, tokens increase, and a paused leader writes
+// nothing after its successor's first write.
+func leaderFleetOn(t *testing.T, name string, lock ...string) {
 	const ttl, campaign = 2 * time.Second, 500 * time.Millisecond
 	top := t
 	db := pgConn(t)
-	backends := []string{"LEADER_LOCK=etcd", "ETCD_ENDPOINTS=" + strings.Join(e.Endpoints(), ","),
-		"DATABASE_URL=" + env.Postgres(t).DSN(), "EXAMPLE_LEADER_TTL=" + ttl.String(), "EXAMPLE_CAMPAIGN_EVERY=" + campaign.String()}
+	backends := append(lock, "DATABASE_URL="+env.Postgres(t).DSN(), "EXAMPLE_LEADER_TTL="+ttl.String(), "EXAMPLE_CAMPAIGN_EVERY="+campaign.String())
 	reps := startFleet(t, 3, backends...)
 	var tokens []uint64
 
-	t.Run("one of three leads, through etcd", func(t *testing.T) {
+	t.Run("one of three leads, through "+name, func(t *testing.T) {
 		_, tok := leaderOf(t, reps, 10*time.Second)
 		tokens = append(tokens, tok)
 	})
 
-	t.Run("a graceful stop hands over on the watch's notice", func(t *testing.T) {
+	t.Run("a graceful stop hands over on the release notice", func(t *testing.T) {
 		old, _ := leaderOf(t, reps, 10*time.Second)
 		_ = old.proc.Signal(syscall.SIGTERM)
 		if code := exitCode(t, old.proc); code != 0 {
@@ -43,7 +68,7 @@ func TestLeadershipEtcd(t *testing.T) {
 		reps = without(reps, old)
 		_, tok := leaderOf(t, reps, 10*time.Second)
 		tokens = append(tokens, tok)
-		t.Logf("graceful failover on etcd: %s after the exit (CampaignEvery %s)", time.Since(gone), campaign)
+		t.Logf("graceful failover on %s: %s after the exit (CampaignEvery %s)", name, time.Since(gone), campaign)
 	})
 
 	t.Run("a SIGKILLed leader is replaced once its lease lapses", func(t *testing.T) {
@@ -55,7 +80,7 @@ func TestLeadershipEtcd(t *testing.T) {
 		reps = without(reps, old)
 		_, tok := leaderOf(t, reps, 10*time.Second)
 		tokens = append(tokens, tok)
-		t.Logf("crash failover on etcd: %s (TTL %s)", time.Since(killed), ttl)
+		t.Logf("crash failover on %s: %s (TTL %s)", name, time.Since(killed), ttl)
 	})
 
 	t.Run("tokens strictly increase across terms", func(t *testing.T) {
@@ -108,7 +133,7 @@ func TestLeaderLockKnob(t *testing.T) {
 		{map[string]string{"LEADER_LOCK": "postgres"}, "DATABASE_URL"},
 		{map[string]string{"LEADER_LOCK": "etcd", "ETCD_ENDPOINTS": "http://root:s3cret@etcd"}, "ETCD_ENDPOINTS"},
 	} {
-		t.Run(c.want+"="+c.env[c.want]+c.env["LEADER_LOCK"], func(t *testing.T) {
+		t.Run("LEADER_LOCK="+c.env["LEADER_LOCK"]+" names "+c.want, func(t *testing.T) {
 			for k, v := range c.env {
 				t.Setenv(k, v)
 			}
