@@ -105,6 +105,11 @@ func leaderFigures(e env) ([]row, error) {
 		return nil, err
 	}
 	rows = append(rows, proc...)
+	cg, err := clientGoFigures(figs)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, cg...)
 	stale := exec.Command("go", "test", "-count=1", "-run", "^TestLeadership(Postgres)?$", "./cmd/example/")
 	staleOut, err := stale.CombinedOutput()
 	measured, v := "0 (SIGSTOP past the TTL, SIGCONT, on Redis and PostgreSQL: TestLeadership and TestLeadershipPostgres passed)", "ok"
@@ -185,4 +190,38 @@ func leaderProcessFigures() ([]row, error) {
 			Baseline: fmt.Sprintf("polling: %.0f ms", p), Verdict: verdict(w <= c.limit)})
 	}
 	return rows, nil
+}
+
+var clientGoLine = regexp.MustCompile(`clientgo_figure kind=(\w+) ms=([0-9.]+) calls_per_s=([0-9.]+)`)
+
+// clientGoFigures runs client-go's own leader election at its defaults (LeaseDuration
+// 15s, RetryPeriod 2s; ReleaseOnCancel for the graceful hand-over) on a real
+// kube-apiserver (leader package, TestClientGoFigures), and sets each figure beside
+// the Kubernetes Lease lock's at the same TTL, measured in this run (figs, 3
+// campaigners).
+func clientGoFigures(figs map[string]fleetFig) ([]row, error) {
+	cmd := exec.Command("go", "test", "-count=1", "-timeout=10m", "-run", "^TestClientGoFigures$", "-v", "./leader/")
+	cmd.Env = append(os.Environ(), "SW_BENCH=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("client-go figures: %w\n%s", err, lastLines(out, 20))
+	}
+	cg := map[string][2]float64{}
+	for _, m := range clientGoLine.FindAllSubmatch(out, -1) {
+		ms, _ := strconv.ParseFloat(string(m[2]), 64)
+		calls, _ := strconv.ParseFloat(string(m[3]), 64)
+		cg[string(m[1])] = [2]float64{ms, calls}
+	}
+	k, ok := figs["kube/on_release/3"]
+	if !ok || len(cg) != 2 {
+		return nil, fmt.Errorf("no client-go or Kubernetes Lease figures in:\n%s", lastLines(out, 20))
+	}
+	return []row{
+		{Figure: "leadership graceful hand-over, Kubernetes Lease vs client-go leaderelection (same apiserver, defaults)", Target: "≤ 50 ms",
+			Measured: fmt.Sprintf("%.0f ms", k.graceful), Baseline: fmt.Sprintf("client-go (ReleaseOnCancel): %.0f ms", cg["graceful"][0]), Verdict: verdict(k.graceful <= 50)},
+		{Figure: "leadership crash failover, Kubernetes Lease vs client-go leaderelection (same apiserver, TTL 15 s)", Target: "≤ lease duration + one campaign (17 s)",
+			Measured: fmt.Sprintf("%.0f ms", k.crash), Baseline: fmt.Sprintf("client-go: %.0f ms", cg["crash"][0]), Verdict: verdict(k.crash <= 17000)},
+		{Figure: "API calls/s per campaigner while one leads, Kubernetes Lease vs client-go leaderelection", Target: "≤ client-go + 0.2",
+			Measured: fmt.Sprintf("%.2f", k.cmds), Baseline: fmt.Sprintf("client-go: %.2f", cg["graceful"][1]), Verdict: verdict(k.cmds <= cg["graceful"][1]+0.2)},
+	}, nil
 }
