@@ -3,7 +3,7 @@ GO      ?= go
 PKGS    ?= ./...
 export GOFLAGS := -buildvcs=false
 
-.PHONY: run test bench lint deps build fleet-demo generate
+.PHONY: run test check bench lint deps build fleet-demo generate
 
 ## run: start the example "orders" service on embedded defaults (Ctrl+C stops it gracefully)
 run:
@@ -21,15 +21,26 @@ test: deps lint
 		$(GO) test -race -count=1 -timeout 20m $(PROC); fi
 	$(GO) test -run='^$$' -fuzz='^FuzzNoSecret$$' -fuzztime=15s ./internal/nosecret
 
-## bench: the figures of DESIGN §6, each beside its baseline from the same run
+## bench: the figures of docs/architecture.md, each beside its baseline from the same run
 bench: deps
 	bash scripts/bench.sh
 
-## lint: gofmt check and go vet
-lint:
+## check: the inner loop — lint and the short unit tests, no apt, no process tests
+check: lint
+	$(GO) test -short -count=1 $$($(GO) list $(PKGS) | grep -vx '$(PROC)')
+
+## lint: gofmt check, go vet and staticcheck (pinned, installed once into a cache)
+STATICCHECK_VERSION := v0.8.2
+TOOLDIR     ?= $(HOME)/.cache/servicewright/tools/staticcheck-$(STATICCHECK_VERSION)
+STATICCHECK := $(TOOLDIR)/staticcheck
+lint: $(STATICCHECK)
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(STATICCHECK) $(PKGS)
+
+$(STATICCHECK):
+	GOFLAGS= GOBIN=$(TOOLDIR) $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 
 ## deps: apt packages (as root) and Go modules
 deps:

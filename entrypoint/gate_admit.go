@@ -47,6 +47,7 @@ type Ticket struct {
 	lim   *admission.Limiter // nil unless the unit counts against the limit
 	start int64              // the limiter's sample start; 0 when not sampled
 	unit  uint64             // what Leave takes off the Gate's counts
+	held  bool               // lim is a class's, counting the unit itself (AdmitTo)
 }
 
 // Leave marks the unit done, exactly once, and feeds its latency to the limiter when
@@ -57,7 +58,10 @@ func (t Ticket) Leave() {
 		return
 	}
 	s := t.g.release(t.unit)
-	if t.lim != nil {
+	switch {
+	case t.held:
+		t.lim.Finish(t.start, t.lim.Release()+1)
+	case t.lim != nil:
 		t.lim.Finish(t.start, int(limited(s))+1)
 	}
 }
@@ -72,6 +76,8 @@ func (t Ticket) Detach() (leave func()) {
 		return noLeave
 	case t.unit&limOne != 0:
 		t.g.release(limOne)
+	case t.held:
+		t.lim.Release()
 	}
 	if p := t.g.leave.Load(); p != nil {
 		return *p
@@ -128,4 +134,32 @@ func (g *Gate) Admit(c Class) (Ticket, Verdict) {
 		return Ticket{}, Overloaded
 	}
 	return Ticket{g: g, lim: lim, unit: unit, start: lim.Start(int(n), limit)}, Admitted
+}
+
+// AdmitTo is Admit for a unit of a class of routes whose limiter is lim, one from
+// the Gate's own Limiter's NewClass: the unit counts against lim's limit (lim
+// counts its own units: Hold, Release) and its latency drives lim, so that routes
+// of different cost do not shed each other. Drain still counts and waits for it.
+// A nil lim, or the Gate's own, is Admit; so is an Exempt unit.
+func (g *Gate) AdmitTo(lim *admission.Limiter, c Class) (Ticket, Verdict) {
+	if lim == nil || c == Exempt || lim == g.lim.Load() {
+		return g.Admit(c)
+	}
+	if g.state.Load()&gateClosed != 0 {
+		return Ticket{}, Draining
+	}
+	if g.state.Add(gateOne)&gateClosed != 0 {
+		g.release(gateOne) // Close won the race; see Enter
+		return Ticket{}, Draining
+	}
+	n, limit := lim.Hold(), lim.Limit()
+	if c == Ordinary && (n > limit || !lim.Admit()) {
+		lim.Release()
+		g.release(gateOne)
+		if n > limit {
+			lim.Shed()
+		}
+		return Ticket{}, Overloaded
+	}
+	return Ticket{g: g, lim: lim, unit: gateOne, held: true, start: lim.Start(n, limit)}, Admitted
 }

@@ -67,7 +67,7 @@ func TestFromEnv(t *testing.T) {
 			"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=prod"})
 		got := map[string]string{}
 		for _, kv := range e.resource.Attributes() {
-			got[string(kv.Key)] = kv.Value.Emit()
+			got[string(kv.Key)] = kv.Value.String()
 		}
 		for k, v := range map[string]string{"service.name": "orders-eu", "service.instance.id": "i-1",
 			"deployment.environment.name": "prod"} {

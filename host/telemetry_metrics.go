@@ -39,7 +39,7 @@ func newLifecycleMetrics(reg prometheus.Registerer) (*lifecycleMetrics, error) {
 			Help: "1 while the service reports ready.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.stage, m.stageDuration, m.failures, m.shutdowns, m.ready, m.undelivered} {
+	for _, c := range []prometheus.Collector{m.stage, m.stageDuration, m.failures, m.shutdowns, m.ready, m.undelivered, newBuildInfo()} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -1,6 +1,7 @@
 package kafkakit
 
 import (
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
@@ -14,6 +15,7 @@ type options struct {
 	dialer         *kafka.Dialer
 	tracerProvider trace.TracerProvider
 	propagator     propagation.TextMapPropagator
+	registerer     prometheus.Registerer
 }
 
 func newOptions(opts []Option) options {
@@ -61,6 +63,19 @@ func WithPropagator(p propagation.TextMapPropagator) Option {
 	return func(o *options) {
 		if p != nil {
 			o.propagator = p
+		}
+	}
+}
+
+// WithRegisterer makes a Producer keep its metrics in r:
+// servicewright_kafka_producer_writes_total and _messages_total by topic and outcome
+// (ok, timeout, error), _write_duration_seconds (call to acknowledgement) and
+// _batch_messages (messages per WriteMessages call), each by topic. Producers given
+// the same r share the series. A nil r is ignored; a Check ignores the option.
+func WithRegisterer(r prometheus.Registerer) Option {
+	return func(o *options) {
+		if r != nil {
+			o.registerer = r
 		}
 	}
 }

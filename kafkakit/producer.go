@@ -81,10 +81,11 @@ func (c ProducerConfig) validate(l *fault.Problems) {
 // bounded by WriteTimeout. Its methods are safe for concurrent use. Make one with
 // NewProducer and Close it when done.
 type Producer struct {
-	cfg    ProducerConfig
-	w      *kafka.Writer
-	o      options
-	tracer trace.Tracer
+	cfg     ProducerConfig
+	w       *kafka.Writer
+	o       options
+	tracer  trace.Tracer
+	metrics *producerMetrics // nil without WithRegisterer
 
 	wg        sync.WaitGroup // writes in progress, some perhaps given up on
 	closeOnce sync.Once
@@ -93,13 +94,18 @@ type Producer struct {
 
 // NewProducer checks cfg and returns a Producer. It connects to nothing; the first
 // write does. Every problem is reported at once in a *fault.ConfigError naming each
-// field.
+// field; a WithRegisterer registry that holds other collectors under the producer's
+// metric names is an error too.
 func NewProducer(cfg ProducerConfig, opts ...Option) (*Producer, error) {
 	o := newOptions(opts)
 	cfg = cfg.withDefaults()
 	var l fault.Problems
 	cfg.validate(&l)
 	if err := l.Err(); err != nil {
+		return nil, err
+	}
+	m, err := newProducerMetrics(o.registerer)
+	if err != nil {
 		return nil, err
 	}
 	dialer := &kafka.Dialer{DualStack: true, ClientID: "servicewright"}
@@ -124,7 +130,7 @@ func NewProducer(cfg ProducerConfig, opts ...Option) (*Producer, error) {
 	w.Balancer = &kafka.Hash{}
 	w.RequiredAcks = kafka.RequireAll
 	w.BatchTimeout = cfg.BatchTimeout
-	return &Producer{cfg: cfg, w: w, o: o, tracer: o.tracerProvider.Tracer(instrumentation)}, nil
+	return &Producer{cfg: cfg, w: w, o: o, tracer: o.tracerProvider.Tracer(instrumentation), metrics: m}, nil
 }
 
 // instrumentation names this package's tracer.
@@ -155,7 +161,9 @@ func (p *Producer) WriteMessages(ctx context.Context, msgs ...kafka.Message) err
 	for i := range msgs {
 		p.o.propagator.Inject(ctx, HeaderCarrier{Headers: &msgs[i].Headers})
 	}
+	began := time.Now()
 	err := p.write(ctx, msgs)
+	p.metrics.observe(p.topic(msgs), len(msgs), time.Since(began), err)
 	if err != nil && span.IsRecording() {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "write failed")
@@ -164,11 +172,16 @@ func (p *Producer) WriteMessages(ctx context.Context, msgs ...kafka.Message) err
 	return err
 }
 
-func (p *Producer) startSpan(ctx context.Context, msgs []kafka.Message) (context.Context, trace.Span) {
-	topic := p.cfg.Topic
-	if topic == "" {
-		topic = msgs[0].Topic
+// topic is where msgs go: the Producer's Topic, or the first message's.
+func (p *Producer) topic(msgs []kafka.Message) string {
+	if p.cfg.Topic != "" {
+		return p.cfg.Topic
 	}
+	return msgs[0].Topic
+}
+
+func (p *Producer) startSpan(ctx context.Context, msgs []kafka.Message) (context.Context, trace.Span) {
+	topic := p.topic(msgs)
 	attrs := []attribute.KeyValue{
 		semconv.MessagingSystemKafka, semconv.MessagingOperationTypeSend, semconv.MessagingDestinationName(topic),
 	}

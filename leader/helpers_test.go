@@ -82,13 +82,6 @@ func (s *spyLock) hooks() *spyLock {
 	return h
 }
 
-// set changes hooks while replicas run.
-func (s *spyLock) set(f func(s *spyLock)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	f(s)
-}
-
 func (s *spyLock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
 	var lost error
 	if h := s.hooks().acquire; h != nil {

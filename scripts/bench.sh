@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make bench: every figure of DESIGN §6 beside its baseline, measured in one run.
+# make bench: every figure of docs/architecture.md beside its baseline, measured in one run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go run ./internal/cmd/bench "$@"
@@ -8,3 +8,7 @@ go run ./internal/cmd/bench "$@"
 # capacity; then the same shape over gRPC, bare grpc-go against grpcentry. The peers
 # live in their own module (bench/peers), out of go.mod.
 (cd bench/peers && go run . && go run . -idle 5 && go run . -grpc)
+# The same overload as a vegeta-shaped client fleet sees it: a goroutine and a
+# keep-alive connection per outstanding request, server and generator pinned to a
+# core each, 10 s at 0.1× (unloaded), 0.5× and 4×; bare net/http is the baseline.
+go run ./internal/cmd/openloop

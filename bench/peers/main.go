@@ -20,7 +20,7 @@ func main() {
 	measure := flag.Duration("measure", 4*time.Second, "measured span of each cell")
 	warm := flag.Duration("warm", 2*time.Second, "unmeasured span before it, for the limiters to settle")
 	servers := flag.String("servers", "bare,httpentry,go-zero,kratos", "servers to compare")
-	loads := flag.String("loads", "0.5,1,2,4", "offered load, in multiples of capacity")
+	loads := flag.String("loads", "0.1,0.5,1,2,4", "offered load, in multiples of capacity; the first is the unloaded latency's")
 	capFlag := flag.Float64("capacity", 0, "capacity in req/s (0: measure it)")
 	rounds := flag.Int("runs", 3, "runs of each cell; the table shows the medians")
 	idle := flag.Int("idle", 0, "instead: the cost below capacity, as this many interleaved closed-loop runs of bare, httpentry and httpentry-off on a trivial handler")
@@ -149,8 +149,12 @@ func main() {
 		}
 		top := levels[len(levels)-1]
 		lo, hi := e[levels[0]], e[top]
-		fmt.Printf("\n%s at %.1f×: goodput %.2f× capacity (goal ≥ 0.90), p99 %.1f× its p99 at %.1f× (goal ≤ 3)\n",
-			ours, top, hi.share, float64(hi.p99)/float64(max(lo.p99, 1)), levels[0])
+		fmt.Printf("\n%s at %.1f×: goodput %.2f× capacity (goal ≥ 0.90); p99 over its unloaded p99 (at %.1f×, %s; goal ≤ 3):",
+			ours, top, hi.share, levels[0], ms(lo.p99))
+		for _, x := range levels[1:] {
+			fmt.Printf(" %.1f× at %.1f×", float64(e[x].p99)/float64(max(lo.p99, 1)), x)
+		}
+		fmt.Println()
 	}
 }
 

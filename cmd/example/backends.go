@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -9,9 +8,8 @@ import (
 
 	"github.com/servicewright/servicewright/etcdkit"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/health"
-	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/pgkit"
+	"github.com/servicewright/servicewright/pgkit/pgfx"
 	"github.com/servicewright/servicewright/rediskit"
 )
 
@@ -86,28 +84,18 @@ func readLeaderLock(l *fault.Problems, b backends) string {
 	return v
 }
 
-// module provides a PostgreSQL pool when DATABASE_URL is set, closes it with the
-// container, and registers a readiness check named "postgres".
+// module provides a PostgreSQL pool when DATABASE_URL is set (pgfx.Module), closes
+// it with the container, and registers a readiness check named "postgres".
 func (b backends) module() fx.Option {
 	var opts []fx.Option
 	// The Redis client comes with the leader module (digest.go).
 	if b.pool != nil {
-		opts = append(opts,
-			fx.Provide(func(lc fx.Lifecycle) (*pgxpool.Pool, error) {
-				p, err := pgxpool.NewWithConfig(context.Background(), b.pool)
-				if err != nil {
-					// A parsed config fails only on its own checks (pool sizes), which
-					// readBackends has passed; the error is not echoed all the same.
-					return nil, fault.Invalid("DATABASE_URL", "the pool cannot be made from it")
-				}
-				lc.Append(fx.StopHook(p.Close))
-				return p, nil
-			}),
-			// Every replica shares the database: its check degrades readiness and never
-			// withdraws it (no health.Gating), so a PostgreSQL blip does not take the
-			// whole fleet out of the load balancer; the same holds for Redis and Kafka.
-			hostfx.Check("postgres", func(p *pgxpool.Pool) health.Check { return health.Postgres(p) }),
-		)
+		// pgfx provides the pool (closed with the container), the PostgreSQL lock
+		// (lock.Lock when LEADER_LOCK resolves to postgres: digest.go) and a check named "postgres".
+		// Every replica shares the database: its check degrades readiness and never
+		// withdraws it (no health.Gating), so a PostgreSQL blip does not take the
+		// whole fleet out of the load balancer; the same holds for Redis and Kafka.
+		opts = append(opts, pgfx.Module(pgfx.ModuleConfig{URL: b.databaseURL.Reveal(), NoLock: b.leaderLock != "postgres"}))
 	}
 	return fx.Options(opts...)
 }

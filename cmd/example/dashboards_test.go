@@ -31,11 +31,11 @@ func parseExposition(r io.Reader, into exposition) error {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
-		name, rest, _ := strings.Cut(line, " ")
+		name, _, _ := strings.Cut(line, " ")
 		labels := ""
 		if i := strings.IndexByte(line, '{'); i >= 0 && i < len(name)+1 {
 			name = line[:i]
-			rest = line[i+1:]
+			rest := line[i+1:]
 			end := closingBrace(rest)
 			if end < 0 {
 				return fmt.Errorf("unterminated labels: %q", line)
@@ -236,7 +236,7 @@ func TestDashboards(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	exp := exposition{}
+	var exp exposition
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		exp = exposition{}

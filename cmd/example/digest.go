@@ -18,7 +18,6 @@ import (
 	"github.com/servicewright/servicewright/kubekit/kubefx"
 	"github.com/servicewright/servicewright/leader"
 	"github.com/servicewright/servicewright/lock"
-	"github.com/servicewright/servicewright/pgkit/pgfx"
 	"github.com/servicewright/servicewright/rediskit/redisfx"
 )
 
@@ -122,7 +121,7 @@ func leaderModule(k knobs) fx.Option {
 	case "redis":
 		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL.Reveal()})
 	case "postgres":
-		lk = pgfx.Module(pgfx.ModuleConfig{URL: k.databaseURL.Reveal()})
+		lk = fx.Options() // pgfx.Module, in backends.module, provides it
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })
 	}

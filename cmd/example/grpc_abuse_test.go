@@ -409,7 +409,7 @@ func tryDialRaw(addr string) (*rawConn, error) {
 	c.fr = http2.NewFramer(conn, conn)
 	c.fr.ReadMetaHeaders = hpack.NewDecoder(1<<20, nil)
 	c.enc = hpack.NewEncoder(&c.hbuf)
-	if _, err := io.WriteString(conn, http2.ClientPreface); err == nil {
+	if _, err = io.WriteString(conn, http2.ClientPreface); err == nil {
 		err = c.fr.WriteSettings()
 	}
 	if err != nil {

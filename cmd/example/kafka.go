@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
@@ -49,9 +50,24 @@ func readBrokers(v string, l *fault.Problems) []string {
 // producer whose writes are bounded by kafkakit.DefaultWriteTimeout. Without
 // KAFKA_BROKERS it runs an embedded broker, opened with the container and closed
 // after every entrypoint has stopped. Each handling takes handleDelay
-// (EXAMPLE_HANDLE_DELAY) first.
-func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
+// (EXAMPLE_HANDLE_DELAY) first. With useOutbox (ORDERS_OUTBOX), POST /orders goes
+// through the transactional outbox instead (outboxModule).
+func kafkaModule(brokers []string, handleDelay time.Duration, useOutbox bool) fx.Option {
 	embedded := len(brokers) == 0
+	submit := fx.Decorate(func(o *orders, p *kafkakit.Producer) *orders {
+		o.submit = func(ctx context.Context, ord Order) error {
+			v, err := json.Marshal(ord)
+			if err != nil {
+				return err
+			}
+			return p.WriteMessages(ctx, kafka.Message{Key: []byte(ord.ID), Value: v})
+		}
+		o.retryAfter = retryAfter(kafkakit.DefaultWriteTimeout)
+		return o
+	})
+	if useOutbox {
+		submit = outboxModule()
+	}
 	return fx.Options(
 		fx.Provide(func(lc fx.Lifecycle, log *zap.Logger) ([]string, error) {
 			if !embedded {
@@ -83,29 +99,23 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 			})
 			return []string{addr}, nil
 		}),
-		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider) (*kafkakit.Producer, error) {
+		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider, reg prometheus.Registerer) (*kafkakit.Producer, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers, Topic: ordersTopic},
-				kafkakit.WithTracerProvider(tp))
+				kafkakit.WithTracerProvider(tp), kafkakit.WithRegisterer(reg))
 			if err != nil {
 				return nil, err
 			}
 			lc.Append(fx.StopHook(p.Close))
 			return p, nil
 		}),
-		fx.Decorate(func(o *orders, p *kafkakit.Producer) *orders {
-			o.submit = func(ctx context.Context, ord Order) error {
-				v, err := json.Marshal(ord)
-				if err != nil {
-					return err
-				}
-				return p.WriteMessages(ctx, kafka.Message{Key: []byte(ord.ID), Value: v})
-			}
-			o.retryAfter = retryAfter(kafkakit.DefaultWriteTimeout)
-			return o
-		}),
+		submit,
 		// No telemetry option: the Host hands the consumer its logger, registry, tracer
 		// provider, propagator and error reporter (dead letters, handler panics).
-		hostfx.Provide(func(brokers []string, s store) (*kafkaentry.Consumer, error) {
+		hostfx.Provide(func(brokers []string, s store, in inboxParams) (*kafkaentry.Consumer, error) {
+			handle := handleOrder(s, handleDelay)
+			if in.Inbox != nil {
+				handle = handleOnce(in, handle, func(ctx context.Context) error { return sleep(ctx, handleDelay) })
+			}
 			return kafkaentry.New(kafkaentry.Config{
 				Name:             "orders-consumer",
 				Brokers:          brokers,
@@ -115,7 +125,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration) fx.Option {
 				AutoCreateTopics: !embedded,
 				// A store outage (PostgreSQL down) pauses consumption: the driver's
 				// connection errors are transient to kafkaentry.IsTransient, the default.
-			}, handleOrder(s, handleDelay))
+			}, handle)
 		}, 20),
 		hostfx.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
 	)

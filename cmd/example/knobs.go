@@ -14,6 +14,7 @@ type knobs struct {
 	backends
 	addrs
 	brokers []string // KAFKA_BROKERS; empty: an embedded broker
+	outbox  bool     // ORDERS_OUTBOX: POST /orders through the transactional outbox (outbox.go)
 
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
 	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
@@ -79,5 +80,6 @@ func readKnobs() (knobs, error) {
 	k.backends = readBackends(&l)
 	k.addrs = readAddrs(&l)
 	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
+	k.outbox = readOutbox(k.backends, &l)
 	return k, l.Err()
 }

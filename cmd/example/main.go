@@ -88,7 +88,7 @@ func spec(k knobs) host.AppSpec {
 			k.module(),
 			tickerModule(),
 			storeModule(),
-			kafkaModule(k.brokers, k.handleDelay),
+			kafkaModule(k.brokers, k.handleDelay, k.outbox),
 			leaderModule(k),
 			cronModule(k),
 			httpModule(k.httpAddr),

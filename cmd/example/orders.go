@@ -144,10 +144,12 @@ type pgStore struct{ pool *pgxpool.Pool }
 const ordersDDL = `CREATE TABLE IF NOT EXISTS orders (
 	id text PRIMARY KEY, item text NOT NULL, qty int NOT NULL, deliveries int NOT NULL DEFAULT 0)`
 
+// handleSQL stores one delivery of an order: $1 id, $2 item, $3 qty.
+const handleSQL = `INSERT INTO orders (id, item, qty, deliveries) VALUES ($1, $2, $3, 1)
+	ON CONFLICT (id) DO UPDATE SET item = EXCLUDED.item, qty = EXCLUDED.qty, deliveries = orders.deliveries + 1`
+
 func (s pgStore) Handle(ctx context.Context, o Order) error {
-	_, err := s.pool.Exec(ctx, `INSERT INTO orders (id, item, qty, deliveries) VALUES ($1, $2, $3, 1)
-		ON CONFLICT (id) DO UPDATE SET item = EXCLUDED.item, qty = EXCLUDED.qty, deliveries = orders.deliveries + 1`,
-		o.ID, o.Item, o.Qty)
+	_, err := s.pool.Exec(ctx, handleSQL, o.ID, o.Item, o.Qty)
 	return err
 }
 

@@ -99,6 +99,12 @@ func (l *load) run(addr string, rate, workers int, stop <-chan struct{}) {
 
 func (l *load) do(c *http.Client, url string) {
 	resp, err := c.Get(url)
+	l.record(url, resp, err)
+}
+
+// record counts one answer: ok when it is a 2xx read whole, failed otherwise, with
+// the first few failures kept.
+func (l *load) record(url string, resp *http.Response, err error) {
 	if err == nil {
 		_, err = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
@@ -120,7 +126,7 @@ func (l *load) do(c *http.Client, url string) {
 
 // startPair starts two replicas of bin with env behind HAProxy checking /readyz
 // every interval, and waits until HAProxy sees both up.
-func startPair(t *testing.T, bin string, env []string, interval time.Duration) ([]*replica, *testenv.HAProxy) {
+func startPair(t *testing.T, bin string, env []string, interval time.Duration, opts ...testenv.HAProxyOption) ([]*replica, *testenv.HAProxy) {
 	t.Helper()
 	var reps []*replica
 	var backends []testenv.Backend
@@ -135,7 +141,7 @@ func startPair(t *testing.T, bin string, env []string, interval time.Duration) (
 	for _, r := range reps {
 		r.start(t)
 	}
-	lb, err := testenv.StartHAProxy(backends, interval)
+	lb, err := testenv.StartHAProxy(backends, interval, opts...)
 	testenv.Require(t, err)
 	t.Cleanup(func() { _ = lb.Stop() })
 	for _, r := range reps {

@@ -30,30 +30,36 @@ const (
 )
 
 // Config bounds a Limiter. Every zero field takes the default named after it, so the
-// zero Config is protection on with the defaults.
+// zero Config is protection on with the defaults. Every other value must lie within
+// its field's floor and ceiling, which keep the controller meaningful: New refuses
+// one outside (it never clamps), each as a problem of one *fault.ConfigError naming
+// the field and its variable.
 type Config struct {
 	// Off turns overload protection off: nothing is refused for overload, only while
 	// draining. Env SW_ADMISSION_OFF (a Go bool: 1, true, 0, false).
 	Off bool
 	// MinLimit is the floor of the limit: however slow the service gets, this many
-	// ordinary units are admitted at once. Default 1. Env SW_ADMISSION_MIN_LIMIT.
+	// ordinary units are admitted at once. Default 1; within [1, MaxLimit]. Env
+	// SW_ADMISSION_MIN_LIMIT.
 	MinLimit int
-	// MaxLimit is the ceiling of the limit. Default 1000. Env SW_ADMISSION_MAX_LIMIT.
+	// MaxLimit is the ceiling of the limit. Default 1000; within [1, CeilingLimit].
+	// Env SW_ADMISSION_MAX_LIMIT.
 	MaxLimit int
 	// InitialLimit is the limit before the first measurement, clamped to the bounds.
-	// Default 20.
+	// Default 20; within [1, CeilingLimit].
 	InitialLimit int
 	// Window is the shortest span over which latency is averaged before the limit
-	// moves; a window also waits for enough samples. Default 100ms. Env
-	// SW_ADMISSION_WINDOW.
+	// moves; a window also waits for enough samples. Default 100ms; within
+	// [FloorWindow, CeilingWindow] (10ms–10s). Env SW_ADMISSION_WINDOW.
 	Window time.Duration
 	// Tolerance is how much slower than the no-load latency the service may answer
-	// before the limit falls: 1.5 lets latency grow by half. Must be at least 1.
-	// Default 1.5.
+	// before the limit falls: 1.5 lets latency grow by half. Default 1.5; within
+	// [FloorTolerance, CeilingTolerance] (1–10).
 	Tolerance float64
 	// ProbeInterval is how often, while it sheds, the Limiter drops to MinLimit for
-	// two windows to measure the no-load latency afresh. Default 30s. Env
-	// SW_ADMISSION_PROBE_INTERVAL.
+	// two windows to measure the no-load latency afresh. Default 30s; within
+	// [FloorProbeInterval, CeilingProbeInterval] (1s–1h) and at least ten windows.
+	// Env SW_ADMISSION_PROBE_INTERVAL.
 	ProbeInterval time.Duration
 	// MaxQueueDelay is how long, on average over a window, runnable goroutines may
 	// wait for a CPU (the Go scheduler's latency) before the process counts as
@@ -61,7 +67,8 @@ type Config struct {
 	// the run queue is short (see Limiter). A CPU-bound handler queues there,
 	// before any Gate sees it. Default 5ms: the scheduler's time slice is 10ms, so a
 	// goroutine that finds a CPU-bound one running may wait half of that with no
-	// queue at all. Env SW_ADMISSION_MAX_QUEUE_DELAY.
+	// queue at all. Within [FloorMaxQueueDelay, CeilingMaxQueueDelay] (1ms–1s).
+	// Env SW_ADMISSION_MAX_QUEUE_DELAY.
 	MaxQueueDelay time.Duration
 }
 
@@ -106,8 +113,48 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	return cfg, l.Err()
 }
 
+// The floors and ceilings of Config's fields: outside them the controller no
+// longer means what it says (see each field). A value outside is refused, never
+// clamped, so that a typo does not silently switch a protection off.
+const (
+	// CeilingLimit is the highest MaxLimit (and MinLimit, InitialLimit): far beyond
+	// any process's useful concurrency, and within the Gate's count.
+	CeilingLimit = 100_000
+	// FloorWindow is the shortest Window: a window must span several of the
+	// scheduler's time slices and hold enough samples for a mean, or the estimate
+	// follows noise (at 10µs it reached NaN).
+	FloorWindow = 10 * time.Millisecond
+	// CeilingWindow is the longest Window: beyond it the limit reacts to an
+	// overload only after the clients have timed out.
+	CeilingWindow = 10 * time.Second
+	// FloorProbeInterval is the shortest ProbeInterval, and it must also be at
+	// least probeWindows windows: a probe holds the limit at MinLimit for two
+	// windows, and probing more often than one window in ten would shed for the
+	// probe's sake.
+	FloorProbeInterval = time.Second
+	// CeilingProbeInterval is the longest ProbeInterval: a service that became
+	// slower for good is re-measured at least this often.
+	CeilingProbeInterval = time.Hour
+	// FloorMaxQueueDelay is the shortest MaxQueueDelay: a goroutine that finds a CPU
+	// busy waits some hundreds of microseconds at normal load, so a shorter bound
+	// counts a healthy process as saturated (at 1ns, 95% of requests were shed).
+	FloorMaxQueueDelay = time.Millisecond
+	// CeilingMaxQueueDelay is the longest MaxQueueDelay: beyond it a CPU-bound
+	// process is never found saturated before its clients give up.
+	CeilingMaxQueueDelay = time.Second
+	// FloorTolerance and CeilingTolerance bound Tolerance: under 1 the limit falls
+	// at the no-load latency itself; above 10 latency may grow tenfold before it
+	// falls at all.
+	FloorTolerance   = 1.0
+	CeilingTolerance = 10.0
+)
+
+// probeWindows is how many windows ProbeInterval must span at least.
+const probeWindows = 10
+
 // resolve fills in the defaults and records every problem in l, each naming its
-// field and the variable that can set it.
+// field and the variable that can set it: a value below its floor or above its
+// ceiling (see FloorWindow and the others), or bounds that do not fit together.
 func (cfg Config) resolve(l *fault.Problems) Config {
 	// A zero field takes its default.
 	cfg.MinLimit = cmp.Or(cfg.MinLimit, DefaultMinLimit)
@@ -117,29 +164,37 @@ func (cfg Config) resolve(l *fault.Problems) Config {
 	cfg.Tolerance = cmp.Or(cfg.Tolerance, DefaultTolerance)
 	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, DefaultProbeInterval)
 	cfg.MaxQueueDelay = cmp.Or(cfg.MaxQueueDelay, DefaultMaxQueueDelay)
-	switch {
-	case cfg.MinLimit < 0:
-		l.AddEnvf("MinLimit", EnvMinLimit, "must be positive, got %d", cfg.MinLimit)
-	case cfg.MaxLimit < 0:
-		l.AddEnvf("MaxLimit", EnvMaxLimit, "must be positive, got %d", cfg.MaxLimit)
-	case cfg.MinLimit > cfg.MaxLimit:
+	limits := true
+	for _, b := range []struct {
+		field, env string
+		v          int
+	}{{"MinLimit", EnvMinLimit, cfg.MinLimit}, {"MaxLimit", EnvMaxLimit, cfg.MaxLimit}, {"InitialLimit", "", cfg.InitialLimit}} {
+		if b.v < 1 || b.v > CeilingLimit {
+			l.AddEnvf(b.field, b.env, "must be within [1, %d], got %d", CeilingLimit, b.v)
+			limits = false
+		}
+	}
+	if limits && cfg.MinLimit > cfg.MaxLimit {
 		l.AddEnvf("MinLimit", EnvMinLimit, "must not exceed MaxLimit %d (%s), got %d", cfg.MaxLimit, EnvMaxLimit, cfg.MinLimit)
 	}
-	if cfg.InitialLimit < 0 {
-		l.Addf("InitialLimit", "must be positive, got %d", cfg.InitialLimit)
-	}
 	cfg.InitialLimit = max(cfg.MinLimit, min(cfg.MaxLimit, cfg.InitialLimit))
-	if cfg.Window < 0 {
-		l.AddEnvf("Window", EnvWindow, "must be positive, got %v", cfg.Window)
+	for _, b := range []struct {
+		field, env string
+		v, lo, hi  time.Duration
+	}{
+		{"Window", EnvWindow, cfg.Window, FloorWindow, CeilingWindow},
+		{"ProbeInterval", EnvProbeInterval, cfg.ProbeInterval, FloorProbeInterval, CeilingProbeInterval},
+		{"MaxQueueDelay", EnvMaxQueueDelay, cfg.MaxQueueDelay, FloorMaxQueueDelay, CeilingMaxQueueDelay},
+	} {
+		if b.v < b.lo || b.v > b.hi {
+			l.AddEnvf(b.field, b.env, "must be within [%v, %v], got %v", b.lo, b.hi, b.v)
+		}
 	}
-	if cfg.ProbeInterval < 0 {
-		l.AddEnvf("ProbeInterval", EnvProbeInterval, "must be positive, got %v", cfg.ProbeInterval)
+	if w := cfg.Window; w >= FloorWindow && w <= CeilingWindow && cfg.ProbeInterval >= FloorProbeInterval && cfg.ProbeInterval < probeWindows*w {
+		l.AddEnvf("ProbeInterval", EnvProbeInterval, "must be at least %d windows (Window %v, %s), got %v", probeWindows, w, EnvWindow, cfg.ProbeInterval)
 	}
-	if cfg.MaxQueueDelay < 0 {
-		l.AddEnvf("MaxQueueDelay", EnvMaxQueueDelay, "must be positive, got %v", cfg.MaxQueueDelay)
-	}
-	if cfg.Tolerance < 1 {
-		l.Addf("Tolerance", "must be at least 1, got %v", cfg.Tolerance)
+	if !(cfg.Tolerance >= FloorTolerance && cfg.Tolerance <= CeilingTolerance) { // NaN fails both
+		l.Addf("Tolerance", "must be within [%v, %v], got %v", FloorTolerance, CeilingTolerance, cfg.Tolerance)
 	}
 	return cfg
 }

@@ -19,6 +19,15 @@
 // scheduler's run queue is short, as a bounded queue drops what arrives when it is
 // full: see Limiter.
 //
+// Routes of different cost need not share a limit: Limiter.NewClass gives a class
+// of routes a limit and a latency baseline of its own (Gate.AdmitTo admits through
+// it; httpentry.WithRouteClass and grpcentry.WithRouteClass declare one), so that a
+// slow write route does not drag down the limit of the cheap reads beside it.
+//
+// Every knob of Config has a floor and a ceiling that keep the controller
+// meaningful, and New refuses a value outside them; whatever it measures, the limit
+// stays a number within [MinLimit, MaxLimit] (FuzzLimiter).
+//
 // Why not a library. failsafe-go's adaptivelimiter allocates a permit per request,
 // reads the wall clock twice per request, takes one mutex per completion and brings
 // a t-digest and failsafe-go's policy packages (its module requires gRPC);

@@ -13,8 +13,9 @@ import (
 // sampleEvery is how many admitted units share one latency sample while less than
 // half the limit is in use: the clock costs some 80 ns a read on a virtual machine,
 // so timing every unit would cost more than the rest of the Gate. Once half the
-// limit is in use, every unit is timed: the limit is then about to matter. It is a
-// power of two.
+// limit is in use, or while the limit is below Config.InitialLimit (recovering from
+// an overload: its windows must close at an easy load's pace), every unit is
+// timed: the limit is then about to matter. It is a power of two.
 const sampleEvery = 16
 
 // minSamples is how many samples a window needs before the limit moves on it.
@@ -27,6 +28,10 @@ const smoothing = 0.5
 // probeAfter is how many consecutive windows must shed before a probe: a burst
 // that shed once is no reason to drop to the floor.
 const probeAfter = 3
+
+// maxRTT is the longest latency a sample counts: a unit that took longer counts as
+// this long. A window's sum of a billion such samples still fits an int64.
+const maxRTT = int64(time.Hour)
 
 // probe phases: the Limiter drops to MinLimit, lets one window drain what was
 // admitted above it, and measures the next.
@@ -48,7 +53,11 @@ const (
 //
 // so the limit falls while latency is above Tolerance times the no-load latency and
 // climbs by half a queue per window while it is not. It does not climb while less than
-// half of it is used: an idle service keeps the limit it had.
+// half of it is used: an idle service keeps the limit it had. Below InitialLimit,
+// though, a window within tolerance that refused nothing doubles it (up to
+// InitialLimit) whatever share is used: once an overload is over the limit is back
+// at its unloaded value within a few windows, rather than kept at the two or three
+// an easy load never uses half of, and shed at every few coincident arrivals.
 //
 // base is the lowest window mean seen. Because a long overload never shows the
 // no-load latency, and a service may become slower for good, the Limiter measures it
@@ -82,6 +91,13 @@ type Limiter struct {
 
 	limit     atomic.Int64
 	shedTotal atomic.Uint64
+
+	// A route class's Limiter (NewClass): its own units in flight, and the
+	// Limiter its refusals are also counted in.
+	held   atomic.Int64
+	parent *Limiter
+	// The refusals of l's classes, counted in l's ShedCount and SaturatedCount.
+	classShed, classSaturated atomic.Uint64
 
 	// The window being filled.
 	sum   atomic.Int64 // sampled latencies, ns
@@ -119,11 +135,36 @@ func New(cfg Config) (*Limiter, error) {
 	lim.share.Store(shareOne)
 	lim.queueLong = runQueue()
 	lim.cpuTime = processCPU
+	lim.waitedTime = processWaited
 	lim.setWaits(schedWaits())
 	lim.close.Store(int64(cfg.Window))
 	lim.nextProbe = int64(cfg.Window) * 10 // the first probe comes early, then every ProbeInterval
 	return lim, nil
 }
+
+// NewClass returns a Limiter for a class of routes: the same Config as l, but a
+// limit, a latency baseline and a window of its own, so that routes of different
+// cost do not shed each other — a slow write route's latency moves its own limit,
+// not that of the cheap reads beside it. Saturation is the process's, so every
+// class sees it. Its refusals are counted in l's ShedCount and SaturatedCount too.
+// A nil l (admission off) returns nil. Since a Gate counts only its own
+// Limiter's units, a class's Limiter counts its own (Hold and Release): see
+// entrypoint.Gate.AdmitTo.
+func (l *Limiter) NewClass() *Limiter {
+	if l == nil {
+		return nil
+	}
+	c, _ := New(l.cfg) // l.cfg was checked
+	c.parent = l
+	return c
+}
+
+// Hold counts one unit in flight against a class's Limiter (NewClass) and returns
+// the count, itself included; Release takes it off and returns the count left.
+func (l *Limiter) Hold() int { return int(l.held.Add(1)) }
+
+// Release undoes one Hold; see Hold.
+func (l *Limiter) Release() int { return int(l.held.Add(-1)) }
 
 // Limit is how many ordinary units may be in flight at once.
 func (l *Limiter) Limit() int { return int(l.limit.Load()) }
@@ -132,16 +173,20 @@ func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 func (l *Limiter) Shed() {
 	l.shed.Add(1)
 	l.shedTotal.Add(1)
+	if l.parent != nil {
+		l.parent.classShed.Add(1)
+	}
 }
 
-// ShedCount is how many units were refused for overload since New.
-func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() }
+// ShedCount is how many units were refused for overload since New, its classes'
+// (NewClass) included.
+func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() + l.classShed.Load() }
 
 // Start is called when a unit is admitted with inFlight ordinary units in flight,
 // itself included, under limit (what Limit returned). It returns 0 for a unit that
 // is not sampled, and a clock reading to hand to Finish for one that is.
 func (l *Limiter) Start(inFlight, limit int) int64 {
-	if 2*inFlight < limit && rand.Uint32()&(sampleEvery-1) != 0 {
+	if 2*inFlight < limit && limit >= l.cfg.InitialLimit && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
 	return l.stamp()
@@ -174,7 +219,10 @@ func (l *Limiter) Sample(rtt time.Duration, inFlight int) {
 func (l *Limiter) now() int64 { return int64(time.Since(l.epoch)) }
 
 func (l *Limiter) record(now, rtt int64, inFlight int) {
-	l.sum.Add(rtt)
+	// A latency the clock cannot give (negative: a caller's clock stepped back) or
+	// longer than any request is held to what it can be, so that a window's sum
+	// never wraps and its mean is a latency.
+	l.sum.Add(min(max(rtt, 0), maxRTT))
 	n := l.n.Add(1)
 	for p := l.peak.Load(); int64(inFlight) > p && !l.peak.CompareAndSwap(p, int64(inFlight)); p = l.peak.Load() {
 	}
@@ -213,13 +261,17 @@ func (l *Limiter) closeShare(now int64) {
 		share = shareOne * admitted / (admitted + refused)
 	}
 	l.share.Store(share)
-	l.saturation(waits, wait, l.windowBusy(span), int64(refused))
+	busy, room := l.windowBusy(span)
+	l.saturation(waits, wait, busy, room, int64(refused))
 }
 
 // refuseSaturated counts a unit under the limit that the run queue refused (see
 // Admit): every 32nd such refusal also closes a window that is due, so that windows
 // keep closing when few admitted units are left to close them.
 func (l *Limiter) refuseSaturated() {
+	if l.parent != nil {
+		l.parent.classSaturated.Add(1)
+	}
 	if l.saturatedTotal.Add(1)%32 != 0 {
 		return
 	}
@@ -250,6 +302,9 @@ func (l *Limiter) setWaits(src waitSource) {
 	l.waits = src
 	l.waitN, l.waitSum = src()
 	l.cpu, _ = l.cpuTime()
+	if l.waitedTime != nil {
+		l.waited = l.waitedTime()
+	}
 }
 
 // windowWaits reads the scheduler's samples since the last window closed: how many
@@ -270,7 +325,7 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 	if n == 0 {
 		return
 	}
-	rtt := float64(sum) / float64(n)
+	rtt := max(1, float64(sum)/float64(n)) // 1ns at least: base/rtt is a number
 	lo, hi := float64(l.cfg.MinLimit), float64(l.cfg.MaxLimit)
 	switch l.phase {
 	case probeSettle:
@@ -297,6 +352,15 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 		return
 	}
 	gradient := max(0.5, min(1, l.cfg.Tolerance*l.base/rtt))
+	if initial := float64(l.cfg.InitialLimit); gradient == 1 && shed == 0 && l.est < initial && !l.saturated.Load() {
+		// Recovery: latency is back within tolerance and nothing was refused, so
+		// the limit is not what holds the load back. It returns to the unloaded
+		// value, doubling each window, whatever share of it the load uses: an easy
+		// load may never use half a limit an overload left at two or three, and
+		// would otherwise be shed at every coincidence of a few arrivals.
+		l.set(min(initial, max(2*l.est, l.est+queue(l.est))))
+		return
+	}
 	target := l.est*gradient + queue(l.est)
 	if target > l.est && float64(peak) < l.est/2 {
 		return // not using what it has: no reason to climb
@@ -311,7 +375,14 @@ func (l *Limiter) step(now, sum, n, peak, shed int64) {
 // large limit still climb a unit or more per window.
 func queue(est float64) float64 { return max(1, math.Log2(est)/2) }
 
+// set makes est the limit, held within [MinLimit, MaxLimit]; a NaN keeps the limit
+// as it was. Nothing the Limiter measures reaches it as NaN (latencies are held to
+// [1ns, maxRTT]), but the limit is what keeps the process alive, so the rule is
+// kept here too (FuzzLimiter).
 func (l *Limiter) set(est float64) {
-	l.est = est
-	l.limit.Store(int64(est))
+	if math.IsNaN(est) {
+		return
+	}
+	l.est = max(float64(l.cfg.MinLimit), min(float64(l.cfg.MaxLimit), est))
+	l.limit.Store(int64(l.est))
 }

@@ -39,8 +39,15 @@ const (
 	// that refuses units lets its run queue grow (see Limiter.saturation).
 	busyTarget = 0.95
 	// maxQueuePerCPU bounds how many runnable goroutines per CPU the run queue may
-	// hold when a saturated process admits a unit.
-	maxQueuePerCPU = 64
+	// hold when a saturated process admits a unit: what is admitted waits behind
+	// them. Four covers a gRPC call (a connection's reader and writer besides the
+	// handler). It must be small because where the time a neighbour holds the CPU
+	// cannot be seen (a CPU quota's throttling, a platform without
+	// /proc/self/task/*/schedstat) the process's CPU time stays under busyTarget
+	// whatever it does and the bound grows to the cap: at 64, a CPU-bound server on
+	// a shared core let the p99 of what it admitted at 4× its capacity grow from
+	// about 22ms to 32ms (internal/cmd/openloop) for no more goodput.
+	maxQueuePerCPU = 4
 )
 
 // A waitSource reports the Go scheduler's latency so far: how many runnable
@@ -132,7 +139,9 @@ func (l *Limiter) pass() bool {
 // how many runnable goroutines the scheduler sampled in the window and wait their
 // mean wait in seconds before a CPU ran them: the queue every unit joins before any
 // Gate sees it. busy is the share of the time of its CPUs (GOMAXPROCS) the process
-// used, or -1 when unknown, and refused how many units the run queue turned away.
+// used, or -1 when unknown; room the share of the time the CPUs were its own (not
+// held by a neighbour) that it left unused, or -1 when unknown; and refused how
+// many units the run queue turned away.
 //
 // The process becomes saturated when the wait is over Config.MaxQueueDelay while it
 // uses at least half its CPUs' time: more units arrive than its CPUs serve, and a
@@ -148,10 +157,11 @@ func (l *Limiter) pass() bool {
 // full, the run queue picks the units. How many runnable goroutines a unit brings
 // depends on its transport (one per HTTP/1 request; a connection's reader and
 // writer besides the handler for gRPC), so the bound per CPU adapts: it starts at
-// one, grows by one each window that refused units while the CPUs had room (under
-// busyTarget of their time) and the wait was short, and halves when the wait is
-// over the target again.
-func (l *Limiter) saturation(waits uint64, wait, busy float64, refused int64) {
+// one, grows by one each window that refused units while the CPUs had room (over
+// 1−busyTarget of the time they were the process's, not a neighbour's, left
+// unused) and the wait was short, up to maxQueuePerCPU, and halves when the wait
+// is over the target again.
+func (l *Limiter) saturation(waits uint64, wait, busy, room float64, refused int64) {
 	target := l.cfg.MaxQueueDelay.Seconds()
 	if !l.saturated.Load() {
 		if waits >= minWaits && wait > target && (busy < 0 || busy >= busyFloor) {
@@ -170,7 +180,7 @@ func (l *Limiter) saturation(waits uint64, wait, busy float64, refused int64) {
 	switch {
 	case waits >= minWaits && wait > target:
 		l.perCPU.Store(max(1, perCPU/2))
-	case refused > 0 && busy >= 0 && busy < busyTarget && wait < target/2:
+	case refused > 0 && room > 1-busyTarget && wait < target/2:
 		l.perCPU.Store(min(maxQueuePerCPU, perCPU+1))
 	case refused == 0 && busy >= 0 && busy < busyExit, l.quiet >= quietWindows:
 		l.saturated.Store(false)
@@ -183,8 +193,8 @@ func (l *Limiter) Share() float64 { return float64(l.share.Load()) / shareOne }
 
 // SaturatedCount is how many units were refused since New because the process was
 // saturated (its scheduler's queue long), as opposed to the concurrency limit
-// (ShedCount).
-func (l *Limiter) SaturatedCount() uint64 { return l.saturatedTotal.Load() }
+// (ShedCount), its classes' (NewClass) included.
+func (l *Limiter) SaturatedCount() uint64 { return l.saturatedTotal.Load() + l.classSaturated.Load() }
 
 // shareState is the Limiter's part for saturation, kept beside its logic.
 type shareState struct {
@@ -196,6 +206,8 @@ type shareState struct {
 	waits             waitSource
 	queueLong         queueSource
 	cpuTime           func() (time.Duration, bool) // processCPU but in tests
+	waitedTime        func() time.Duration         // processWaited but in tests
+	waited            time.Duration                // waitedTime at the last window's close; under mu
 	waitN             uint64                       // the scheduler's count at the last window's close; under mu
 	waitSum           float64                      // and its seconds
 	opened            int64                        // when the window now closing opened, ns since epoch; under mu
@@ -206,13 +218,26 @@ type shareState struct {
 }
 
 // windowBusy is the share of its CPUs' time the process used over the last span
-// seconds, or -1 when that cannot be read. Called with mu held.
-func (l *Limiter) windowBusy(span float64) float64 {
+// seconds, or -1 when that cannot be read; and room, the share of the time its
+// CPUs were its own that it left unused: the time its threads waited for a CPU a
+// neighbour held is not room. Called with mu held.
+func (l *Limiter) windowBusy(span float64) (busy, room float64) {
 	cpu, ok := l.cpuTime()
 	if !ok {
-		return -1
+		return -1, -1
 	}
 	used := cpu - l.cpu
 	l.cpu = cpu
-	return used.Seconds() / (span * float64(runtime.GOMAXPROCS(0)))
+	all := span * float64(runtime.GOMAXPROCS(0))
+	busy = used.Seconds() / all
+	var waited time.Duration
+	if l.waitedTime != nil {
+		w := l.waitedTime()
+		waited, l.waited = w-l.waited, w
+	}
+	own := all - waited.Seconds()
+	if own <= 0 {
+		return busy, 0
+	}
+	return busy, max(0, 1-used.Seconds()/own)
 }

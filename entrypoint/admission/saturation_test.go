@@ -15,7 +15,8 @@ type machine struct {
 	waits    uint64
 	wsum     float64
 	cpu      time.Duration
-	noCPU    bool // the CPU time cannot be read
+	held     time.Duration // the time its threads waited for a CPU a neighbour held
+	noCPU    bool          // the CPU time cannot be read
 	procs    float64
 	window   time.Duration
 	runnable uint64 // goroutines in the run queue, per CPU
@@ -24,6 +25,7 @@ type machine struct {
 func (m *machine) read() (uint64, float64)        { return m.waits, m.wsum }
 func (m *machine) cpuTime() (time.Duration, bool) { return m.cpu, !m.noCPU }
 func (m *machine) long(perCPU uint64) bool        { return m.runnable > perCPU }
+func (m *machine) waited() time.Duration          { return m.held }
 
 // pass lets one window of the machine go by: 50 scheduler samples that waited wait
 // each, the CPUs busy for busy of the window.
@@ -38,6 +40,7 @@ func saturable(t *testing.T) (*Limiter, *machine) {
 	l := newLimiter(t, Config{})
 	m := &machine{procs: float64(runtime.GOMAXPROCS(0)), window: l.cfg.Window}
 	l.cpuTime = m.cpuTime
+	l.waitedTime = m.waited
 	l.queueLong = m.long
 	l.setWaits(m.read)
 	return l, m
@@ -133,6 +136,50 @@ func TestSaturation(t *testing.T) {
 		})
 	})
 
+	// Another process takes 40% of the CPUs: every window refuses units (the run
+	// queue is long) with the CPUs 60% the process's. neighbour runs forty such
+	// windows; with held, the process's threads are seen to wait for the 40%.
+	neighbour := func(l *Limiter, m *machine, held bool) {
+		for range 40 {
+			m.pass(time.Millisecond, 0.6)
+			if held {
+				m.held += time.Duration(0.4 * m.procs * float64(m.window))
+			}
+			time.Sleep(l.cfg.Window)
+			m.runnable = 100
+			for range 40 {
+				l.Admit()
+			}
+			m.runnable = 0
+			for range minSamples {
+				if l.Admit() {
+					l.Sample(2*time.Millisecond, 1)
+				}
+			}
+		}
+	}
+	t.Run("the CPU time a neighbour held is not room: the run queue's bound stays", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l, m := saturable(t)
+			round(l, m, 400, 10*time.Millisecond, 1)
+			neighbour(l, m, true)
+			if got := l.perCPU.Load(); got != 1 {
+				t.Fatalf("bound %d per CPU after forty windows with the CPUs busy all the time a neighbour left them, want 1", got)
+			}
+		})
+	})
+
+	t.Run("a neighbour keeping the CPUs' time low does not grow the run queue's bound past its cap", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			l, m := saturable(t)
+			round(l, m, 400, 10*time.Millisecond, 1)
+			neighbour(l, m, false) // the waits unseen: a CPU quota, or no /proc
+			if got := l.perCPU.Load(); got != maxQueuePerCPU || got > 4 {
+				t.Fatalf("bound %d per CPU after forty windows behind a neighbour, want the cap %d (at most 4: what is admitted waits behind them)", got, maxQueuePerCPU)
+			}
+		})
+	})
+
 	t.Run("where the CPU time cannot be read, quiet windows end the saturation", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			l, m := saturable(t)
@@ -214,5 +261,16 @@ func BenchmarkRunQueue(b *testing.B) {
 	long := runQueue()
 	for b.Loop() {
 		long(1)
+	}
+}
+
+// The time the process's threads waited for a CPU only grows.
+func TestProcessWaited(t *testing.T) {
+	a := processWaited()
+	for range 1_000_000 {
+		_ = runtime.NumGoroutine()
+	}
+	if b := processWaited(); a < 0 || b < a {
+		t.Fatalf("processWaited went from %v to %v, want a non-negative count that only grows", a, b)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // BenchmarkConnMoves measures what a request costs its connection's tracking: one
@@ -28,7 +29,7 @@ func BenchmarkConnMoves(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		server, client := net.Pipe()
 		defer client.Close()
-		c := tr.follow(server)
+		c := tr.follow(server, time.Time{})
 		defer c.Close()
 		for pb.Next() {
 			c.Idle()

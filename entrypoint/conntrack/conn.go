@@ -35,7 +35,9 @@ const (
 // again (Read does it, before the entrypoint sees them), as does Busy. The drain
 // waits for busy connections and closes idle ones.
 //
-// Read, Write and the deadlines are the underlying connection's. Busy, Idle,
+// Read, Write and the deadlines are the underlying connection's, except that a
+// connection the drain took from the accept queue reads only until its own
+// deadline (Config.BacklogReadTimeout), whatever read deadline is set. Busy, Idle,
 // Multiplexed and Detach may be called from any goroutine, and none allocates.
 // Until the Tracker's counts are kept (from the first Drain, Wait or WaitSerial),
 // the moves between busy and idle — two a request — are one atomic swap of the
@@ -47,6 +49,11 @@ type Conn struct {
 
 	state atomic.Int32 // busy ⇄ idle move by compare-and-swap, without mu
 	mux   atomic.Bool  // Multiplexed: busy until closed, not in the serial Gate
+
+	// readBy, when set, is the time after which no read succeeds: the connection was
+	// taken from the accept queue by the drain (Config.BacklogReadTimeout). It is set
+	// before Accept returns the Conn and never changes.
+	readBy time.Time
 
 	mu          sync.Mutex // guards the other transitions and the counts below
 	leave       func()     // the busy Gate's leave, while counted there
@@ -84,6 +91,30 @@ func (c *Conn) active() bool {
 			return true
 		}
 	}
+}
+
+// SetReadDeadline sets the underlying connection's read deadline, brought forward
+// to the connection's own limit when the drain took it from the accept queue
+// (Config.BacklogReadTimeout).
+func (c *Conn) SetReadDeadline(t time.Time) error {
+	return c.Conn.SetReadDeadline(c.readDeadline(t))
+}
+
+// SetDeadline sets the underlying connection's deadlines, the read one brought
+// forward as SetReadDeadline does.
+func (c *Conn) SetDeadline(t time.Time) error {
+	if c.readBy.IsZero() {
+		return c.Conn.SetDeadline(t)
+	}
+	return errors.Join(c.Conn.SetWriteDeadline(t), c.Conn.SetReadDeadline(c.readDeadline(t)))
+}
+
+// readDeadline is t, or readBy when that comes first (a zero t is no deadline).
+func (c *Conn) readDeadline(t time.Time) time.Time {
+	if !c.readBy.IsZero() && (t.IsZero() || t.After(c.readBy)) {
+		return c.readBy
+	}
+	return t
 }
 
 // Busy marks the connection busy: a request is being read, handled or answered.

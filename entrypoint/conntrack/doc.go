@@ -25,7 +25,10 @@
 //     other; then the socket is closed and Accept returns ErrBacklogAnswered
 //     (wrapping net.ErrClosed). Closing a listening socket instead would reset
 //     each of them. This needs a *net.TCPListener or *net.UnixListener, on Linux;
-//     any other listener is closed at once.
+//     any other listener is closed at once. A connection taken from the queue
+//     may read for Config.BacklogReadTimeout only (1 s by default), so that slow
+//     clients queued at the connection cap cannot hold the drain for the
+//     entrypoint's header timeout once per cap's worth of them.
 //  3. The idle connections are sent the goodbye and closed, oldest first, spread
 //     over Config.IdleCloseWindow with entrypoint.Spread, so that their clients
 //     reconnect to the other replicas gradually.

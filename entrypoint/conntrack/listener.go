@@ -1,6 +1,9 @@
 package conntrack
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
 // Listener is a listener followed by a Tracker: see Tracker.Listener.
 type Listener struct {
@@ -21,14 +24,20 @@ func (l *Listener) Accept() (net.Conn, error) {
 	return c, nil
 }
 
-// AcceptConn is Accept returning the *Conn itself.
+// AcceptConn is Accept returning the *Conn itself. A connection taken from the
+// queue once DrainBacklog began may read for Config.BacklogReadTimeout only.
 func (l *Listener) AcceptConn() (*Conn, error) {
 	l.t.accepting.Store(true)
 	nc, err := l.inner.Accept()
 	if err != nil {
 		return nil, err
 	}
-	return l.t.follow(nc), nil
+	var readBy time.Time
+	if l.backlog != nil && l.backlog.state.Load() != backlogServing { // taken from the queue by the drain
+		readBy = time.Now().Add(l.t.cfg.BacklogReadTimeout)
+		_ = nc.SetReadDeadline(readBy)
+	}
+	return l.t.follow(nc, readBy), nil
 }
 
 // Close closes the socket, unless DrainBacklog began: then Accept closes it once

@@ -18,8 +18,9 @@ import (
 
 // Defaults of the Config fields left at zero.
 const (
-	DefaultGoodbyeTimeout  = time.Second
-	DefaultIdleCloseWindow = 5 * time.Second
+	DefaultGoodbyeTimeout     = time.Second
+	DefaultIdleCloseWindow    = 5 * time.Second
+	DefaultBacklogReadTimeout = time.Second
 )
 
 // Config is what a Tracker does at the drain. Zero fields take the defaults.
@@ -48,6 +49,17 @@ type Config struct {
 	// reconnect to the other replicas gradually (default DefaultIdleCloseWindow;
 	// it is shortened to fit the drain's ctx).
 	IdleCloseWindow time.Duration
+
+	// BacklogReadTimeout is how long a connection taken from the accept queue by
+	// the drain (DrainBacklog) may read: its reads fail once that much time has
+	// passed since its accept, whatever read deadline the entrypoint sets (a later
+	// one is brought forward to it). Such a connection is answered and closed, and
+	// at the cap the queue is taken only as places free up, so without this a slow
+	// client would hold its place for the entrypoint's whole header timeout, and a
+	// queue of them would hold the drain for that timeout once per cap's worth of
+	// connections. Clients already queued at the drain have most often sent their
+	// request, which is then read at once. Default DefaultBacklogReadTimeout.
+	BacklogReadTimeout time.Duration
 }
 
 // An Option adds an optional part to a Tracker.
@@ -107,6 +119,7 @@ func New(cfg Config, opts ...Option) (*Tracker, error) {
 	var l fault.Problems
 	transport.Default(&l, "GoodbyeTimeout", &cfg.GoodbyeTimeout, DefaultGoodbyeTimeout)
 	transport.Default(&l, "IdleCloseWindow", &cfg.IdleCloseWindow, DefaultIdleCloseWindow)
+	transport.Default(&l, "BacklogReadTimeout", &cfg.BacklogReadTimeout, DefaultBacklogReadTimeout)
 	if o.layer != nil && cfg.MaxConns != 0 {
 		l.Addf("MaxConns", "must be zero with WithListenerLayer (the layer caps), got %d", cfg.MaxConns)
 	}
@@ -312,9 +325,10 @@ func (t *Tracker) snapshot(state int32) []*Conn {
 	return list
 }
 
-// follow wraps nc, just accepted, in a busy Conn.
-func (t *Tracker) follow(nc net.Conn) *Conn {
-	c := &Conn{Conn: nc, t: t}
+// follow wraps nc, just accepted, in a busy Conn whose reads end at readBy (zero:
+// no such limit).
+func (t *Tracker) follow(nc net.Conn, readBy time.Time) *Conn {
+	c := &Conn{Conn: nc, t: t, readBy: readBy}
 	c.state.Store(stateBusy)
 	t.mu.Lock()
 	t.seq++

@@ -28,16 +28,19 @@ var errOverloaded = status.Error(codes.ResourceExhausted, "grpc server is at cap
 // pushbackTrailer is the trailer of a shed call.
 var pushbackTrailer = metadata.Pairs("grpc-retry-pushback-ms", strconv.Itoa(overloadPushback))
 
-// admissionOptions are what WithAdmission, WithCritical and WithExempt gave.
+// admissionOptions are what WithAdmission, WithCritical, WithExempt and
+// WithRouteClass gave.
 type admissionOptions struct {
-	cfg     admission.Config
-	classes map[string]entrypoint.Class // full method → class
+	cfg       admission.Config
+	classes   map[string]entrypoint.Class // full method → class
+	routeSets [][]string                  // each WithRouteClass's full methods
 }
 
 // admissionState is the Server's part of admission.
 type admissionState struct {
-	classes map[string]entrypoint.Class // nil: every method Ordinary
-	shed    *transport.Shed             // nil without a registerer
+	classes map[string]entrypoint.Class   // nil: every method Ordinary
+	lims    map[string]*admission.Limiter // full method → its route class's limiter
+	shed    *transport.Shed               // nil without a registerer
 }
 
 // WithAdmission configures the adaptive admission limit (see the admission
@@ -73,6 +76,21 @@ func WithExempt(fullMethods ...string) Option {
 	return withClass(entrypoint.Exempt, fullMethods)
 }
 
+// WithRouteClass declares a class of unary methods, by full name, with an admission
+// limit of its own: their calls count against a limit, with a latency baseline,
+// of their own (admission.Limiter.NewClass), so that methods of different cost do
+// not shed each other — a slow write method that slows further lowers its own
+// limit, not the one the cheap reads share:
+//
+//	grpcentry.WithRouteClass("/shop.Orders/Place", "/shop.Orders/Cancel")
+//
+// Every other method keeps the Server's limit; each call declares one class. A
+// method is in one class: one also given to WithCritical, WithExempt or another
+// class makes New fail. The classes' refusals are counted with the Server's.
+func WithRouteClass(fullMethods ...string) Option {
+	return func(o *options) { o.admission.routeSets = append(o.admission.routeSets, fullMethods) }
+}
+
 func withClass(c entrypoint.Class, methods []string) Option {
 	return func(o *options) {
 		if o.admission.classes == nil {
@@ -84,8 +102,8 @@ func withClass(c entrypoint.Class, methods []string) Option {
 	}
 }
 
-// useAdmission builds the limiter from o, recording problems in l under
-// "Admission".
+// useAdmission builds the limiters from o, recording problems in l under
+// "Admission" and "WithRouteClass".
 func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 	cfg, err := o.cfg.FromEnv(os.LookupEnv)
 	l.Merge("Admission", err)
@@ -93,14 +111,33 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 	l.Merge("Admission", err)
 	s.gate.SetLimiter(lim)
 	s.adm.classes = o.classes
+	for _, set := range o.routeSets {
+		class := lim.NewClass()
+		for _, m := range set {
+			if _, ok := s.adm.classes[m]; ok {
+				l.Addf("WithRouteClass", "method %q is already in a class", m)
+				continue
+			}
+			if _, ok := s.adm.lims[m]; ok {
+				l.Addf("WithRouteClass", "method %q is already in a route class", m)
+				continue
+			}
+			if s.adm.lims == nil {
+				s.adm.lims = map[string]*admission.Limiter{}
+			}
+			s.adm.lims[m] = class
+		}
+	}
 }
 
-// classOf is the admission class of a unary call to method.
-func (s *Server) classOf(method string) entrypoint.Class {
-	if c, ok := s.adm.classes[method]; ok {
-		return c
+// admit asks the Gate to admit a unary call to method, by its class and its route
+// class's limiter.
+func (s *Server) admit(method string) (entrypoint.Ticket, entrypoint.Verdict) {
+	c, ok := s.adm.classes[method]
+	if !ok {
+		c = entrypoint.Ordinary
 	}
-	return entrypoint.Ordinary
+	return s.gate.AdmitTo(s.adm.lims[method], c)
 }
 
 // refuseFor answers a call refused with verdict: UNAVAILABLE while draining,

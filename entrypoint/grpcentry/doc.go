@@ -41,7 +41,10 @@
 // Tracing (a server span per admitted RPC, started by the Server's interceptor, only
 // through the tracer provider given) and Prometheus RED metrics (servicewright_grpc_*)
 // use what WithTracerProvider and WithRegisterer give, or else what the Host hands
-// over (SetDefaults). The safe defaults bound message
+// over (SetDefaults). A call to a method the server does not register is answered
+// UNIMPLEMENTED, as grpc-go does, but through the interceptor: it is traced and
+// counted under the method "unknown", one series whatever names clients send.
+// The safe defaults bound message
 // sizes (4 MiB each way), enforce a minimum client keepalive interval, close idle
 // connections, and age connections (MaxConnectionAge, 5 min) so that clients
 // rebalance onto replicas that started later. CertFile and KeyFile turn on TLS.

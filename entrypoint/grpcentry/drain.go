@@ -63,8 +63,12 @@ func (s *Server) Drain(ctx context.Context) error {
 		cut = s.awaitConnections(ctx, graceful)
 	}
 	inFlight := s.InFlight()
-	s.setReport(fmt.Sprintf("streams=%d in_flight_left=%d refused=%d connections_cut=%d took=%s",
-		len(list), inFlight, s.refused.Load(), cut, time.Since(start).Round(time.Millisecond)))
+	moved := 0
+	if s.resets != nil {
+		moved = s.resets.leaving.movedOff()
+	}
+	s.setReport(fmt.Sprintf("moved_off=%d streams=%d in_flight_left=%d refused=%d connections_cut=%d took=%s",
+		moved, len(list), inFlight, s.refused.Load(), cut, time.Since(start).Round(time.Millisecond)))
 	if waitErr != nil {
 		return fmt.Errorf("%s: drain: %d RPCs still in flight (%d of them streams): %w",
 			s.cfg.Name, inFlight, len(s.streams.Snapshot(false)), ctx.Err())

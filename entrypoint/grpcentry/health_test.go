@@ -124,11 +124,8 @@ func TestIdleWatchDoesNotDelayDrain(t *testing.T) {
 		t.Errorf("Drain took %s with an idle Watch open", d)
 	}
 	// The stop before the drain already said NOT_SERVING; then the stream ends.
-	for err := range end {
-		if status.Code(err) != codes.Unavailable {
-			t.Errorf("Watch ended with %v, want UNAVAILABLE", err)
-		}
-		break
+	if err := <-end; status.Code(err) != codes.Unavailable {
+		t.Errorf("Watch ended with %v, want UNAVAILABLE", err)
 	}
 }
 

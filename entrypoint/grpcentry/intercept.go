@@ -36,7 +36,7 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 		}()
 		return handler(ctx, req)
 	}
-	t, verdict := s.gate.Admit(s.classOf(info.FullMethod))
+	t, verdict := s.admit(info.FullMethod)
 	if verdict != entrypoint.Admitted {
 		return nil, s.refuseFor(ctx, nil, verdict)
 	}
@@ -60,7 +60,8 @@ func (s *Server) unary(ctx context.Context, req any, info *grpc.UnaryServerInfo,
 }
 
 // stream is the outermost stream interceptor: the Gate, the span (trace.go), the
-// spread drain's ctx, panic recovery and metrics.
+// spread drain's ctx, panic recovery and metrics. A call to a method not registered
+// (unknownCall answers it) is traced and counted under unknownMethod.
 func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) (err error) {
 	if isHealth(info.FullMethod) {
 		defer func() {
@@ -70,31 +71,33 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		}()
 		return handler(srv, ss)
 	}
+	method := s.methodName(info.FullMethod) // unknownMethod for one not registered (unknown.go)
+
 	t, verdict := s.gate.Admit(entrypoint.Exempt) // a stream's length says nothing of load
 	if verdict != entrypoint.Admitted {
-		return s.refuseFor(nil, ss, verdict)
+		return s.refuseFor(context.Background(), ss, verdict) // ctx serves only a unary refusal
 	}
 	defer t.Leave()
 	start := s.now()
 	ctx := ss.Context()
 	var span trace.Span
 	if s.trace.Tracer != nil {
-		ctx, span = s.trace.start(ctx, info.FullMethod)
+		ctx, span = s.trace.start(ctx, method)
 	}
 	st, ctx := s.streams.add(ctx)
 	defer func() {
 		r := recover()
 		if r != nil {
-			err = s.panicked(ctx, info.FullMethod, r)
+			err = s.panicked(ctx, method, r)
 		}
 		if errors.Is(context.Cause(ctx), ErrStreamDrained) {
 			err = drainedStatus(err)
 		}
 		s.streams.remove(st)
 		if span != nil {
-			endSpan(span, info.FullMethod, err, r)
+			endSpan(span, method, err, r)
 		}
-		s.observe(info.FullMethod, err, start)
+		s.observe(method, err, start)
 	}()
 	return handler(srv, &serverStream{ServerStream: ss, ctx: ctx})
 }

@@ -34,7 +34,7 @@ func TestClosedGateRefusesWithUnavailable(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("unary after the gate: %v, want UNAVAILABLE", err)
 	}
-	err = s.stream(nil, nil, &grpc.StreamServerInfo{FullMethod: "/a.B/D"}, streamHandler)
+	err = s.stream(nil, bareStream{}, &grpc.StreamServerInfo{FullMethod: "/a.B/D"}, streamHandler)
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("stream after the gate: %v, want UNAVAILABLE", err)
 	}
@@ -129,3 +129,9 @@ func TestUnaryAllocsUnsampled(t *testing.T) {
 		}
 	}
 }
+
+// bareStream is a grpc.ServerStream with only a Context, for a call refused before
+// its handler runs.
+type bareStream struct{ grpc.ServerStream }
+
+func (bareStream) Context() context.Context { return context.Background() }

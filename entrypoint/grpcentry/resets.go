@@ -40,6 +40,7 @@ type resetGuard struct {
 	burst, rate float64
 	onAbuse     func(remote net.Addr)
 	suspects    suspects
+	leaving     leaving // the connections to send a GOAWAY once readiness is withdrawn (leave.go)
 }
 
 func (g *resetGuard) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
@@ -64,6 +65,7 @@ func (g *resetGuard) wrap(c net.Conn) net.Conn {
 		gc.tokens = min(g.rate, g.burst)
 	}
 	gc.in.skip = clientPrefaceLen
+	g.leaving.add(gc)
 	return gc
 }
 
@@ -109,8 +111,11 @@ type guardedConn struct {
 	lastStream atomic.Uint32 // the highest stream the client opened
 	cut        atomic.Bool   // set once the client reset too many streams
 
-	mu  sync.Mutex   // serialises the server's writes and the GOAWAY
-	out frameScanner // the server's frames, for the GOAWAY's place
+	mu    sync.Mutex   // serialises the server's writes and the GOAWAY
+	out   frameScanner // the server's frames, for the GOAWAY's place
+	wrote bool         // the server has written its first frame (its SETTINGS)
+	leave atomic.Int32 // leaveNone, leaveDue or leaveWritten (leave.go)
+	set   *leaving     // where the connection is listed until it closes
 }
 
 // Read reads from the connection and scans what it read. When a reset finds the
@@ -191,10 +196,23 @@ func (c *guardedConn) abuse() {
 
 func (c *guardedConn) Write(p []byte) (int, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	n, err := c.Conn.Write(p)
 	c.out.scan(p[:n], math.MaxInt)
+	c.wrote = c.wrote || n > 0
+	c.writeLeaving()
+	c.mu.Unlock()
+	if c.leave.Load() == leaveDue { // made due while this write held the lock
+		c.tryLeave()
+	}
 	return n, err
+}
+
+// Close closes the connection and stops listing it for the move-off.
+func (c *guardedConn) Close() error {
+	if c.set != nil {
+		c.set.remove(c)
+	}
+	return c.Conn.Close()
 }
 
 // frameScanner follows the frame headers of one direction of an HTTP/2 connection

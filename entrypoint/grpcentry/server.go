@@ -50,9 +50,11 @@ type Server struct {
 	gate    entrypoint.Gate
 	adm     admissionState // admission.go
 	streams streamSet
+	methods methodSet // the registered methods, to count the others as unknown (unknown.go)
 	panics  atomic.Uint64
 	refused atomic.Uint64
 	abuses  atomic.Uint64 // connections cut for resetting too many streams
+	resets  *resetGuard   // the credentials every connection is wrapped in (resets.go, leave.go)
 
 	mu          sync.Mutex
 	guard       entrypoint.Guard // the lifecycle phase
@@ -149,11 +151,13 @@ func (s *Server) build() (*grpc.Server, []string, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: cfg.KeepaliveMinTime, PermitWithoutStream: true}),
 		grpc.ChainUnaryInterceptor(s.unary),
 		grpc.ChainStreamInterceptor(s.stream),
+		grpc.UnknownServiceHandler(unknownCall), // through s.stream, counted as unknown
 	}
 	guard := &resetGuard{burst: float64(cfg.MaxStreamResets), rate: float64(cfg.StreamResetRate), onAbuse: s.resetAbuse}
 	if s.tlsCfg != nil {
 		guard.inner = credentials.NewTLS(s.tlsCfg)
 	}
+	s.resets = guard
 	opts = append(opts, grpc.Creds(guard))
 	gs := grpc.NewServer(append(opts, s.own.serverOpts...)...)
 	err := safe.Call("register", func() error { s.register(gs); return nil })
@@ -231,7 +235,9 @@ func (s *Server) Connections() int {
 	return s.capped.Stats().Open
 }
 
-// DrainReport tells what the last Drain did, for the shutdown report.
+// DrainReport tells what the last Drain did, for the shutdown report, beginning
+// with the connections sent a GOAWAY when readiness was withdrawn (moved_off=N,
+// see Serve).
 func (s *Server) DrainReport() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -259,6 +265,18 @@ func (s *Server) Bind(ctx context.Context) error {
 // once stop is closed, with the listener still open and RPCs still served normally;
 // the health service answers NOT_SERVING from then on.
 //
+// From the moment readiness is withdrawn — stop closing, or before it the Monitor
+// saying draining (Host.BeginDraining, PreStop) — every connection open is sent an
+// HTTP/2 GOAWAY (NO_ERROR, naming no stream as refused), so that a client opens its
+// next RPCs on a new connection, which its balancer sends to a ready replica, while
+// the RPCs it has here finish and new ones sent before it read the frame are still
+// served. A connection accepted later gets its GOAWAY from Drain's GracefulStop:
+// told to leave at once, a client would reconnect here in a loop while its balancer
+// has not noticed. The GOAWAY is written between two
+// of the server's frames; with a grpc.Creds of WithServerOptions, which replaces the
+// Server's connection wrapper, it is not sent, and the clients leave at Drain's
+// GracefulStop. DrainReport counts the connections moved off (moved_off).
+//
 // If grpc.Server.Serve fails before stop is closed, Serve returns its error. If ctx
 // is done before stop, the Host has given up on the entrypoint: Serve cuts everything
 // as Stop does, waits for grpc.Server.Serve to return at most hooks.AbandonAfter and
@@ -275,7 +293,12 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 		return err
 	}
 	if s.monitor != nil {
-		s.unsubscribe = s.monitor.Subscribe(func(r health.Report) { s.health.set(r.Serving()) })
+		s.unsubscribe = s.monitor.Subscribe(func(r health.Report) {
+			s.health.set(r.Serving())
+			if r.Status == health.ReportDraining {
+				s.moveOff()
+			}
+		})
 	} else {
 		s.health.set(true)
 	}
@@ -287,6 +310,7 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	select {
 	case <-stop:
 		s.health.withdraw(false)
+		s.moveOff()
 	default:
 	}
 	return err

@@ -40,7 +40,7 @@ func withParent(ctx context.Context, sampled bool) context.Context {
 func attrs(kv []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, a := range kv {
-		m[string(a.Key)] = a.Value.Emit()
+		m[string(a.Key)] = a.Value.String()
 	}
 	return m
 }

@@ -19,11 +19,13 @@ const overloadBody = `{"code":"overloaded","message":"the server is at capacity;
 // the client's next try to find room and short enough not to idle it.
 const overloadRetryAfter = "1"
 
-// admissionOptions are what WithAdmission, WithCritical and WithExempt gave.
+// admissionOptions are what WithAdmission, WithCritical, WithExempt and
+// WithRouteClass gave.
 type admissionOptions struct {
-	cfg      admission.Config
-	critical []string
-	exempt   []string
+	cfg       admission.Config
+	critical  []string
+	exempt    []string
+	routeSets [][]string // each WithRouteClass's patterns
 }
 
 // WithAdmission configures the adaptive admission limit (see the admission
@@ -60,14 +62,36 @@ func WithExempt(patterns ...string) Option {
 	return func(o *options) { o.admission.exempt = append(o.admission.exempt, patterns...) }
 }
 
-// classes maps a request to its admission class by the patterns of WithCritical and
-// WithExempt; a nil classes makes every request Ordinary.
+// WithRouteClass declares a class of routes with an admission limit of its own:
+// requests that match patterns (read as in WithCritical) count against a limit,
+// with a latency baseline, of their own (admission.Limiter.NewClass), so that
+// routes of different cost do not shed each other — a slow write route that
+// slows further lowers its own limit, not the one the cheap reads share:
+//
+//	httpentry.WithRouteClass("POST /orders", "PUT /orders/{id}")
+//
+// Every other route keeps the Server's limit; each call declares one class. A
+// route is in one class: a pattern also given to WithCritical or WithExempt, or
+// to another class, makes New fail. The classes' refusals are counted with the
+// Server's (ShedOverload, shed_total); the admission_limit gauge is the Server's
+// own limit.
+func WithRouteClass(patterns ...string) Option {
+	return func(o *options) { o.admission.routeSets = append(o.admission.routeSets, patterns) }
+}
+
+// classes maps a request to its admission class and limiter by the patterns of
+// WithCritical, WithExempt and WithRouteClass; a nil classes makes every request
+// Ordinary under the Server's limiter.
 type classes struct {
 	mux *http.ServeMux
 }
 
-// class marks a ServeMux entry with its class.
-type class entrypoint.Class
+// class marks a ServeMux entry with its class and, for a WithRouteClass route,
+// its limiter.
+type class struct {
+	c   entrypoint.Class
+	lim *admission.Limiter
+}
 
 func (class) ServeHTTP(http.ResponseWriter, *http.Request) {}
 
@@ -79,11 +103,11 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 	lim, err := admission.New(cfg)
 	l.Merge("Admission", err)
 	s.gate.SetLimiter(lim)
-	if len(o.critical)+len(o.exempt) == 0 {
+	if len(o.critical)+len(o.exempt)+len(o.routeSets) == 0 {
 		return
 	}
 	mux := http.NewServeMux()
-	add := func(option string, c entrypoint.Class, patterns []string) {
+	add := func(option string, c class, patterns []string) {
 		for _, p := range patterns {
 			func() {
 				defer func() {
@@ -91,30 +115,40 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 						l.Addf(option, "pattern %q: %v", p, r)
 					}
 				}()
-				mux.Handle(p, class(c))
+				mux.Handle(p, c)
 			}()
 		}
 	}
-	add("WithCritical", entrypoint.Critical, o.critical)
-	add("WithExempt", entrypoint.Exempt, o.exempt)
+	add("WithCritical", class{c: entrypoint.Critical}, o.critical)
+	add("WithExempt", class{c: entrypoint.Exempt}, o.exempt)
+	for _, set := range o.routeSets {
+		add("WithRouteClass", class{c: entrypoint.Ordinary, lim: lim.NewClass()}, set)
+	}
 	s.classes = &classes{mux: mux}
 }
 
-// classOf is r's admission class: Exempt for a stream, the class of the first
-// pattern of WithCritical or WithExempt that matches, else Ordinary.
-func (s *Server) classOf(r *http.Request, stream bool) entrypoint.Class {
+// admit asks the Gate to admit r, a stream when stream is true: see classOf.
+func (s *Server) admit(r *http.Request, stream bool) (entrypoint.Ticket, entrypoint.Verdict) {
+	c, lim := s.classOf(r, stream)
+	return s.gate.AdmitTo(lim, c)
+}
+
+// classOf is r's admission class and the limiter of its route class (nil: the
+// Server's): Exempt for a stream, the class of the pattern of WithCritical,
+// WithExempt or WithRouteClass that matches, else Ordinary.
+func (s *Server) classOf(r *http.Request, stream bool) (entrypoint.Class, *admission.Limiter) {
 	switch {
 	case stream:
-		return entrypoint.Exempt
+		return entrypoint.Exempt, nil
 	case s.classes == nil:
-		return entrypoint.Ordinary
+		return entrypoint.Ordinary, nil
 	}
 	if h, pattern := s.classes.mux.Handler(r); pattern != "" {
 		if c, ok := h.(class); ok {
-			return entrypoint.Class(c)
+			return c.c, c.lim
 		}
 	}
-	return entrypoint.Ordinary
+	return entrypoint.Ordinary, nil
 }
 
 // shed answers a request refused for overload: a complete 503 with Retry-After, on a

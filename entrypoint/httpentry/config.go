@@ -19,6 +19,7 @@ const (
 	DefaultReadTimeout       = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 1 << 20
+	DefaultMaxHeaderFields   = 100
 	DefaultStreamDrainWindow = 5 * time.Second
 	DefaultRetryAfter        = time.Second
 )
@@ -52,6 +53,18 @@ type Config struct {
 	IdleTimeout time.Duration
 	// MaxHeaderBytes caps the size of a request's headers. Default 1 MiB.
 	MaxHeaderBytes int
+	// MaxHeaderFields caps the number of header fields of an HTTP/1 request on a
+	// plaintext listener. net/http parses every field of a head into the request's
+	// map before any handler, or admission, runs, and a MaxHeaderBytes block holds
+	// tens of thousands of small fields (each costs far more in memory than on the
+	// wire); so the fields are counted as the head is read, and a request with more
+	// is answered 431 Request Header Fields Too Large and its connection closed.
+	// Default 100, as common servers allow; a negative value is a ConfigError. It does
+	// not apply under TLS (CertFile): there HTTP/1.1 is bounded by MaxHeaderBytes
+	// alone, and HTTP/2 by MaxHeaderBytes as its header list size, in which each
+	// field counts 32 bytes besides its name and value (RFC 9113 §6.5.2), so about
+	// 32,000 fields at most at the default.
+	MaxHeaderFields int
 	// MaxConns caps the connections open at once. At the cap the server stops
 	// accepting: new connections wait in the listen backlog, costing no descriptor,
 	// until one closes; this is counted in servicewright_http_accept_paused_total and
@@ -89,6 +102,7 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
 	transport.Default(l, "RetryAfter", &cfg.RetryAfter, DefaultRetryAfter)
 	transport.Default(l, "MaxHeaderBytes", &cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
+	transport.Default(l, "MaxHeaderFields", &cfg.MaxHeaderFields, DefaultMaxHeaderFields)
 	transport.Default(l, "MaxConns", &cfg.MaxConns, transport.DefaultMaxConns())
 	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }

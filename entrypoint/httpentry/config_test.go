@@ -36,7 +36,7 @@ func TestNew(t *testing.T) {
 		}
 		want := Config{
 			Name: "http", Addr: ":8080", ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 5 * time.Second, IdleTimeout: time.Minute,
-			MaxHeaderBytes: 1 << 20, StreamDrainWindow: 5 * time.Second, RetryAfter: time.Second,
+			MaxHeaderBytes: 1 << 20, MaxHeaderFields: 100, StreamDrainWindow: 5 * time.Second, RetryAfter: time.Second,
 			MaxConns: transport.DefaultMaxConns(),
 		}
 		if s.cfg != want {

@@ -58,17 +58,23 @@ func (cs *connSet) track(c net.Conn, state http.ConnState) {
 		}
 		tc.Busy()
 	case http.StateIdle:
+		if hc, ok := c.(*headConn); ok {
+			hc.reset() // the next request's head is scanned
+		}
 		tc.Idle() // an HTTP/2 one stays busy
 	case http.StateHijacked:
 		tc.Detach()
 	} // StateNew: busy since its accept; StateClosed: closed by net/http already
 }
 
-// trackedConn returns the *conntrack.Conn under c: c is that, or a pipeConn or a
-// *tls.Conn over it.
+// trackedConn returns the *conntrack.Conn under c: c is that, or a headConn over
+// a pipeConn over it, or a *tls.Conn over it.
 func trackedConn(c net.Conn) *conntrack.Conn {
 	if tlc, ok := c.(*tls.Conn); ok {
 		c = tlc.NetConn()
+	}
+	if hc, ok := c.(*headConn); ok {
+		c = hc.Conn
 	}
 	if pc, ok := c.(*pipeConn); ok {
 		c = pc.Conn

@@ -11,7 +11,11 @@
 //  3. Serve runs http.Server.Serve in a goroutine the Server owns and returns nil when
 //     the Host's stop channel closes, with the listener still open. Through the drain
 //     delay that follows, while load balancers notice that readiness is gone,
-//     requests are served exactly as before.
+//     requests are served as before, but each answer carries Connection: close (on
+//     HTTP/2, a GOAWAY), so that keep-alive clients move to a ready replica; this
+//     starts earlier when the Host's Monitor (UseMonitor) says draining —
+//     Host.BeginDraining, PreStop. Connections idle through the delay stay open
+//     until Drain.
 //  4. Drain phases (optional): DrainStreams, registered as a phase, closes the
 //     streams spread over a window while everything is still served.
 //  5. Drain closes the Gate: from then on a request that arrives, even on a
@@ -32,9 +36,11 @@
 // A stream is a long-lived request: Server-Sent Events or a WebSocket. Closing
 // thousands at the same instant would send their clients to reconnect at the same
 // instant, so the Server closes them one after another over StreamDrainWindow,
-// oldest first. A request is a stream when the stream matcher says so — by default,
-// when it asks for text/event-stream or to upgrade its connection (IsStreamRequest);
-// WithStreamMatcher changes the rule. A stream's r.Context() is the ctx the drain
+// oldest first. A request is a stream when its route is declared with WithStreams,
+// when the stream matcher says so — by default, when it asks for text/event-stream
+// or to upgrade its connection (IsStreamRequest); WithStreamMatcher changes the rule
+// — and, over HTTP/1, when its answer is Content-Type: text/event-stream, whatever
+// the request asked. A stream's r.Context() is the ctx the drain
 // cancels, with cause ErrStreamDrained: an SSE handler that returns when its
 // r.Context() is done is drained without change, and one that checks
 // context.Cause can send a final event first. StreamContext returns that ctx.

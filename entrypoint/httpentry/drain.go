@@ -217,8 +217,10 @@ func (s *Server) closeListener() error { return transport.CloseListener(s.ln, s.
 
 var _ entrypoint.DrainReporter = (*Server)(nil)
 
-// DrainReport says what the drain refused and left unanswered, for the shutdown
-// report: "refused_draining=3 pipelined_unanswered=95". refused_draining counts the
+// DrainReport says what the drain moved off, refused and left unanswered, for the
+// shutdown report: "moved_off=12 refused_draining=3 pipelined_unanswered=95".
+// moved_off counts the connections told, once readiness was withdrawn, to close
+// after their answer (see Serve); refused_draining the
 // requests answered 503 draining; pipelined_unanswered the HTTP/1.1 requests a
 // client had pipelined behind one the drain answered, which the connection's close
 // left unanswered (see Drain). Then what the connection cap (MaxConns) held back,
@@ -226,7 +228,8 @@ var _ entrypoint.DrainReporter = (*Server)(nil)
 // connections waiting in the listen backlog Drain answered 503 draining
 // ("backlog_answered=716").
 func (s *Server) DrainReport() string {
-	r := fmt.Sprintf("refused_draining=%d pipelined_unanswered=%d %s", s.refused.Load(), s.conns.unanswered.Load(), s.capped.Report())
+	r := fmt.Sprintf("moved_off=%d refused_draining=%d pipelined_unanswered=%d %s",
+		s.movedOff.Load(), s.refused.Load(), s.conns.unanswered.Load(), s.capped.Report())
 	if n := s.conns.t.Stats().BacklogAnswered; n > 0 {
 		r += fmt.Sprintf(" backlog_answered=%d", n)
 	}

@@ -26,7 +26,7 @@ import (
 // finish, once the answer to a panic is known.
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	isStream := s.isStream != nil && s.isStream(r)
-	t, verdict := s.gate.Admit(s.classOf(r, isStream))
+	t, verdict := s.admit(r, isStream)
 	switch verdict {
 	case entrypoint.Draining:
 		s.refuse(w)
@@ -39,8 +39,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.metrics != nil {
 		start = s.metrics.now()
 	}
+	if s.leaving.Load() && !isStream {
+		s.leave(w, r)
+	}
 	rw := s.responses.Get().(*response)
-	rw.ResponseWriter, rw.srv, rw.req = w, s, r // the rest was zeroed by finish or New
+	rw.ResponseWriter, rw.srv, rw.req, rw.ticket = w, s, r, t // the rest was zeroed by finish or New
 	var span trace.Span
 	if s.trace.Tracer != nil {
 		r, span = s.trace.start(r)
@@ -158,6 +161,8 @@ type response struct {
 	stream   *stream       // nil unless the request is a stream or hijacked
 	status   int           // 0 until the response's header is committed
 	hijacked bool
+	ticket   entrypoint.Ticket // the request's Gate unit
+	unit     func()            // the unit, detached from the limiter when the response showed a stream
 
 	// last is the series the metrics counted this wrapper's last request in: kept
 	// across requests, not cleared by reset.
@@ -173,6 +178,7 @@ type response struct {
 func (w *response) reset() {
 	used := w.attrs[0].Key != ""
 	w.ResponseWriter, w.srv, w.req, w.stream, w.status, w.hijacked = nil, nil, nil, nil, 0, false
+	w.ticket, w.unit = entrypoint.Ticket{}, nil
 	if used {
 		clear(w.attrs[:]) // drop the strings they reference
 	}
@@ -184,6 +190,13 @@ func (w *response) reset() {
 func (w *response) release(t entrypoint.Ticket) {
 	st := w.stream
 	switch {
+	case w.unit != nil: // a stream its response showed: the unit left the limiter then
+		if w.hijacked {
+			st.handOver(w.unit)
+			return
+		}
+		st.end(context.Canceled)
+		w.unit()
 	case st == nil:
 		t.Leave()
 	case w.hijacked:
@@ -195,17 +208,26 @@ func (w *response) release(t entrypoint.Ticket) {
 	}
 }
 
+// commit notes that the response's header goes out with code, and recognises a
+// stream by it (stream.go).
+func (w *response) commit(code int) {
+	w.status = code
+	if w.stream == nil {
+		w.srv.recognise(w)
+	}
+}
+
 func (w *response) WriteHeader(code int) {
 	// 1xx other than 101 are informational: the final header is still to come.
 	if w.status == 0 && (code >= 200 || code == http.StatusSwitchingProtocols) {
-		w.status = code
+		w.commit(code)
 	}
 	w.ResponseWriter.WriteHeader(code)
 }
 
 func (w *response) Write(p []byte) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.commit(http.StatusOK)
 	}
 	return w.ResponseWriter.Write(p)
 }
@@ -215,7 +237,7 @@ func (w *response) Write(p []byte) (int, error) {
 // has only Write.
 func (w *response) WriteString(p string) (int, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.commit(http.StatusOK)
 	}
 	if sw, ok := w.ResponseWriter.(io.StringWriter); ok {
 		return sw.WriteString(p)
@@ -227,14 +249,14 @@ func (w *response) Flush() { _ = w.FlushError() }
 
 func (w *response) FlushError() error {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.commit(http.StatusOK)
 	}
 	return http.NewResponseController(w.ResponseWriter).Flush()
 }
 
 func (w *response) ReadFrom(src io.Reader) (int64, error) {
 	if w.status == 0 {
-		w.status = http.StatusOK
+		w.commit(http.StatusOK)
 	}
 	if rf, ok := w.ResponseWriter.(io.ReaderFrom); ok {
 		return rf.ReadFrom(src)

@@ -280,7 +280,7 @@ func TestTracing(t *testing.T) {
 		sp := spans[len(spans)-1]
 		attrs := map[string]string{}
 		for _, kv := range sp.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		if sp.Name() != "POST /orders/{id}/pay" || attrs["http.route"] != "/orders/{id}/pay" {
 			t.Errorf("span %q route %q, want POST /orders/{id}/pay", sp.Name(), attrs["http.route"])
@@ -293,8 +293,8 @@ func TestTracing(t *testing.T) {
 		}
 		for _, ev := range sp.Events() {
 			for _, kv := range ev.Attributes {
-				if strings.Contains(kv.Value.Emit(), "card") {
-					t.Errorf("the span carries the panic's text: %s=%s", kv.Key, kv.Value.Emit())
+				if strings.Contains(kv.Value.String(), "card") {
+					t.Errorf("the span carries the panic's text: %s=%s", kv.Key, kv.Value.String())
 				}
 			}
 		}

@@ -50,30 +50,37 @@ func TestLifecycle(t *testing.T) {
 		}
 	})
 
-	t.Run("requests during the drain delay succeed on new and kept-alive connections", func(t *testing.T) {
+	t.Run("requests during the drain delay succeed, each telling its client to reconnect", func(t *testing.T) {
 		x := run(t, Config{}, newHold())
-		x.mustGet("/ok", 200) // leaves a kept-alive connection in the pool
 		kept := dialRaw(t, x.s.Addr())
-		if resp, _ := kept.do("GET", "/ok", ""); resp.StatusCode != 200 {
-			t.Fatalf("before stop: %d", resp.StatusCode)
+		if resp, _ := kept.do("GET", "/ok", ""); resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("before stop: %d close=%v, want 200 kept alive", resp.StatusCode, resp.Close)
 		}
 		x.endServe() // Serve returned; the Host now waits out the drain delay
 
+		// The keep-alive connection opened before the stop is still served, and told
+		// to close after its answer; so is each new one.
+		if resp, _ := kept.do("GET", "/ok", ""); resp.StatusCode != 200 || !resp.Close {
+			t.Errorf("kept-alive connection: %d close=%v, want 200 with Connection: close", resp.StatusCode, resp.Close)
+		}
 		for i := range 3 {
-			x.mustGet("/ok", 200)
 			fresh := dialRaw(t, x.s.Addr())
-			if resp, _ := fresh.do("GET", "/ok", ""); resp.StatusCode != 200 || resp.Close {
-				t.Errorf("new connection %d: %d close=%v, want 200 kept alive", i, resp.StatusCode, resp.Close)
-			}
-			if resp, _ := kept.do("GET", "/ok", ""); resp.StatusCode != 200 || resp.Close {
-				t.Errorf("kept-alive connection %d: %d close=%v, want 200 kept alive", i, resp.StatusCode, resp.Close)
+			if resp, _ := fresh.do("GET", "/ok", ""); resp.StatusCode != 200 || !resp.Close {
+				t.Errorf("new connection %d: %d close=%v, want 200 with Connection: close", i, resp.StatusCode, resp.Close)
 			}
 		}
-		if got := x.s.Stats().RefusedDraining; got != 0 {
-			t.Errorf("refused %d requests before Drain", got)
+		st := x.s.Stats()
+		if st.RefusedDraining != 0 {
+			t.Errorf("refused %d requests before Drain", st.RefusedDraining)
+		}
+		if st.MovedOff != 4 {
+			t.Errorf("MovedOff = %d, want the 4 connections answered after the stop", st.MovedOff)
 		}
 		if err := x.drain(failAfter); err != nil {
 			t.Errorf("Drain = %v", err)
+		}
+		if rep := x.s.DrainReport(); !strings.HasPrefix(rep, "moved_off=4 ") {
+			t.Errorf("DrainReport() = %q, want moved_off=4 first", rep)
 		}
 	})
 

@@ -22,6 +22,7 @@ type options struct {
 	listener  net.Listener
 	given     entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
 	isStream  func(*http.Request) bool
+	streams   []string // WithStreams
 	admission admissionOptions
 	problems  fault.Problems
 }
@@ -123,14 +124,58 @@ func WithReporter(r fault.Reporter) Option {
 	}
 }
 
-// WithStreamMatcher replaces the rule that tells which requests are streams, whose
-// ctx the spread drain cancels (see StreamContext). The default, IsStreamRequest,
-// matches Server-Sent Events and protocol upgrades such as WebSocket. A nil match
-// makes no request a stream; hijacked connections are still tracked and closed.
+// WithStreamMatcher replaces the rule that tells, from the request, which requests
+// are streams, whose ctx the spread drain cancels (see StreamContext). The default,
+// IsStreamRequest, matches requests for Server-Sent Events and protocol upgrades such
+// as WebSocket. A nil match makes no request a stream by its request; the routes of
+// WithStreams, an HTTP/1 answer of Content-Type text/event-stream and hijacked
+// connections are still streams.
 // match runs for every admitted request, so it must be cheap.
 func WithStreamMatcher(match func(r *http.Request) bool) Option {
 	return func(o *options) {
 		o.isStream = match
+	}
+}
+
+// WithStreams declares streaming routes: a request that matches one of patterns,
+// read as http.ServeMux patterns ("GET /events"), is a stream whatever its headers —
+// its r.Context() is cancelled with cause ErrStreamDrained when the drain reaches
+// it (see StreamContext), and it is outside the admission limiter. It is the one
+// declaration a streaming route needs beyond a handler that ends when its ctx does;
+// the stream matcher (WithStreamMatcher) still applies to the other routes.
+//
+// A Server-Sent Events handler, one that sets Content-Type: text/event-stream, is
+// recognised without it over HTTP/1.1, and a hijacked connection always is; declare
+// the routes that stream anything else (a flushed chunked body), or SSE over
+// HTTP/2. Matching costs a ServeMux lookup per request, only when some pattern is
+// declared. An invalid pattern makes New fail.
+func WithStreams(patterns ...string) Option {
+	return func(o *options) { o.streams = append(o.streams, patterns...) }
+}
+
+// streamMatcher returns match extended to the routes of WithStreams, recording an
+// invalid pattern in l.
+func streamMatcher(match func(*http.Request) bool, patterns []string, l *fault.Problems) func(*http.Request) bool {
+	if len(patterns) == 0 {
+		return match
+	}
+	mux := http.NewServeMux()
+	for _, p := range patterns {
+		func() {
+			defer func() {
+				if r := recover(); r != nil { // ServeMux panics on a bad or duplicate pattern
+					l.Addf("WithStreams", "pattern %q: %v", p, r)
+				}
+			}()
+			mux.Handle(p, http.NotFoundHandler())
+		}()
+	}
+	return func(r *http.Request) bool {
+		if match != nil && match(r) {
+			return true
+		}
+		_, pattern := mux.Handler(r)
+		return pattern != ""
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -24,6 +25,7 @@ var _ interface {
 	entrypoint.InFlighter
 	entrypoint.DefaultsUser
 	entrypoint.DrainReporter
+	health.MonitorUser
 } = (*Server)(nil)
 
 // Server is an HTTP server run as an entrypoint: Bind listens, Serve serves, Drain
@@ -48,9 +50,13 @@ type Server struct {
 	gate      entrypoint.Gate
 	streams   streamSet
 	conns     *connSet
-	responses sync.Pool // of *response, reused across plain requests
+	heads     *headLimits // MaxHeaderFields (headlimit.go)
+	responses sync.Pool   // of *response, reused across plain requests
 	panics    atomic.Uint64
 	refused   atomic.Uint64
+	monitor   *health.Monitor // the Host's readiness, followed from Serve (leave.go)
+	leaving   atomic.Bool     // readiness is withdrawn: every response closes its connection
+	movedOff  atomic.Uint64   // connections told to close by leave
 
 	mu        sync.Mutex
 	guard     entrypoint.Guard // the lifecycle phase
@@ -86,13 +92,14 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		handler:    handler,
 		prop:       o.given.Propagator,
 		reporter:   o.given.Reporter,
-		isStream:   o.isStream,
+		isStream:   streamMatcher(o.isStream, o.streams, &l),
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		ln:         o.listener,
 		draining:   make(chan struct{}),
 		guard:      entrypoint.NewGuard(cfg.Name),
 		own:        o,
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
+		heads:      newHeadLimits(cfg.MaxHeaderFields),
 		serving:    transport.NewServing(cfg.Name, "http.Server", http.ErrServerClosed),
 	}
 	s.useAdmission(o.admission, &l)
@@ -113,6 +120,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		IdleTimeout:       cfg.IdleTimeout,
 		MaxHeaderBytes:    cfg.MaxHeaderBytes,
 		ConnState:         s.conns.track,
+		ConnContext:       connContext,
 	}
 	s.next = handler // no layer between: finish's recover sees the panic as raised
 	s.useLogger(o.given.Logger)
@@ -207,11 +215,18 @@ func (s *Server) InFlight() int { return s.gate.InFlight() }
 type Stats struct {
 	Panics          uint64 // handlers that panicked, http.ErrAbortHandler excluded
 	RefusedDraining uint64 // requests refused with 503 because the server was draining
+	MovedOff        uint64 // connections told to close once readiness was withdrawn
+	// RefusedHeaderFields counts the requests refused with 431 for carrying more
+	// than MaxHeaderFields header fields, RefusedFraming those refused with 400 for
+	// carrying both Content-Length and Transfer-Encoding; each connection was closed.
+	RefusedHeaderFields uint64
+	RefusedFraming      uint64
 }
 
 // Stats returns the Server's counters, with or without a registerer.
 func (s *Server) Stats() Stats {
-	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load()}
+	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(), MovedOff: s.movedOff.Load(),
+		RefusedHeaderFields: s.heads.refusedFields.Load(), RefusedFraming: s.heads.refusedFraming.Load()}
 }
 
 // Bind opens the listening socket on Config.Addr (or takes the listener given with
@@ -236,6 +251,16 @@ func (s *Server) Bind(ctx context.Context) error {
 // before it calls Drain. Requests' contexts carry ctx's values but not its
 // cancellation.
 //
+// From the moment readiness is withdrawn — stop closing, or before it the Monitor
+// of UseMonitor saying draining (Host.BeginDraining, PreStop) — the Server moves
+// its clients off while it still serves: every response carries Connection: close,
+// so that an HTTP/1.1 connection closes after its answer and an HTTP/2 one is sent
+// a GOAWAY, and a keep-alive client opens its next connection through its load
+// balancer, to a replica still ready. Connections that stay idle through the drain
+// delay are left open until Drain closes them: closing an idle connection races
+// the client's next request on it, and the longer it stayed idle the less likely
+// that request is. DrainReport counts the connections moved off (moved_off).
+//
 // If the http.Server fails before stop is closed (the listener breaks), Serve returns
 // its error. If ctx is done before stop, the Host has given up on the entrypoint:
 // Serve closes everything as Stop does, waits for the http.Server to return at most
@@ -255,7 +280,15 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	ln := s.ln
 	s.serveDone = s.serving.Start(func() error { return s.serve(ln) })
 	s.mu.Unlock()
-	return s.serving.Until(ctx, stop, s.cutAll)
+	unfollow := s.follow()
+	err := s.serving.Until(ctx, stop, s.cutAll)
+	unfollow()
+	select {
+	case <-stop:
+		s.moveOff() // readiness was withdrawn with the stop, if not before
+	default:
+	}
+	return err
 }
 
 // serve is what the serving goroutine runs.
@@ -263,6 +296,7 @@ func (s *Server) serve(ln net.Listener) error {
 	ln = s.conns.t.Listener(ln)     // busy/idle per connection, the cap, and the backlog answered at Drain
 	defer s.conns.t.CloseListener() // when Serve returned mid-backlog
 	ln = s.countPipelined(ln)       // so that Drain counts the pipelined requests it leaves unanswered
+	ln = s.limitHeads(ln)           // MaxHeaderFields, and no Content-Length with Transfer-Encoding
 	var err error
 	if s.srv.TLSConfig != nil {
 		err = s.srv.ServeTLS(ln, "", "")

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -26,11 +27,13 @@ type streamKey struct{}
 // when the spread drain reaches the stream r belongs to or Stop cuts it. It is also
 // cancelled when the client goes away or the stream otherwise ends.
 //
-// A request is a stream when the stream matcher says so (by default: Server-Sent
-// Events and protocol upgrades, see IsStreamRequest); its r.Context() is then this
-// very ctx, so a handler that already watches r.Context() is drained without change.
-// For a request that is not a stream, or that is not served by a Server, it returns
-// r.Context().
+// A request is a stream when its route is declared with WithStreams or the stream
+// matcher says so (by default: Server-Sent Events and protocol upgrades, see
+// IsStreamRequest); its r.Context() is then this very ctx, so a handler that already
+// watches r.Context() is drained without change. For a request that is not a stream,
+// one recognised only by its answer (text/event-stream over HTTP/1, whose
+// r.Context() the drain cancels all the same), or one not served by a Server, it
+// returns r.Context().
 //
 // Calling StreamContext declares that the handler watches the stream's ctx. This
 // matters for a hijacked connection (a WebSocket): when the drain reaches one whose
@@ -76,6 +79,52 @@ func (ss *streamSet) newStream(parent context.Context, attach bool) *stream {
 	if !ss.Add(st) {
 		// A drain has taken its snapshot already; this one would be missed.
 		st.cancel(ErrStreamDrained)
+	}
+	return st
+}
+
+// recognise makes w's request a stream when its response shows one: the handler
+// set Content-Type text/event-stream (Server-Sent Events), whatever the request's
+// Accept header said. It runs as the response's header is committed, for a request
+// that is not a stream already.
+//
+// The handler's ctx is then net/http's own, not a stream's: the drain reaches the
+// stream by cancelling, with cause ErrStreamDrained, the ctx of its connection's
+// requests, which only an HTTP/1 connection can spare — it carries this one request
+// until the handler returns, and the drain has disabled keep-alives by then, so the
+// connection closes after it. Over HTTP/2, where a connection carries other
+// requests, a stream is recognised only by the stream matcher and WithStreams. The
+// request's Gate unit leaves the admission limiter at once, without a latency
+// sample, as a hijacked connection's does.
+func (s *Server) recognise(w *response) {
+	r := w.req
+	if r.ProtoMajor != 1 {
+		return
+	}
+	ct := w.ResponseWriter.Header()["Content-Type"]
+	if len(ct) == 0 || !strings.HasPrefix(ct[0], "text/event-stream") {
+		return
+	}
+	c := connOf(r.Context())
+	if c == nil {
+		return
+	}
+	w.stream = s.streams.adopt(r.Context(), c.cancel)
+	w.unit = w.ticket.Detach()
+}
+
+// adopt registers as a stream a request whose ctx is ctx, recognised by its
+// response: reaching it cancels its connection's ctx, conn, with cause
+// ErrStreamDrained; its end cancels nothing.
+func (ss *streamSet) adopt(ctx context.Context, conn context.CancelCauseFunc) *stream {
+	st := &stream{set: ss, ctx: ctx, done: make(chan struct{})}
+	st.cancel = func(cause error) {
+		if errors.Is(cause, ErrStreamDrained) {
+			conn(cause)
+		}
+	}
+	if !ss.Add(st) {
+		st.cancel(ErrStreamDrained) // a drain has taken its snapshot already
 	}
 	return st
 }

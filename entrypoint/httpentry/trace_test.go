@@ -44,7 +44,7 @@ func TestSpanAttributesPerRequest(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, kv := range sp.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.String()
 		}
 		for k, v := range c.want {
 			if got, ok := attrs[k]; v == "" && ok || v != "" && got != v {

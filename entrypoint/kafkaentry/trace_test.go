@@ -88,8 +88,8 @@ func TestTrace(t *testing.T) {
 			"messaging.destination.partition.id": "0", "messaging.consumer.group.name": cfg.GroupID,
 			"messaging.operation.type": "process",
 		} {
-			if v, ok := attrs.Value(k); !ok || v.Emit() != want {
-				t.Errorf("%s: attribute %s = %v, want %q", key, k, v.Emit(), want)
+			if v, ok := attrs.Value(k); !ok || v.String() != want {
+				t.Errorf("%s: attribute %s = %v, want %q", key, k, v.String(), want)
 			}
 		}
 		if _, ok := attrs.Value("messaging.kafka.offset"); !ok {
@@ -97,8 +97,8 @@ func TestTrace(t *testing.T) {
 		}
 		// The outcome is said when it is not "handled".
 		want := map[string]string{"good": "", "bad": "dead_lettered"}[key]
-		if v, _ := attrs.Value("servicewright.kafka.outcome"); v.Emit() != want {
-			t.Errorf("%s: servicewright.kafka.outcome = %q, want %q", key, v.Emit(), want)
+		if v, _ := attrs.Value("servicewright.kafka.outcome"); v.String() != want {
+			t.Errorf("%s: servicewright.kafka.outcome = %q, want %q", key, v.String(), want)
 		}
 	}
 	events := map[string]bool{}

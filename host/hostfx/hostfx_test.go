@@ -30,7 +30,7 @@ func newLoop(*pool) (*entrypoint.Loop, error) {
 
 // build runs host.New on a container of opts, logging to an observer, and returns
 // New's error with the lines logged at error level or above.
-func build(t *testing.T, opts ...fx.Option) (error, []observer.LoggedEntry) {
+func build(t *testing.T, opts ...fx.Option) ([]observer.LoggedEntry, error) {
 	t.Helper()
 	core, logs := observer.New(zapcore.DebugLevel)
 	_, err := host.New(host.AppSpec{
@@ -39,12 +39,12 @@ func build(t *testing.T, opts ...fx.Option) (error, []observer.LoggedEntry) {
 		Telemetry:   host.TelemetryConfig{Logger: zap.New(core)},
 		Container:   hostfx.Container(opts...),
 	}, host.WithEnv(func(string) (string, bool) { return "", false }))
-	return err, logs.FilterLevelExact(zapcore.ErrorLevel).AllUntimed()
+	return logs.FilterLevelExact(zapcore.ErrorLevel).AllUntimed(), err
 }
 
 func TestContainerErrors(t *testing.T) {
 	t.Run("a missing type is a ConfigError naming the container and the user's constructor, without reflection frames, logged once", func(t *testing.T) {
-		err, lines := build(t, hostfx.Provide(newLoop, 1))
+		lines, err := build(t, hostfx.Provide(newLoop, 1))
 		ce, ok := errors.AsType[*fault.ConfigError](err)
 		if !ok || ce.Problems[0].Field != "Container" || host.ExitCode(err) != host.ExitConfig {
 			t.Fatalf("New = %v (exit %d), want a ConfigError on Container, exit 78", err, host.ExitCode(err))
@@ -62,7 +62,7 @@ func TestContainerErrors(t *testing.T) {
 
 	t.Run("a constructor failing for a runtime reason is a startup failure, exit 1, logged once", func(t *testing.T) {
 		refused := errors.New("dial tcp 127.0.0.1:5432: connection refused")
-		err, lines := build(t,
+		lines, err := build(t,
 			fx.Provide(func() (*pool, error) { return nil, refused }),
 			hostfx.Provide(newLoop, 1))
 		if _, ok := errors.AsType[*fault.ConfigError](err); ok || !errors.Is(err, refused) || host.ExitCode(err) != host.ExitFailure {
@@ -77,7 +77,7 @@ func TestContainerErrors(t *testing.T) {
 	})
 
 	t.Run("a constructor's own ConfigError keeps its fields, exit 78", func(t *testing.T) {
-		err, _ := build(t, fx.Provide(func() (*pool, error) { return nil, fault.Invalid("DATABASE_URL", "must not be empty") }),
+		_, err := build(t, fx.Provide(func() (*pool, error) { return nil, fault.Invalid("DATABASE_URL", "must not be empty") }),
 			fx.Invoke(func(*pool) {}))
 		ce, ok := errors.AsType[*fault.ConfigError](err)
 		if !ok || ce.Problems[0].Field != "Container.DATABASE_URL" || host.ExitCode(err) != host.ExitConfig {
@@ -88,7 +88,7 @@ func TestContainerErrors(t *testing.T) {
 	t.Run("a cycle is a ConfigError", func(t *testing.T) {
 		type a struct{}
 		type b struct{}
-		err, _ := build(t,
+		_, err := build(t,
 			fx.Provide(func(*b) *a { return nil }, func(*a) *b { return nil }),
 			fx.Invoke(func(*a) {}))
 		if host.ExitCode(err) != host.ExitConfig || !strings.Contains(err.Error(), "cycle") {
@@ -98,7 +98,7 @@ func TestContainerErrors(t *testing.T) {
 
 	t.Run("an invoke failing for a runtime reason is a startup failure", func(t *testing.T) {
 		refused := errors.New("connection refused")
-		err, _ := build(t, fx.Invoke(func() error { return refused }))
+		_, err := build(t, fx.Invoke(func() error { return refused }))
 		if !errors.Is(err, refused) || host.ExitCode(err) != host.ExitFailure {
 			t.Fatalf("New = %v (exit %d), want exit 1", err, host.ExitCode(err))
 		}

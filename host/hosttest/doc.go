@@ -20,5 +20,7 @@
 //
 // A network entrypoint is tested through a Network: an in-memory listener to give
 // the entrypoint, and a dialer and an HTTP client to reach it, whose blocked reads,
-// writes, accepts and dials all let virtual time advance.
+// writes, accepts and dials all let virtual time advance. A datagram entrypoint is
+// tested through NewPacketPair: two connected in-memory net.PacketConns, the server's
+// to give the entrypoint and the client's to send from.
 package hosttest

@@ -2,6 +2,8 @@ package doccheck
 
 // The README's code fragments, verbatim, inside just enough code to compile. Change a
 // fragment here and in the docs together; TestDocsAreCompiled holds them equal.
+// The functions are compiled, never called.
+//lint:file-ignore U1000 documentation fragments are type-checked here, not run
 
 import (
 	"context"
@@ -165,8 +167,11 @@ func (fencedStore) Claim(context.Context, uint64) (bool, error)         { return
 func (fencedStore) Fence(context.Context) (uint64, error)               { return 0, nil }
 func (fencedStore) Write(context.Context, uint64, string) (bool, error) { return true, nil }
 
-func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore, log *zap.Logger, reg prometheus.Registerer) {
+func leaderSnippet(client redis.UniversalClient, instanceID string, store fencedStore, log *zap.Logger, reg prometheus.Registerer) error {
 	lk, err := rediskit.NewLock(client, rediskit.LockConfig{}) // or pgkit.NewLock, lock.NewMemory()
+	if err != nil {
+		return err
+	}
 	l, err := leader.New(leader.Config{
 		Lock: lk, Key: "digest-publisher", Owner: instanceID,
 		Claim: func(ctx context.Context, t *leader.Term) (bool, error) {
@@ -187,7 +192,8 @@ func leaderSnippet(client redis.UniversalClient, instanceID string, store fenced
 		return nil
 	}, leader.WithLogger(log), leader.WithRegisterer(reg))
 	// host.Registration{Entrypoint: l} — it declares its own marks (RequiresLongRunning)
-	_, _ = l, err
+	_ = l
+	return err
 }
 
 // --- Fleet posture
@@ -213,8 +219,9 @@ func hosttestSnippet(t *testing.T, spec host.AppSpec) {
 
 func overloadServer(mux *http.ServeMux) (*httpentry.Server, error) {
 	return httpentry.New(httpentry.Config{Addr: ":8080"}, mux,
-		httpentry.WithCritical("POST /payments/{id}/confirm"), // counted, never refused
-		httpentry.WithExempt("GET /events"),                   // outside the limiter
+		httpentry.WithCritical("POST /payments/{id}/confirm"),        // counted, never refused
+		httpentry.WithExempt("GET /events"),                          // outside the limiter
+		httpentry.WithRouteClass("POST /orders", "PUT /orders/{id}"), // a limit of their own
 		httpentry.WithAdmission(admission.Config{MaxLimit: 500}),
 	)
 }

@@ -38,9 +38,22 @@ type HAProxy struct {
 	done  chan struct{}
 }
 
+// An HAProxyOption changes the configuration StartHAProxy runs.
+type HAProxyOption func(*haproxyOptions)
+
+type haproxyOptions struct {
+	tcp bool
+}
+
+// HAProxyTCP balances connections rather than requests (mode tcp), as kube-proxy
+// does in front of a Service: a new connection goes to a backend whose /readyz
+// check passes, and an open one is never moved, whatever its backend's readiness.
+// The checks are the same HTTP GET /readyz.
+func HAProxyTCP() HAProxyOption { return func(o *haproxyOptions) { o.tcp = true } }
+
 // StartHAProxy starts haproxy on a free loopback port in front of backends, checking
 // each backend's /readyz every interval, marking it down after one failure.
-func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) {
+func StartHAProxy(backends []Backend, interval time.Duration, opts ...HAProxyOption) (*HAProxy, error) {
 	bin, err := exec.LookPath("haproxy")
 	if err != nil {
 		return nil, fmt.Errorf("%w: haproxy (apt-get install haproxy)", ErrMissing)
@@ -57,7 +70,7 @@ func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) 
 	if err != nil {
 		return nil, err
 	}
-	cfg := HAProxyConfig(backends, interval, port, statsPort)
+	cfg := HAProxyConfig(backends, interval, port, statsPort, opts...)
 	path := filepath.Join(dir, "haproxy.cfg")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return nil, err
@@ -97,19 +110,31 @@ func StartHAProxy(backends []Backend, interval time.Duration) (*HAProxy, error) 
 // and marked down after one failure (a check waits checkTimeout for its answer), no
 // retries and no redispatch, and a CSV stats
 // page on 127.0.0.1:statsPort. docs/operations.md shows it for a local fleet; a test
-// holds the two equal.
-func HAProxyConfig(backends []Backend, interval time.Duration, port, statsPort int) string {
+// holds the two equal. With HAProxyTCP the frontend and backend balance connections
+// (mode tcp).
+func HAProxyConfig(backends []Backend, interval time.Duration, port, statsPort int, opts ...HAProxyOption) string {
+	var o haproxyOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	var servers strings.Builder
 	bind := " proto h2"
+	if o.tcp {
+		bind = "\n  mode tcp"
+	}
 	for _, b := range backends {
 		proto := ""
 		if b.Proto != "" {
 			proto = " proto " + b.Proto + " check-proto h1" // /readyz is HTTP/1.1
 		}
-		if b.Proto != "h2" {
+		if b.Proto != "h2" && !o.tcp {
 			bind = ""
 		}
 		fmt.Fprintf(&servers, "  server %s %s check port %d%s\n", b.Name, b.Addr, b.ProbePort, proto)
+	}
+	beMode := ""
+	if o.tcp {
+		beMode = "\n  mode tcp"
 	}
 	ms := interval.Milliseconds()
 	return fmt.Sprintf(`global
@@ -129,13 +154,13 @@ listen stats
 frontend fe
   bind 127.0.0.1:%d%s
   default_backend be
-backend be
+backend be%s
   balance roundrobin
   option httpchk GET /readyz
   http-check expect status 200
   timeout check %dms
   default-server inter %dms fastinter %dms downinter %dms fall 1 rise 1
-%s`, statsPort, port, bind, checkTimeout(interval).Milliseconds(), ms, ms, ms, servers.String())
+%s`, statsPort, port, bind, beMode, checkTimeout(interval).Milliseconds(), ms, ms, ms, servers.String())
 }
 
 // checkTimeout is how long a health check may wait for /readyz's answer: three

@@ -37,8 +37,11 @@ func TestHub(t *testing.T) {
 		t.Fatal("notices not merged")
 	default:
 	}
-	if removeA() || removeA() {
+	if removeA() {
 		t.Fatal("a's removal left no watcher, but b remains")
+	}
+	if removeA() {
+		t.Fatal("a's second removal left no watcher, but b remains")
 	}
 	if !removeB() {
 		t.Fatal("b's removal did not report the last watcher")

@@ -2,8 +2,6 @@ package weight
 
 import (
 	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -43,12 +41,11 @@ func join(lists ...[]string) []string {
 	return all
 }
 
-// core is what no package of the core rows may link (DESIGN §18: "zap, prometheus
-// client, OpenTelemetry API/SDK, otelhttp — no gRPC, no DI container, no exporter"),
-// nor any backend driver (DESIGN §9).
+// core is what no package of the core rows may link (docs/architecture.md, Weight:
+// "no gRPC, no DI container, no exporter, no driver").
 var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)
 
-// rows is DESIGN §18's table: each package, and what it must not link.
+// rows is the weight table of docs/architecture.md: each package, and what it must not link.
 var rows = []struct {
 	pkgs   []string
 	forbid []string
@@ -69,6 +66,8 @@ var rows = []struct {
 	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
 	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
 	{[]string{"kafkakit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, devTools)},
+	// The outbox links both drivers it joins (pgx, kafka-go) and nothing else of the kind.
+	{[]string{"outbox"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, etcdClient, kubeClient, devTools)},
 	{[]string{"sentrykit"}, join(hostPkg, grpc, container, exporters, kafkaFake, redisDriver, pgDriver, kafkaDriver, devTools)},
 	// The other production packages: whatever they need, never a dev tool.
 	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, join(etcdClient, kubeClient, devTools)},
@@ -84,7 +83,10 @@ var leaves = []string{"fault", "lock", "fleet", "hooks"}
 // deps returns, for each package, the non-standard packages it links.
 func deps(t *testing.T, pkgs []string) map[string][]string {
 	t.Helper()
-	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go: %v", err)
+	}
 	args := []string{"list", "-f", `{{.ImportPath}}{{range .Deps}} {{.}}{{end}}`}
 	for _, p := range pkgs {
 		args = append(args, module+"/"+p)

@@ -1,4 +1,4 @@
-// Command bench measures the figures of DESIGN §6, each beside the baseline it is
+// Command bench measures the figures of docs/architecture.md, each beside the baseline it is
 // compared with, measured in the same run, and prints one table (also written to
 // BENCH.md with a description of the machine). Every figure is the median of several
 // runs. Run it with `make bench`.
@@ -28,7 +28,7 @@ type row struct {
 func main() {
 	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
 	out := flag.String("out", "", "where to write the report (default BENCH.md for a whole run; a run with -only writes none unless asked, so that it never replaces the whole report with a part)")
-	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, grpc, leader, rolling, rollout, kafka, kafkacost, process, exit, weight); all when empty")
+	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, headerflood, grpc, grpcreset, leader, rolling, rollout, kafka, kafkacost, outbox, process, exit, weight); all when empty")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "sw-bench")
@@ -80,6 +80,7 @@ var figures = []figure{
 	{"gate", gateFigure},
 	{"readiness", readinessFigure},
 	{"http", httpFigure},
+	{"headerflood", headerFloodFigure},
 	{"grpc", grpcFigure},
 	{"grpcreset", grpcResetFigure},
 	{"leader", leaderFigures},
@@ -87,6 +88,7 @@ var figures = []figure{
 	{"rollout", rolloutFigure},
 	{"kafka", kafkaFigures},
 	{"kafkacost", kafkaCostFigures},
+	{"outbox", outboxFigures},
 	{"process", processFigures},
 	{"exit", exitFigure},
 	{"weight", weightFigure},
@@ -149,12 +151,6 @@ func check(err error) {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
-}
-
-func mustDur(s string) time.Duration {
-	d, err := time.ParseDuration(s)
-	check(err)
-	return d
 }
 
 func lastLines(b []byte, n int) string {

@@ -1,0 +1,84 @@
+package admission
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/servicewright/servicewright/fault"
+)
+
+// TestConfigBounds holds every duration, ratio and limit of Config to its floor and
+// ceiling: each value outside is one problem of the one ConfigError, naming the
+// field and its variable, and the values at the bounds are accepted.
+func TestConfigBounds(t *testing.T) {
+	t.Run("the knobs that switched protection off are refused, all in one error", func(t *testing.T) {
+		env := map[string]string{
+			EnvWindow:        "10us", // made the estimate NaN and the limit −9.22e18
+			EnvMaxQueueDelay: "1ns",  // shed 95% at normal load
+			EnvProbeInterval: "2h",
+			EnvMaxLimit:      "1000000",
+			EnvMinLimit:      "-3",
+		}
+		cfg, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = New(cfg)
+		var ce *fault.ConfigError
+		if !errors.As(err, &ce) {
+			t.Fatalf("New = %v, want a *fault.ConfigError", err)
+		}
+		want := map[string]string{"Window": EnvWindow, "MaxQueueDelay": EnvMaxQueueDelay, "ProbeInterval": EnvProbeInterval,
+			"MaxLimit": EnvMaxLimit, "MinLimit": EnvMinLimit}
+		for _, p := range ce.Problems {
+			if v, ok := want[p.Field]; !ok || v != p.Variable {
+				t.Errorf("unexpected problem %v", p)
+			}
+			delete(want, p.Field)
+		}
+		if len(want) != 0 {
+			t.Fatalf("problems = %v, missing %v", ce.Problems, want)
+		}
+	})
+	cases := []struct {
+		name  string
+		cfg   Config
+		field string
+	}{
+		{"window under its floor", Config{Window: FloorWindow - 1}, "Window"},
+		{"window over its ceiling", Config{Window: CeilingWindow + 1}, "Window"},
+		{"probe interval under its floor", Config{ProbeInterval: FloorProbeInterval - 1}, "ProbeInterval"},
+		{"probe interval over its ceiling", Config{ProbeInterval: CeilingProbeInterval + 1}, "ProbeInterval"},
+		{"probe interval under ten windows", Config{Window: time.Second, ProbeInterval: 9 * time.Second}, "ProbeInterval"},
+		{"queue delay under its floor", Config{MaxQueueDelay: FloorMaxQueueDelay - 1}, "MaxQueueDelay"},
+		{"queue delay over its ceiling", Config{MaxQueueDelay: CeilingMaxQueueDelay + 1}, "MaxQueueDelay"},
+		{"tolerance under its floor", Config{Tolerance: 0.99}, "Tolerance"},
+		{"tolerance over its ceiling", Config{Tolerance: CeilingTolerance + 0.01}, "Tolerance"},
+		{"tolerance NaN", Config{Tolerance: math.NaN()}, "Tolerance"},
+		{"max limit over its ceiling", Config{MaxLimit: CeilingLimit + 1}, "MaxLimit"},
+		{"min limit negative", Config{MinLimit: -1}, "MinLimit"},
+		{"initial limit negative", Config{InitialLimit: -1}, "InitialLimit"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := New(c.cfg)
+			var ce *fault.ConfigError
+			if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != c.field || !strings.Contains(ce.Problems[0].Reason, "within") && !strings.Contains(ce.Problems[0].Reason, "windows") {
+				t.Fatalf("New(%+v) = %v, want one problem on %s giving its bounds", c.cfg, err, c.field)
+			}
+		})
+	}
+	t.Run("the bounds themselves are accepted", func(t *testing.T) {
+		for _, cfg := range []Config{
+			{Window: FloorWindow, ProbeInterval: FloorProbeInterval, MaxQueueDelay: FloorMaxQueueDelay, Tolerance: FloorTolerance, MinLimit: 1, MaxLimit: 1},
+			{Window: CeilingWindow / 10, ProbeInterval: CeilingProbeInterval, MaxQueueDelay: CeilingMaxQueueDelay, Tolerance: CeilingTolerance, MaxLimit: CeilingLimit},
+		} {
+			if _, err := New(cfg); err != nil {
+				t.Errorf("New(%+v) = %v, want it accepted", cfg, err)
+			}
+		}
+	})
+}
