@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,8 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/wake"
@@ -136,6 +139,22 @@ func parseValue(v string) (owner string, token uint64, ok bool) {
 	return v[:i], t, err == nil
 }
 
+// wrap adds to an error of op on key, when etcd did not answer in time or could not
+// be reached, which endpoints were tried (host:port only: a URL may carry a
+// password).
+func (e *Lock) wrap(op, key string, err error) error {
+	if errors.Is(err, context.DeadlineExceeded) || status.Code(err) == codes.Unavailable || status.Code(err) == codes.DeadlineExceeded {
+		var hosts []string
+		for _, ep := range e.client.Endpoints() {
+			if u, perr := url.Parse(ep); perr == nil && u.Host != "" {
+				hosts = append(hosts, u.Host)
+			}
+		}
+		return fmt.Errorf("%s %q: etcd unreachable at %s: %w", op, key, strings.Join(hosts, ","), err)
+	}
+	return fmt.Errorf("%s %q: %w", op, key, err)
+}
+
 // seconds is ttl in whole seconds, rounded up, as etcd leases take it.
 func seconds(ttl time.Duration) int64 { return int64((ttl + time.Second - 1) / time.Second) }
 
@@ -177,7 +196,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	sent := time.Now()
 	id, err := e.lease(ctx, key, owner, ttl)
 	if err != nil {
-		return lock.Lease{}, fmt.Errorf("acquire %q: lease: %w", key, err)
+		return lock.Lease{}, e.wrap("acquire", key, err)
 	}
 	hk, fk := e.holderKey(key), e.fenceKey(key)
 	e.mu.Lock()
@@ -208,7 +227,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 			Commit()
 		if err != nil {
 			keep()
-			return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
+			return lock.Lease{}, e.wrap("acquire", key, err)
 		}
 		if resp.Succeeded {
 			e.mu.Lock()
@@ -361,7 +380,7 @@ func (e *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error
 		f, err := e.readFence(ctx, key)
 		switch {
 		case err != nil:
-			return fmt.Errorf("advance %q: %w", key, err)
+			return e.wrap("advance", key, err)
 		case f.value >= lock.MaxToken:
 			return fmt.Errorf("advance %q: %w", key, lock.ErrFenceExhausted)
 		case f.value >= floor:
@@ -400,7 +419,7 @@ func (e *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
 	}
 	resp, err := e.client.Txn(ctx).Then(clientv3.OpGet(e.holderKey(key)), clientv3.OpGet(e.fenceKey(key))).Commit()
 	if err != nil {
-		return lock.Holder{}, fmt.Errorf("inspect %q: %w", key, err)
+		return lock.Holder{}, e.wrap("inspect", key, err)
 	}
 	var h lock.Holder
 	if kvs := resp.Responses[1].GetResponseRange().Kvs; len(kvs) == 1 {

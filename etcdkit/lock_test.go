@@ -12,6 +12,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/internal/testenv"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/lock/locktest"
 )
@@ -214,5 +215,21 @@ func TestLapsedForgotten(t *testing.T) {
 	lk.mu.Unlock()
 	if held != 1 || spare != 0 || fence != 1 {
 		t.Fatalf("records left: %d held, %d spare, %d counters; want only the last key's", held, spare, fence)
+	}
+}
+
+// TestUnreachable: a lock on endpoints where no etcd answers returns, within its
+// ctx, an error naming the endpoints — never a hang.
+func TestUnreachable(t *testing.T) {
+	port, err := testenv.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	lk := newLock(t, newClient(t, []string{"http://127.0.0.1:" + strconv.Itoa(port)}))
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = lk.Inspect(ctx, "k")
+	if err == nil || !strings.Contains(err.Error(), "etcd unreachable at 127.0.0.1:"+strconv.Itoa(port)) {
+		t.Fatalf("Inspect = %v, want an error naming the unreachable endpoint", err)
 	}
 }
