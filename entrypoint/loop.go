@@ -16,6 +16,20 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
+// DefaultJitterFraction is the share of their period by which the framework's
+// periodic waits are jittered unless told otherwise: a Loop's wait after a unit
+// (LoopConfig.JitterFraction) and a cron tick's delay (cronentry.Job.JitterFraction).
+const DefaultJitterFraction = 0.1
+
+// CheckJitterFraction records in l, under field, a jitter fraction outside [0, 1):
+// a negative spread means nothing, and one of a whole period or more lets two waits
+// swap order. NaN is refused too.
+func CheckJitterFraction(l *fault.Problems, field string, f float64) {
+	if !(f >= 0 && f < 1) {
+		l.Addf(field, "must lie in [0, 1), got %v", f)
+	}
+}
+
 // Backoff defaults for a unit that fails or panics.
 const (
 	DefaultBackoffInitial = 100 * time.Millisecond
@@ -37,8 +51,16 @@ type LoopConfig struct {
 	Every time.Duration
 	// Jitter widens every wait (after a success, and the start delay) to a duration
 	// drawn uniformly from [wait−Jitter, wait+Jitter], never below zero, so that
-	// replicas do not run their units in step. Default 0: none.
+	// replicas do not run their units in step. Default: JitterFraction of Every.
 	Jitter time.Duration
+	// JitterFraction sets Jitter, when Jitter is 0, to this fraction of Every. It
+	// must lie in [0, 1). Default DefaultJitterFraction: a loop every 10s waits
+	// 9–11s. Set NoJitter to turn jitter off.
+	JitterFraction float64
+	// NoJitter turns jitter off, explicitly: every wait is exactly Every and the
+	// start delay exactly StartDelay, so replicas started together stay in step.
+	// It may not be set with Jitter or JitterFraction.
+	NoJitter bool
 	// StartDelay makes the first unit wait StartDelay, jittered, instead of running
 	// as soon as Serve is called, so that a fleet that restarts together does not
 	// run its first units together. Default 0: at once.
@@ -77,6 +99,14 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 		if f.d < 0 {
 			l.Addf(f.name, "must not be negative, got %v", f.d)
 		}
+	}
+	CheckJitterFraction(l, "JitterFraction", c.JitterFraction)
+	switch {
+	case c.NoJitter && (c.Jitter != 0 || c.JitterFraction != 0):
+		l.Addf("NoJitter", "must not be set with Jitter (%v) or JitterFraction (%v)", c.Jitter, c.JitterFraction)
+	case c.NoJitter:
+	case c.Jitter == 0 && c.Every > 0:
+		c.Jitter = time.Duration(cmp.Or(c.JitterFraction, DefaultJitterFraction) * float64(c.Every))
 	}
 	if c.Backoff.Initial > 0 && c.Backoff.Max > 0 && c.Backoff.Max < c.Backoff.Initial {
 		l.Addf("Backoff.Max", "must be at least Backoff.Initial (%v), got %v", c.Backoff.Initial, c.Backoff.Max)

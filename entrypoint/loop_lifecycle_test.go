@@ -211,7 +211,7 @@ func TestLoopFailures(t *testing.T) {
 				}
 				return nil
 			}
-			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour, Backoff: Backoff{Initial: 100 * time.Millisecond, Max: time.Second}}, unit))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour, NoJitter: true, Backoff: Backoff{Initial: 100 * time.Millisecond, Max: time.Second}}, unit))
 			time.Sleep(3 * time.Hour)
 			s.shutdown(t)
 

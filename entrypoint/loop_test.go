@@ -3,6 +3,7 @@ package entrypoint
 import (
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -86,13 +87,13 @@ func mustLoop(t *testing.T, cfg LoopConfig, unit func(context.Context) error, op
 
 func TestNewLoop(t *testing.T) {
 	t.Run("bad config lists every problem at construction", func(t *testing.T) {
-		r, err := NewLoop(LoopConfig{Jitter: -time.Second, StartDelay: -1, UnitTimeout: -1,
+		r, err := NewLoop(LoopConfig{Jitter: -time.Second, JitterFraction: -0.1, StartDelay: -1, UnitTimeout: -1,
 			Backoff: Backoff{Initial: time.Second, Max: time.Millisecond}}, nil)
 		var ce *fault.ConfigError
 		if r != nil || !errors.As(err, &ce) {
 			t.Fatalf("NewLoop = %v, %v; want nil and a *fault.ConfigError", r, err)
 		}
-		want := []string{"Name", "Every", "Jitter", "StartDelay", "UnitTimeout", "Backoff.Max", "unit"}
+		want := []string{"Name", "Every", "Jitter", "StartDelay", "UnitTimeout", "JitterFraction", "Backoff.Max", "unit"}
 		var got []string
 		for _, p := range ce.Problems {
 			got = append(got, p.Field)
@@ -104,7 +105,7 @@ func TestNewLoop(t *testing.T) {
 
 	t.Run("zero fields take the defaults", func(t *testing.T) {
 		r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { return nil })
-		want := LoopConfig{Name: "poller", Every: time.Second,
+		want := LoopConfig{Name: "poller", Every: time.Second, Jitter: 100 * time.Millisecond, // DefaultJitterFraction
 			Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}}
 		if r.cfg != want {
 			t.Errorf("resolved %+v, want %+v", r.cfg, want)
@@ -113,6 +114,31 @@ func TestNewLoop(t *testing.T) {
 			func(context.Context) error { return nil })
 		if r.cfg.Backoff.Max != time.Minute {
 			t.Errorf("Backoff.Max = %v, want Backoff.Initial when that is above the default", r.cfg.Backoff.Max)
+		}
+	})
+
+	t.Run("a jitter fraction outside [0, 1), or NoJitter with a jitter, is a ConfigError naming the field", func(t *testing.T) {
+		unit := func(context.Context) error { return nil }
+		for _, c := range []struct {
+			cfg   LoopConfig
+			field string
+		}{
+			{LoopConfig{Name: "a", Every: time.Second, JitterFraction: -0.5}, "JitterFraction"},
+			{LoopConfig{Name: "a", Every: time.Second, JitterFraction: 1}, "JitterFraction"},
+			{LoopConfig{Name: "a", Every: time.Second, JitterFraction: math.NaN()}, "JitterFraction"},
+			{LoopConfig{Name: "a", Every: time.Second, NoJitter: true, Jitter: time.Millisecond}, "NoJitter"},
+		} {
+			_, err := NewLoop(c.cfg, unit)
+			ce, ok := errors.AsType[*fault.ConfigError](err)
+			if !ok || len(ce.Problems) != 1 || ce.Problems[0].Field != c.field {
+				t.Errorf("NewLoop(%+v) = %v, want one problem on %s", c.cfg, err, c.field)
+			}
+		}
+		if r := mustLoop(t, LoopConfig{Name: "a", Every: time.Second, JitterFraction: 0.5}, unit); r.cfg.Jitter != 500*time.Millisecond {
+			t.Errorf("JitterFraction 0.5 of 1s = %v, want 500ms", r.cfg.Jitter)
+		}
+		if r := mustLoop(t, LoopConfig{Name: "a", Every: time.Second, NoJitter: true}, unit); r.cfg.Jitter != 0 {
+			t.Errorf("NoJitter: Jitter = %v, want 0", r.cfg.Jitter)
 		}
 	})
 
@@ -176,10 +202,29 @@ func TestLoopSchedule(t *testing.T) {
 		})
 	})
 
-	t.Run("without jitter every wait is exactly every", func(t *testing.T) {
+	t.Run("by default every wait is jittered by a tenth of Every", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
 			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Minute}, func(context.Context) error { rec.mark(); return nil }))
+			time.Sleep(time.Hour)
+			s.shutdown(t)
+			distinct := map[time.Duration]bool{}
+			for i, g := range rec.gaps() {
+				if g < 54*time.Second || g > 66*time.Second {
+					t.Errorf("gap %d = %v, want within 1m ± 6s", i, g)
+				}
+				distinct[g] = true
+			}
+			if len(distinct) < 10 {
+				t.Errorf("%d distinct gaps of %d: replicas would tick in step", len(distinct), len(rec.gaps()))
+			}
+		})
+	})
+
+	t.Run("with NoJitter every wait is exactly every", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var rec recorder
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Minute, NoJitter: true}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(5*time.Minute + time.Second)
 			s.shutdown(t)
 			if n := rec.count(); n != 6 {
@@ -197,7 +242,7 @@ func TestLoopSchedule(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
 			unit := func(context.Context) error { rec.mark(); time.Sleep(3 * time.Second); return nil }
-			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: 10 * time.Second}, unit))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: 10 * time.Second, NoJitter: true}, unit))
 			time.Sleep(time.Minute)
 			s.shutdown(t)
 			for i, g := range rec.gaps() {
@@ -212,7 +257,7 @@ func TestLoopSchedule(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			start := time.Now()
 			var rec recorder
-			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Minute, StartDelay: 5 * time.Second}, func(context.Context) error { rec.mark(); return nil }))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Minute, StartDelay: 5 * time.Second, NoJitter: true}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(2 * time.Minute)
 			s.shutdown(t)
 			if first := rec.starts[0].Sub(start); first != 5*time.Second {

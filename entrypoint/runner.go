@@ -68,19 +68,28 @@ func NewRunner(name string) *Runner {
 // Drain closes it once the work returned and waits for what it admitted.
 func (r *Runner) Gate() *Gate { return &r.gate }
 
-// InFlight reports the units admitted through the Gate and not yet done, plus one
-// while the work function itself is running: the Host shows it in /debug/lifecycle
-// and the shutdown report.
+// InFlight reports the units admitted through the Gate and not yet done — a work
+// function that handles its units inline, one at a time, admits each through the
+// Gate too, so that it is counted — plus one once draining is closed while the work
+// function has not returned (it is finishing what it took). An idle work function,
+// waiting for its next unit, counts nothing. The Host shows the figure in
+// /debug/lifecycle and the shutdown report.
 func (r *Runner) InFlight() int {
 	n := r.gate.InFlight()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.done != nil {
-		select {
-		case <-r.done:
-		default:
-			n++
-		}
+	if r.done == nil {
+		return n
+	}
+	select {
+	case <-r.done: // checked first: once the work returned, draining no longer counts
+		return n
+	default:
+	}
+	select {
+	case <-r.draining:
+		n++
+	default:
 	}
 	return n
 }
@@ -111,6 +120,11 @@ func (r *Runner) Bind(ctx context.Context, open func(ctx context.Context) error)
 // cancels the work's ctx, waits for the work at most hooks.AbandonAfter and returns
 // ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did not return
 // in time). After Drain or Stop, Serve starts nothing and returns nil.
+//
+// After the work failed (returned before stop), Serve may be called again: it starts
+// the work afresh. That is how the Host restarts a failed non-essential entrypoint
+// (host.Registration.NonEssential) with its backoff; the Runner itself never
+// restarts the work on its own.
 func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) error {
 	r.mu.Lock()
 	start, err := r.guard.Serve()
@@ -120,7 +134,7 @@ func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	r.done, r.cancel = done, cancel
+	r.done, r.cancel, r.err = done, cancel, nil
 	draining := r.draining
 	r.mu.Unlock()
 
@@ -142,6 +156,8 @@ func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) err
 	default: // the work returned first
 		r.mu.Lock()
 		defer r.mu.Unlock()
+		r.cancel() // the work returned: release its ctx
+		r.guard.rearm()
 		if r.err != nil {
 			return r.err
 		}
@@ -207,5 +223,14 @@ func (r *Runner) closeDraining() {
 	case <-r.draining:
 	default:
 		close(r.draining)
+	}
+}
+
+// rearm moves a Guard from serving back to bound after the work failed, so that
+// Serve may start it again (a restart). Any other phase is kept: after Drain or Stop
+// there is nothing to restart.
+func (g *Guard) rearm() {
+	if g.phase == PhaseServing {
+		g.phase = PhaseBound
 	}
 }

@@ -14,17 +14,29 @@ import (
 // jobQueue is the shape of the README's custom entrypoint: one job at a time from a
 // channel, each taken job finished.
 func jobQueue(jobs <-chan string, handled chan<- string, hold time.Duration) Work {
+	return gatedQueue(nil, jobs, handled, hold)
+}
+
+// gatedQueue is jobQueue admitting each job through g, when not nil, while it
+// handles it inline: the Runner then counts it in flight.
+func gatedQueue(g *Gate, jobs <-chan string, handled chan<- string, hold time.Duration) Work {
 	return func(ctx context.Context, draining <-chan struct{}) error {
 		for {
 			select {
 			case <-draining:
 				return nil
 			case job := <-jobs:
+				leave := func() {}
+				if g != nil {
+					leave, _ = g.Enter()
+				}
 				select {
 				case <-time.After(hold):
 				case <-ctx.Done():
+					leave()
 					return ctx.Err()
 				}
+				leave()
 				handled <- job
 			}
 		}
@@ -70,15 +82,21 @@ func TestRunner(t *testing.T) {
 			r.Bind(context.Background(), nil)
 			stop := make(chan struct{})
 			served := make(chan error, 1)
-			go func() { served <- r.Serve(context.Background(), stop, jobQueue(jobs, handled, time.Second)) }()
+			go func() {
+				served <- r.Serve(context.Background(), stop, gatedQueue(r.Gate(), jobs, handled, time.Second))
+			}()
 			close(stop)
 			if err := <-served; err != nil {
 				t.Fatalf("Serve = %v", err)
 			}
+			synctest.Wait()
+			if n := r.InFlight(); n != 0 {
+				t.Errorf("InFlight = %d with the work idle, waiting for a job, want 0", n)
+			}
 			jobs <- "after-stop" // still taken: the drain delay keeps serving
 			synctest.Wait()
 			if n := r.InFlight(); n != 1 {
-				t.Errorf("InFlight = %d with the work running, want 1", n)
+				t.Errorf("InFlight = %d with the work handling a job, want 1", n)
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()

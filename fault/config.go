@@ -35,8 +35,11 @@ func (p Problem) String() string {
 	return p.Field + ": " + p.Reason
 }
 
-// ConfigError lists every problem found in a configuration. Nothing was started when
-// it is returned. Use errors.As to reach it through wrapping.
+// ConfigError lists every problem found in a configuration. Returned by a
+// constructor, it means nothing was started; returned later — by a Bind after
+// warmup, by an Acquire, by the Host at pre_start — it means what had started is
+// being undone by the orderly exit. Either way retrying cannot fix it: the process
+// exits 78. Use errors.As to reach it through wrapping.
 type ConfigError struct {
 	Problems []Problem
 }

@@ -3,8 +3,14 @@
 // the Host.
 //
 //   - *ConfigError lists every problem of a configuration, each with the field or
-//     environment variable it concerns. Constructors return it; nothing was started
-//     when it is returned, and a process that gets it exits 78 (EX_CONFIG).
+//     environment variable it concerns, and a process that gets it exits 78
+//     (EX_CONFIG). Constructors return it, and then nothing was started. It is also
+//     returned later, by what can only check its configuration once it meets the
+//     world — an entrypoint's Bind (a Leadership that must advance its fence on a
+//     lock that cannot, after warmup), a lock's Acquire given an empty key, the Host
+//     at pre_start for a hook registered during startup: what was started by then
+//     is undone by the orderly exit, and the error still means "fix the
+//     configuration, do not retry".
 //   - *PanicError is what a recovered panic in user code (an entrypoint method, a
 //     hook, a warmup step, a handler) becomes; it names the unit that panicked.
 //   - ErrAbandoned marks a call that did not return within its allowance and was left

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"sync"
+	"time"
 )
 
 // Check answers whether one dependency the process needs is reachable. Health returns
@@ -23,7 +24,8 @@ type Check interface {
 // Gating declares that c's failure means this replica cannot take traffic, so that
 // readiness is withdrawn (503) while it fails. Use it for what belongs to this
 // replica alone: its own sidecar, its local disk, a cache it must load, a pool it
-// exhausted. Gating(nil) is nil, which NewReadiness and NewMonitor refuse.
+// exhausted. Gating(nil) is nil, which NewReadiness and NewMonitor refuse. It keeps
+// a timing given with Every, in either order.
 //
 // A check not declared gating only degrades readiness: while it fails /readyz answers
 // 200 with status "degraded" and the check named, and the failure is logged. That is
@@ -39,20 +41,50 @@ func Gating(c Check) Check {
 	if isNil(c) {
 		return nil
 	}
-	if IsGating(c) {
-		return c
-	}
-	return gating{c}
+	d := declarationOf(c)
+	d.gates = true
+	return d
 }
 
 // IsGating reports whether c was declared with Gating.
 func IsGating(c Check) bool {
-	_, ok := c.(gating)
-	return ok
+	d, ok := c.(declared)
+	return ok && d.gates
 }
 
-// gating is a Check declared with Gating; it delegates to the check it wraps.
-type gating struct{ Check }
+// Every declares c's own timing: a running Monitor runs it every interval, each run
+// under timeout, instead of MonitorConfig.CheckInterval and CheckTimeout. A zero
+// interval or timeout keeps the Monitor's. A negative one, or a timeout not shorter
+// than the interval it ends up with, is refused by NewMonitor (and NewReadiness) with
+// a *fault.ConfigError naming Checks[name].Interval or Checks[name].Timeout. Every(nil,
+// …) is nil. It keeps a Gating declaration, in either order.
+//
+// Give a slow or expensive dependency a longer interval; give one whose failure must
+// be noticed quickly a short one. The interval is the query rate the process adds to
+// the dependency, whatever the number of probes.
+func Every(c Check, interval, timeout time.Duration) Check {
+	if isNil(c) {
+		return nil
+	}
+	d := declarationOf(c)
+	d.interval, d.timeout = interval, timeout
+	return d
+}
+
+// declared is a Check with what Gating and Every declared of it; it delegates
+// Health to the check it wraps.
+type declared struct {
+	Check
+	gates             bool
+	interval, timeout time.Duration // 0: the Monitor's
+}
+
+func declarationOf(c Check) declared {
+	if d, ok := c.(declared); ok {
+		return d
+	}
+	return declared{Check: c}
+}
 
 // CheckFunc adapts a function to Check.
 type CheckFunc func(ctx context.Context) error

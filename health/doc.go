@@ -25,13 +25,24 @@
 // # Checks
 //
 // A Check is anything with Health(ctx) error; Postgres and Dial adapt the usual
-// clients (rediskit has Redis's). Nothing is discovered: name each dependency readiness depends on. On every
-// readiness probe in the Ready state the checks run concurrently, each under its own
-// CheckTimeout. The budget is per check, not per sweep, deliberately: a driver retrying
-// an unreachable server past a sweep-wide deadline would cancel every check and leave
-// an empty breakdown in exactly the situation the breakdown is for. Per check, a hanging
-// dependency is one failed entry with its name on it, and the answer comes at
-// CheckTimeout whatever it does.
+// clients (rediskit has Redis's). Nothing is discovered: name each dependency readiness
+// depends on.
+//
+// A started Monitor (Monitor.Start; the Host starts its own) runs each check in the
+// background, one run at a time, every CheckInterval (5s) under CheckTimeout (2s), or
+// the check's own timing (Every), and every answer — /readyz, Evaluate, Subscribe, the
+// gRPC health service — is read from the last results, with their age: a probe never
+// waits on a dependency and never adds load to one. A run not answered at its timeout
+// is failing, "timed out after 2s"; the check is not run again until that call
+// returns; after three intervals without an answer its entry is stale. Failures are
+// logged when they begin and recoveries when they end, not per probe. Startup waits
+// for the first results (AwaitFirst).
+//
+// Before Start, and for the handler of NewReadiness, each answer runs the checks
+// concurrently instead, each under its own CheckTimeout. The budget is per check, not
+// per sweep, deliberately: a driver retrying an unreachable server past a sweep-wide
+// deadline would cancel every check and leave an empty breakdown in exactly the
+// situation the breakdown is for.
 //
 // # Readiness is about this replica
 //
@@ -64,8 +75,8 @@
 // A Monitor gives readiness to what is not an HTTP probe — the gRPC health service
 // (grpcentry.WithHealth), a service registry: Evaluate answers once with the verdict
 // /readyz would give, and Subscribe follows it, at once for a State (which says when it
-// changes, through Changed) and by polling for any other Source, re-running the checks
-// while Ready. A Monitor is also an http.Handler answering /readyz, so one set of
+// changes, through Changed) and by polling for any other Source, and at once for a
+// change of a check's result on a started Monitor. A Monitor is also an http.Handler answering /readyz, so one set of
 // checks gives the probe and the other transports the same verdicts.
 //
 // # The probe listener

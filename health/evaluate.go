@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,10 @@ import (
 // DefaultCheckTimeout is each check's budget when none is configured.
 const DefaultCheckTimeout = 2 * time.Second
 
+// staleAfter is how many of its intervals a check may go without an answer before
+// its entry says it is stale.
+const staleAfter = 3
+
 // The values of Report.Status.
 const (
 	ReportOK          = "ok"          // Ready, and every check that ran passed: 200
@@ -34,12 +39,20 @@ const (
 // CheckResult is one check's entry in a readiness body.
 type CheckResult struct {
 	OK bool `json:"ok"`
-	// Detail is "ok"; or, for a failure, "timed out after 2s", "panic", or the Go type
-	// of the error (see Readiness) — never the error's message.
+	// Detail is "ok"; or, for a failure, "timed out after 2s", "panic", the Go type
+	// of the error (see Readiness) — never the error's message — or "pending" for a
+	// check a running Monitor has not heard from yet.
 	Detail string `json:"detail"`
 	// Gates is true for a check declared with Gating, whose failure withdraws
 	// readiness; absent from the body otherwise.
 	Gates bool `json:"gates,omitempty"`
+	// Age is how long ago the result was taken, for a Monitor that runs its checks
+	// in the background ("1.25s"); absent when the check ran for this answer.
+	Age string `json:"age,omitempty"`
+	// Stale is true when the check has not answered for three of its intervals (a
+	// Health call that ignores its ctx, say): the result shown is the last one it
+	// gave, and it counts as a failure.
+	Stale bool `json:"stale,omitempty"`
 }
 
 // Report is the readiness body: {"status": …, "checks": {name: {"ok", "detail"}}}.
@@ -50,20 +63,24 @@ type Report struct {
 }
 
 type namedCheck struct {
-	name  string
-	check Check
-	gates bool // declared with Gating
+	name              string
+	check             Check
+	gates             bool          // declared with Gating
+	interval, timeout time.Duration // resolved: the check's own (Every) or the evaluator's
+	st                *slot         // its last result, for the background runs and the logs
 }
 
 // evaluator answers readiness from a Source and a set of checks. The Readiness handler
 // and the probe listener share it, so both give the same answer and the same body.
 type evaluator struct {
-	src     Source
-	checks  atomic.Pointer[[]namedCheck] // sorted by name; replaced whole by add, never changed in place
-	addMu   sync.Mutex                   // serialises add
-	timeout time.Duration
-	log     *zap.Logger
-	failing *prometheus.GaugeVec // nil: no metric (see newFailingGauge)
+	src      Source
+	checks   atomic.Pointer[[]namedCheck] // sorted by name; replaced whole by add, never changed in place
+	addMu    sync.Mutex                   // serialises add
+	timeout  time.Duration
+	interval time.Duration
+	log      *zap.Logger
+	failing  *prometheus.GaugeVec // nil: no metric (see newFailingGauge)
+	bg       background           // the background runs (background.go)
 }
 
 // newFailingGauge registers with reg the gauge servicewright_readiness_check_failing
@@ -85,8 +102,10 @@ func newFailingGauge(reg prometheus.Registerer) (*prometheus.GaugeVec, error) {
 }
 
 // validateChecks records every unusable entry of checks. Names must be non-empty,
-// without commas or surrounding spaces, so that ?exclude= can name each of them.
-func validateChecks(l *fault.Problems, checks map[string]Check) {
+// without commas or surrounding spaces, so that ?exclude= can name each of them. A
+// timing declared with Every must not be negative, and its timeout must be shorter
+// than its interval, each taking timeout and interval (already defaulted) when zero.
+func validateChecks(l *fault.Problems, checks map[string]Check, timeout, interval time.Duration) {
 	for _, name := range slices.Sorted(mapKeys(checks)) {
 		field := fmt.Sprintf("Checks[%q]", name)
 		switch {
@@ -97,10 +116,37 @@ func validateChecks(l *fault.Problems, checks map[string]Check) {
 		case strings.TrimSpace(name) != name:
 			l.Addf(field, "name must not begin or end with a space")
 		}
-		if isNil(checks[name]) {
+		c := checks[name]
+		if isNil(c) {
 			l.Addf(field, "must not be nil")
+			continue
+		}
+		d := declarationOf(c)
+		if d.interval < 0 {
+			l.Addf(field+".Interval", "must not be negative, got %s (0 keeps CheckInterval)", d.interval)
+		}
+		if d.timeout < 0 {
+			l.Addf(field+".Timeout", "must not be negative, got %s (0 keeps CheckTimeout)", d.timeout)
+		}
+		t, i := cmp.Or(d.timeout, timeout), cmp.Or(d.interval, interval)
+		if d.interval >= 0 && d.timeout >= 0 && (d.interval > 0 || d.timeout > 0) && t >= i {
+			l.Addf(field+".Timeout", "%s must be shorter than the check's interval, %s", t, i)
 		}
 	}
+}
+
+// validateTiming records a negative CheckTimeout or CheckInterval, and a timeout not
+// shorter than the interval (after defaults), and returns both defaulted.
+func validateTiming(l *fault.Problems, timeout, interval time.Duration) (time.Duration, time.Duration) {
+	validateTimeout(l, timeout)
+	if interval < 0 {
+		l.Addf("CheckInterval", "must not be negative, got %s (leave it 0 for the default, %s)", interval, DefaultCheckInterval)
+	}
+	timeout, interval = cmp.Or(max(timeout, 0), DefaultCheckTimeout), cmp.Or(max(interval, 0), DefaultCheckInterval)
+	if timeout >= interval {
+		l.Addf("CheckTimeout", "%s must be shorter than CheckInterval, %s: a check runs one at a time", timeout, interval)
+	}
+	return timeout, interval
 }
 
 func validateTimeout(l *fault.Problems, d time.Duration) {
@@ -137,21 +183,29 @@ func isNil(v any) bool {
 	return false
 }
 
-// newEvaluator expects validated arguments; a zero timeout becomes the default.
-func newEvaluator(src Source, checks map[string]Check, timeout time.Duration, log *zap.Logger) *evaluator {
-	if timeout == 0 {
-		timeout = DefaultCheckTimeout
-	}
+// newEvaluator expects validated arguments; a zero timeout or interval becomes the
+// default.
+func newEvaluator(src Source, checks map[string]Check, timeout, interval time.Duration, log *zap.Logger) *evaluator {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	e := &evaluator{src: src, timeout: timeout, log: log}
+	e := &evaluator{src: src, timeout: cmp.Or(timeout, DefaultCheckTimeout), interval: cmp.Or(interval, DefaultCheckInterval), log: log}
 	list := make([]namedCheck, 0, len(checks))
 	for _, name := range slices.Sorted(mapKeys(checks)) {
-		list = append(list, namedCheck{name, checks[name], IsGating(checks[name])})
+		list = append(list, e.named(name, checks[name]))
 	}
 	e.checks.Store(&list)
 	return e
+}
+
+// named resolves c's declaration and timing.
+func (e *evaluator) named(name string, c Check) namedCheck {
+	d := declarationOf(c)
+	return namedCheck{
+		name: name, check: d.Check, gates: d.gates,
+		interval: cmp.Or(d.interval, e.interval), timeout: cmp.Or(d.timeout, e.timeout),
+		st: &slot{poke: make(chan struct{}, 1)},
+	}
 }
 
 // list returns the checks, sorted by name. The slice is never modified.
@@ -159,12 +213,13 @@ func (e *evaluator) list() []namedCheck { return *e.checks.Load() }
 
 // add adds the check c under name, validated as a Checks entry is: a bad name, a nil
 // check or a name already in use is a *fault.ConfigError naming Checks[name]. An
-// evaluation under way keeps the set it began with; the next one runs c too.
+// evaluation under way keeps the set it began with; the next one runs c too, and
+// background runs under way start running it.
 func (e *evaluator) add(name string, c Check) error {
 	e.addMu.Lock()
 	defer e.addMu.Unlock()
 	var l fault.Problems
-	validateChecks(&l, map[string]Check{name: c})
+	validateChecks(&l, map[string]Check{name: c}, e.timeout, e.interval)
 	old := e.list()
 	if slices.ContainsFunc(old, func(n namedCheck) bool { return n.name == name }) {
 		l.Addf(fmt.Sprintf("Checks[%q]", name), "name is used by more than one check")
@@ -172,9 +227,11 @@ func (e *evaluator) add(name string, c Check) error {
 	if err := l.Err(); err != nil {
 		return err
 	}
-	list := append(slices.Clone(old), namedCheck{name, c, IsGating(c)})
+	nc := e.named(name, c)
+	list := append(slices.Clone(old), nc)
 	slices.SortFunc(list, func(a, b namedCheck) int { return strings.Compare(a.name, b.name) })
 	e.checks.Store(&list)
+	e.bg.spawn(e, nc)
 	return nil
 }
 
@@ -229,9 +286,11 @@ func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown
 	return skip, unknown
 }
 
-// report answers readiness. Checks run only when the Source says Ready: before that
+// report answers readiness. Checks count only when the Source says Ready: before that
 // and while draining the answer is the state alone, which is cheap and exactly what a
-// load balancer needs.
+// load balancer needs. Once the background runs started (Monitor.Start) the answer is
+// read from their last results and never waits on a dependency; before, the checks
+// run for the answer.
 func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int, rep Report) {
 	rep.Checks = map[string]CheckResult{}
 	switch e.status() {
@@ -249,17 +308,16 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 			run = append(run, c)
 		}
 	}
+	var results []CheckResult
+	if e.bg.started() {
+		results = e.lastResults(run)
+	} else {
+		results = e.run(ctx, run)
+	}
 	rep.Status = ReportOK
-	for i, res := range e.run(ctx, run) {
+	for i, res := range results {
 		res.Gates = run[i].gates
 		rep.Checks[run[i].name] = res
-		if e.failing != nil {
-			v := 0.0
-			if !res.OK {
-				v = 1
-			}
-			e.failing.WithLabelValues(run[i].name, strconv.FormatBool(res.Gates)).Set(v)
-		}
 		switch {
 		case res.OK:
 		case res.Gates:
@@ -275,74 +333,104 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 }
 
 // run runs checks concurrently, each under its own timeout, and returns their results
-// in order. It returns when every check has, or when the timeout has passed, whichever
-// comes first: a check still running then is reported as timed out and left to finish
-// on its own (its ctx is already cancelled), its result discarded. When ctx ends first
-// (the prober went away), the checks still running are reported as cancelled.
+// in order. It returns when every check has answered or reached its timeout: a check
+// still running then is reported as timed out and left to finish on its own (its ctx
+// is already cancelled), its result discarded. When ctx ends first (the prober went
+// away), the checks still running are reported as canceled.
 func (e *evaluator) run(ctx context.Context, checks []namedCheck) []CheckResult {
-	type outcome struct {
-		i   int
-		res CheckResult
-	}
-	out := make(chan outcome, len(checks)) // buffered: a late check never blocks
-	for i, c := range checks {
-		cctx, cancel := context.WithTimeout(ctx, e.timeout)
-		go func() {
-			defer cancel()
-			err := safe.Call(fmt.Sprintf("health check %q", c.name), func() error { return c.check.Health(cctx) })
-			out <- outcome{i, e.judge(c, cctx, err)}
-		}()
-	}
-	// Started after every check's context, so no check is cut before its own deadline.
-	timer := time.NewTimer(e.timeout)
-	defer timer.Stop()
 	results := make([]CheckResult, len(checks))
-	got := make([]bool, len(checks))
-	pending := len(checks)
-	late := CheckResult{Detail: "timed out after " + e.timeout.String()}
-wait:
-	for pending > 0 {
-		select {
-		case o := <-out:
-			results[o.i], got[o.i] = o.res, true
-			pending--
-		case <-timer.C:
-			break wait
-		case <-ctx.Done():
-			late.Detail = "canceled"
-			break wait
-		}
+	var wg sync.WaitGroup
+	for i, c := range checks {
+		wg.Go(func() {
+			res, _, ok := e.once(ctx, c)
+			if !ok {
+				res = CheckResult{Detail: "canceled"}
+			}
+			results[i] = res
+		})
 	}
-	for i := range results {
-		if !got[i] {
-			results[i] = late
-		}
-	}
+	wg.Wait()
 	return results
 }
 
-// judge turns a check's outcome into its entry, logging failures (with the error's
-// message: logs are not served to whoever reaches the probe) and whether they
-// withdraw readiness or only degrade it.
+// once runs c once under its timeout and records the result. It returns when c
+// answered or its timeout passed, whichever is first: running is then the channel on
+// which the Health call still running (its ctx cancelled) will return, nil when it
+// has returned. ok is false when ctx ended first; nothing is recorded then.
+func (e *evaluator) once(ctx context.Context, c namedCheck) (res CheckResult, running <-chan struct{}, ok bool) {
+	cctx, cancel := context.WithTimeout(ctx, c.timeout)
+	done := make(chan struct{})
+	var err error
+	go func() {
+		defer close(done)
+		defer cancel()
+		err = safe.Call(fmt.Sprintf("health check %q", c.name), func() error { return c.check.Health(cctx) })
+	}()
+	// Started after the check's context, so no check is cut before its own deadline.
+	timer := time.NewTimer(c.timeout)
+	defer timer.Stop()
+	var cause error // what the log says
+	select {
+	case <-done:
+		if ctx.Err() != nil && !errors.Is(cctx.Err(), context.DeadlineExceeded) {
+			return CheckResult{}, nil, false
+		}
+		res, cause = e.judge(c, cctx, err), err
+	case <-timer.C:
+		res, running = CheckResult{Detail: "timed out after " + c.timeout.String()}, done
+		cause = context.DeadlineExceeded
+	case <-ctx.Done():
+		return CheckResult{}, done, false
+	}
+	e.record(c, res, cause)
+	return res, running, true
+}
+
+// judge turns a check's outcome into its entry.
 func (e *evaluator) judge(c namedCheck, ctx context.Context, err error) CheckResult {
 	if err == nil {
 		return CheckResult{OK: true, Detail: "ok"}
 	}
+	res := CheckResult{Detail: ErrorType(err)}
+	if _, ok := errors.AsType[*fault.PanicError](err); ok {
+		res.Detail = "panic"
+	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		res.Detail = "timed out after " + c.timeout.String()
+	}
+	return res
+}
+
+// record keeps res as c's last result, sets the gauge, and when the result differs
+// from the one before (ok or not, and the detail) logs the change — the failure with
+// the error's message (logs are not served to whoever reaches the probe) and whether
+// it withdraws readiness or only degrades it; the recovery — and wakes whoever
+// follows the results. A check failing the same way at every run is logged once.
+func (e *evaluator) record(c namedCheck, res CheckResult, err error) {
+	prev := c.st.last.Swap(&result{res: res, at: time.Now()})
+	if e.failing != nil {
+		v := 0.0
+		if !res.OK {
+			v = 1
+		}
+		e.failing.WithLabelValues(c.name, strconv.FormatBool(c.gates)).Set(v)
+	}
+	if prev != nil && prev.res.OK == res.OK && prev.res.Detail == res.Detail {
+		return
+	}
+	defer e.bg.notify()
 	effect := zap.String("readiness", ReportDegraded) // kept: a shared dependency
 	if c.gates {
 		effect = zap.String("readiness", "withdrawn")
 	}
-	res := CheckResult{Detail: ErrorType(err)}
-	if _, ok := errors.AsType[*fault.PanicError](err); ok {
-		res.Detail = "panic"
+	switch {
+	case res.OK && prev != nil:
+		e.log.Info("readiness check recovered", zap.String("check", c.name))
+	case res.OK:
+	case res.Detail == "panic":
 		logPanic(e.log, "readiness check panicked", err, zap.String("check", c.name), effect)
-		return res
+	default:
+		e.log.Warn("readiness check failed", zap.String("check", c.name), zap.String("detail", res.Detail), effect, zap.Error(err))
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		res.Detail = "timed out after " + e.timeout.String()
-	}
-	e.log.Warn("readiness check failed", zap.String("check", c.name), zap.String("detail", res.Detail), effect, zap.Error(err))
-	return res
 }
 
 // ErrorType names err for a probe body: the Go type (as fmt's %T prints it) of the

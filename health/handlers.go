@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -87,7 +88,10 @@ type ReadinessConfig struct {
 // Cache-Control: no-store.
 //
 // Each probe runs every check, so the probe period is a real query rate against each
-// dependency. Keep the endpoint internal, like /metrics.
+// dependency, and a hung one holds the answer for its timeout. For answers read from
+// checks run in the background, serve a started Monitor instead (it is an
+// http.Handler with the same answers); the Host does. Keep the endpoint internal,
+// like /metrics.
 //
 // Like NewMonitor, it takes its configuration first and the Source second. An invalid argument (nil src, a nil or badly named check, a negative
 // CheckTimeout) returns a *fault.ConfigError listing each problem by field.
@@ -95,7 +99,7 @@ func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 	var l fault.Problems
 	validateSource(&l, src)
 	validateTimeout(&l, cfg.CheckTimeout)
-	validateChecks(&l, cfg.Checks)
+	validateChecks(&l, cfg.Checks, cmp.Or(max(cfg.CheckTimeout, 0), DefaultCheckTimeout), DefaultCheckInterval)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -104,7 +108,7 @@ func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 		l.Addf("Registerer", "%v", err)
 		return nil, l.Err()
 	}
-	e := newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.Logger)
+	e := newEvaluator(src, cfg.Checks, cfg.CheckTimeout, 0, cfg.Logger)
 	e.failing = failing
 	return readiness{e}, nil
 }

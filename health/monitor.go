@@ -33,11 +33,13 @@ type MonitorConfig struct {
 	// Checks are the dependencies the process cannot serve without, by name, as in
 	// ReadinessConfig: give both the same map and they give the same verdicts.
 	Checks map[string]Check
-	// CheckTimeout is each check's own budget. 0 means DefaultCheckTimeout (2s);
-	// negative is refused.
+	// CheckTimeout is each check's own budget: a check that has not answered by then
+	// is failing, "timed out after …". 0 means DefaultCheckTimeout (2s); negative is
+	// refused, and so is a timeout not shorter than CheckInterval.
 	CheckTimeout time.Duration
-	// CheckInterval is how often a subscription runs the checks again while the
-	// Source is Ready, to notice a dependency going away or coming back. Default 5s.
+	// CheckInterval is how often a started Monitor runs each check in the
+	// background (and a subscription of one not started runs them again while the
+	// Source is Ready). Default 5s. A check may have its own (Every).
 	CheckInterval time.Duration
 	// PollInterval is how often a subscription reads a Source that is not a
 	// Notifier. Default 20ms.
@@ -53,8 +55,13 @@ type MonitorConfig struct {
 // A Monitor gives readiness to a transport other than HTTP — the gRPC health
 // service, a service registry — with the same verdicts as the readiness probe:
 // Evaluate answers once, Subscribe follows the changes, and ServeHTTP is the probe
-// itself. Make one with NewMonitor; it is safe for concurrent use and holds no
-// goroutine of its own.
+// itself. Make one with NewMonitor; it is safe for concurrent use.
+//
+// Started (Start), it runs each check in the background, one run at a time, every
+// CheckInterval (or the check's own, Every), and every answer — ServeHTTP, Evaluate,
+// Subscribe — is read from the last results and their age: it never waits on a
+// dependency, and the number of probes never changes the load on one. Before Start
+// each answer runs the checks itself, as NewReadiness's handler does.
 type Monitor struct {
 	e    *evaluator
 	cfg  MonitorConfig
@@ -68,19 +75,13 @@ type Monitor struct {
 func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	var l fault.Problems
 	validateSource(&l, src)
-	validateTimeout(&l, cfg.CheckTimeout)
-	validateChecks(&l, cfg.Checks)
-	for _, d := range []struct {
-		field string
-		v     *time.Duration
-		def   time.Duration
-	}{{"CheckInterval", &cfg.CheckInterval, DefaultCheckInterval}, {"PollInterval", &cfg.PollInterval, DefaultPollInterval}} {
-		switch {
-		case *d.v < 0:
-			l.Addf(d.field, "must not be negative, got %s", *d.v)
-		case *d.v == 0:
-			*d.v = d.def
-		}
+	cfg.CheckTimeout, cfg.CheckInterval = validateTiming(&l, cfg.CheckTimeout, cfg.CheckInterval)
+	validateChecks(&l, cfg.Checks, cfg.CheckTimeout, cfg.CheckInterval)
+	switch {
+	case cfg.PollInterval < 0:
+		l.Addf("PollInterval", "must not be negative, got %s", cfg.PollInterval)
+	case cfg.PollInterval == 0:
+		cfg.PollInterval = DefaultPollInterval
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
@@ -90,7 +91,7 @@ func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 		l.Addf("Registerer", "%v", err)
 		return nil, l.Err()
 	}
-	m := &Monitor{e: newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.Logger), cfg: cfg}
+	m := &Monitor{e: newEvaluator(src, cfg.Checks, cfg.CheckTimeout, cfg.CheckInterval, cfg.Logger), cfg: cfg}
 	m.e.failing = failing
 	if n, ok := src.(Notifier); ok {
 		m.note = n
@@ -100,7 +101,9 @@ func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 
 // AddCheck adds the check c under name to those the Monitor runs, as if it had been
 // in MonitorConfig.Checks: the next evaluation, and the next run of every
-// subscription, runs it; an evaluation under way keeps the checks it began with. An
+// subscription, runs it; an evaluation under way keeps the checks it began with. On
+// a started Monitor its background runs begin at once, and until its first answer
+// its entry is failing, "pending". An
 // empty name, one with a comma or surrounding spaces, a nil c, or a name already in
 // use is a *fault.ConfigError naming Checks[name], and nothing is added. It is safe
 // to call concurrently with Evaluate and Subscribe.
@@ -118,10 +121,66 @@ func (m *Monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // ReportDegraded (a check that does not gate traffic failed; see Gating).
 func (r Report) Serving() bool { return r.Status == ReportOK || r.Status == ReportDegraded }
 
-// Evaluate answers readiness now, exactly as the readiness probe would: without
-// running a check while the Source is not Ready, and otherwise running every check
-// concurrently, each under CheckTimeout. A check still running when ctx is done is
-// reported as canceled.
+// Start begins running each check in the background: at once, then every
+// CheckInterval (or its own, Every) from the start of one run to the start of the
+// next, each run under CheckTimeout (or its own). From then on every answer is read
+// from the last results. The steps of one check's run:
+//   - it answers within its timeout: that is its result;
+//   - it has not answered at its timeout: its result is failing, "timed out after
+//     …", its ctx is cancelled, and its next run waits for that Health call to
+//     return, so a hung dependency never has more than one of our checks waiting;
+//   - it has given no answer for three intervals (a Health call that ignores its
+//     ctx): its entry is stale, "stale": true, and counts as failing.
+//
+// A failure is logged when it begins (and when its kind changes), a recovery when it
+// ends: not once per run, nor once per probe. Once the Source is Draining the runs end,
+// as no answer needs them. Start returns at once; a second Start, or a Start after
+// Stop, does nothing. Use AwaitFirst to wait for the first results.
+func (m *Monitor) Start() { m.e.bg.start(m.e) }
+
+// Stop ends the background runs and waits for their goroutines. A Health call still
+// running is not waited for: its ctx is cancelled and it ends on its own. The last
+// results are kept, and go stale. Stop before Start, or twice, is safe.
+func (m *Monitor) Stop() { m.e.bg.stop() }
+
+// AwaitFirst waits until every check has its first result — an answer, or its
+// timeout — so at most the longest CheckTimeout after Start, or until ctx is done,
+// returning ctx.Err() then. The Host calls it before it reports Ready, so that a
+// failing gating check is never reported ready for a moment. Before Start it waits
+// for ctx.
+func (m *Monitor) AwaitFirst(ctx context.Context) error { return m.e.awaitFirst(ctx) }
+
+// Recheck runs the named check now on a started Monitor instead of at its next
+// interval (after the run under way, if any); the answers change when it has
+// answered. It does nothing for an unknown name or before Start.
+func (m *Monitor) Recheck(name string) {
+	for _, c := range m.e.list() {
+		if c.name == name {
+			select {
+			case c.st.poke <- struct{}{}:
+			default: // one is already due
+			}
+		}
+	}
+}
+
+// Checks returns each check's last result, with its age and whether it gates, read
+// from the background runs whatever the Source says (while draining too): before
+// Start every entry is "pending". It runs no check; /debug/lifecycle shows it.
+func (m *Monitor) Checks() map[string]CheckResult {
+	list := m.e.list()
+	out := make(map[string]CheckResult, len(list))
+	for i, res := range m.e.lastResults(list) {
+		res.Gates = list[i].gates
+		out[list[i].name] = res
+	}
+	return out
+}
+
+// Evaluate answers readiness now, exactly as the readiness probe would: without a
+// check while the Source is not Ready; otherwise, on a started Monitor, from the last
+// results, at once; before Start, running every check concurrently, each under its
+// timeout. A check still running when ctx is done is reported as canceled.
 func (m *Monitor) Evaluate(ctx context.Context) Report {
 	_, rep := m.e.report(ctx, nil)
 	return rep
@@ -156,6 +215,7 @@ func (m *Monitor) follow(ctx context.Context, fn func(Report)) {
 	defer recheck.Stop()
 	for {
 		changed := m.changed()
+		results := m.e.bg.wake()
 		before := m.e.status()
 		rep := m.evaluateUntilChange(ctx, before)
 		if ctx.Err() != nil {
@@ -169,7 +229,10 @@ func (m *Monitor) follow(ctx context.Context, fn func(Report)) {
 			fn(rep)
 		}
 		recheck.Reset(m.cfg.CheckInterval)
-		if !m.wait(ctx, changed, before, recheck.C) {
+		if !m.e.bg.started() {
+			results = nil // nothing changes a result but the next run
+		}
+		if !m.wait(ctx, changed, results, before, recheck.C) {
 			return
 		}
 	}
@@ -183,9 +246,9 @@ func (m *Monitor) changed() <-chan struct{} {
 	return m.note.Changed()
 }
 
-// wait returns true when the Source has left before, or when recheck fires while it
-// is Ready; false when ctx is done.
-func (m *Monitor) wait(ctx context.Context, changed <-chan struct{}, before Status, recheck <-chan time.Time) bool {
+// wait returns true when the Source has left before, when a check's result changed
+// (results closed), or when recheck fires while it is Ready; false when ctx is done.
+func (m *Monitor) wait(ctx context.Context, changed, results <-chan struct{}, before Status, recheck <-chan time.Time) bool {
 	var poll <-chan time.Time
 	if changed == nil {
 		t := time.NewTicker(m.cfg.PollInterval)
@@ -197,6 +260,8 @@ func (m *Monitor) wait(ctx context.Context, changed <-chan struct{}, before Stat
 		case <-ctx.Done():
 			return false
 		case <-changed:
+			return true
+		case <-results:
 			return true
 		case <-poll:
 			if m.e.status() != before {
@@ -213,7 +278,7 @@ func (m *Monitor) wait(ctx context.Context, changed <-chan struct{}, before Stat
 // evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
 // leaves before.
 func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
-	if before != Ready || len(m.e.list()) == 0 {
+	if before != Ready || len(m.e.list()) == 0 || m.e.bg.started() {
 		return m.Evaluate(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -221,7 +286,7 @@ func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() {
-		if m.wait(ctx, m.changed(), before, nil) {
+		if m.wait(ctx, m.changed(), nil, before, nil) {
 			cancel()
 		}
 	})

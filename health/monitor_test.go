@@ -72,7 +72,7 @@ func TestMonitorWithdrawalCancelsARunningCheck(t *testing.T) {
 			return ctx.Err()
 		})
 		m, err := health.NewMonitor(health.MonitorConfig{
-			Checks: map[string]health.Check{"slow": slow}, CheckTimeout: time.Hour, CheckInterval: time.Second,
+			Checks: map[string]health.Check{"slow": slow}, CheckTimeout: 900 * time.Millisecond, CheckInterval: time.Second,
 		}, st)
 		if err != nil {
 			t.Fatal(err)
@@ -104,7 +104,7 @@ func TestMonitorRechecksWhileReady(t *testing.T) {
 			return nil
 		})
 		m, err := health.NewMonitor(health.MonitorConfig{
-			Checks: map[string]health.Check{"db": check}, CheckInterval: time.Second,
+			Checks: map[string]health.Check{"db": check}, CheckInterval: time.Second, CheckTimeout: 500 * time.Millisecond,
 		}, ready())
 		if err != nil {
 			t.Fatal(err)
@@ -190,7 +190,7 @@ func TestMonitorAddCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var st health.State
 		st.Set(health.Ready)
-		m, err := health.NewMonitor(health.MonitorConfig{CheckInterval: time.Second}, &st)
+		m, err := health.NewMonitor(health.MonitorConfig{CheckInterval: time.Second, CheckTimeout: 500 * time.Millisecond}, &st)
 		if err != nil {
 			t.Fatal(err)
 		}

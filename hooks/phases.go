@@ -8,8 +8,8 @@ import (
 const (
 	// AbandonAfter is the one grace the framework gives a call whose ctx is done
 	// (its window ran out, or it was cut short) before abandoning it, still running:
-	// the Host waits it for a drain phase (then the next phase runs) and for a warmup
-	// step, the Kafka consumer for the handlers of a generation whose partitions were
+	// the Host waits it for a drain phase (then the next phase runs) and, at a stop
+	// during startup, for a warmup step, a start hook or a Bind; the Kafka consumer for the handlers of a generation whose partitions were
 	// revoked, and the gRPC server for its Stop when the Host gave up on its Serve. A call that honours its ctx returns well within it; one that
 	// does not is not waited for longer.
 	AbandonAfter = time.Second

@@ -30,6 +30,9 @@ func (hangingFlush) ForceFlush(context.Context) error             { return nil }
 // the test ends.
 type hangs struct {
 	serve, drain, stop, phase, preShutdown, postShutdown, warmupStop, scope, flush, cooperative bool
+	// capped: three drain phases with a MaxDuration of 200ms each instead of one
+	// without; each hangs when phase does.
+	capped bool
 }
 
 func (h hangs) spec(j *journal, n int, b host.Budgets, release chan struct{}) host.AppSpec {
@@ -56,12 +59,19 @@ func (h hangs) spec(j *journal, n int, b host.Budgets, release chan struct{}) ho
 		}
 		return ok
 	}
-	reg.AddDrainPhase(hooks.DrainPhase{Name: "phase", Run: func(ctx context.Context, _ time.Duration) error {
+	phase := func(ctx context.Context, _ time.Duration) error {
 		if h.phase {
 			<-release
 		}
 		return nil
-	}})
+	}
+	if h.capped {
+		for i := range 3 {
+			reg.AddDrainPhase(hooks.DrainPhase{Name: fmt.Sprint("capped", i), Order: i, MaxDuration: 200 * time.Millisecond, Run: phase})
+		}
+	} else {
+		reg.AddDrainPhase(hooks.DrainPhase{Name: "phase", Run: phase})
+	}
 	reg.AddPreShutdown("pre", pick(h.preShutdown))
 	reg.AddPostShutdown("post", pick(h.postShutdown))
 	spec.Warmups = []host.Step{{Name: "pool", Start: ok, Stop: pick(h.warmupStop)}}
@@ -74,11 +84,22 @@ func (h hangs) spec(j *journal, n int, b host.Budgets, release chan struct{}) ho
 
 func TestEveryExitIsBounded(t *testing.T) {
 	t.Run("with every step hung, the exit fits the logged worst case", func(t *testing.T) {
-		all := hangs{true, true, true, true, true, true, true, true, true, true}
+		all := hangs{true, true, true, true, true, true, true, true, true, true, false}
 		for _, n := range []int{1, 3} {
 			synctest.Test(t, func(t *testing.T) {
 				measureExit(t, all, n, host.Budgets{DrainDelay: 3 * time.Second, DrainPhasesBudget: 2 * time.Second,
 					DrainGrace: 4 * time.Second, StepTimeout: time.Second})
+			})
+		}
+	})
+
+	// Each capped phase that ignores its cancellation costs its MaxDuration and the
+	// second it is given before abandonment: 3 x 1.2s, not 3 x 0.2s + 1s.
+	t.Run("with capped phases hung, the exit fits the logged worst case", func(t *testing.T) {
+		for _, h := range []hangs{{phase: true, capped: true}, {true, true, true, true, true, true, true, true, true, true, true}} {
+			synctest.Test(t, func(t *testing.T) {
+				measureExit(t, h, 1, host.Budgets{DrainPhasesBudget: 10 * time.Second, DrainGrace: time.Second,
+					StepTimeout: 100 * time.Millisecond})
 			})
 		}
 	})
@@ -89,7 +110,7 @@ func TestEveryExitIsBounded(t *testing.T) {
 		for i := range 40 {
 			var h hangs
 			for _, p := range []*bool{&h.serve, &h.drain, &h.stop, &h.phase, &h.preShutdown, &h.postShutdown,
-				&h.warmupStop, &h.scope, &h.flush, &h.cooperative} {
+				&h.warmupStop, &h.scope, &h.flush, &h.cooperative, &h.capped} {
 				*p = rng.IntN(2) == 0
 			}
 			b := host.Budgets{DrainDelay: d(), DrainPhasesBudget: d() + time.Millisecond, DrainGrace: d() + time.Millisecond,
@@ -135,7 +156,7 @@ func measureExit(t *testing.T, h hangs, n int, b host.Budgets) {
 	// A hung flush is a warning, not a timeout: the exit code is the work's. A hung
 	// post_shutdown hook runs after the verdict and is reported beside it.
 	rest := h
-	rest.flush, rest.postShutdown = false, false
+	rest.flush, rest.postShutdown, rest.capped = false, false, false
 	hung := rest != hangs{}
 	if hung && err == nil {
 		t.Errorf("Run = nil with hung steps %+v; want a timeout", h)

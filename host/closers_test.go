@@ -105,7 +105,9 @@ func TestShutdownsCountedBeforeProbesClose(t *testing.T) {
 			for _, mf := range mfs {
 				if mf.GetName() == "servicewright_shutdowns_total" {
 					for _, m := range mf.GetMetric() {
-						seen = m.GetCounter().GetValue()
+						if m.GetLabel()[0].GetValue() == "success" {
+							seen = m.GetCounter().GetValue()
+						}
 					}
 				}
 			}
@@ -115,6 +117,9 @@ func TestShutdownsCountedBeforeProbesClose(t *testing.T) {
 		h = x.Host()
 		x.Start()
 		x.WaitStage(host.StageServe)
+		if got := shutdownsCounted(t, h); len(got) != 4 || got["success"] != 0 {
+			t.Errorf("servicewright_shutdowns_total while serving = %v, want each of the four results at 0", got)
+		}
 		x.Stop()
 		if err := x.Wait(); err != nil {
 			t.Fatal(err)
@@ -123,4 +128,22 @@ func TestShutdownsCountedBeforeProbesClose(t *testing.T) {
 			t.Errorf("servicewright_shutdowns_total = %v in a post_shutdown hook, want 1", seen)
 		}
 	})
+}
+
+// shutdownsCounted is servicewright_shutdowns_total by result, as /metrics exports it.
+func shutdownsCounted(t *testing.T, h *host.Host) map[string]float64 {
+	t.Helper()
+	mfs, err := h.Gatherer().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() == "servicewright_shutdowns_total" {
+			for _, m := range mf.GetMetric() {
+				got[m.GetLabel()[0].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	return got
 }

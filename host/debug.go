@@ -25,7 +25,10 @@ type Lifecycle struct {
 	Draining    bool                   `json:"draining"`
 	Entrypoints []EntrypointStatus     `json:"entrypoints"`
 	Leadership  map[string]lock.Status `json:"leadership"`
-	PreStop     *PreStopStatus         `json:"prestop,omitempty"` // once a PreStop was accepted (prestop_pending.go)
+	// Checks are the readiness checks' last results, with their age, as the
+	// background runs left them (health.Monitor.Checks): reading them runs none.
+	Checks  map[string]health.CheckResult `json:"checks"`
+	PreStop *PreStopStatus                `json:"prestop,omitempty"` // once a PreStop was accepted (prestop_pending.go)
 }
 
 // EntrypointStatus is one entrypoint in /debug/lifecycle. Detail is what an
@@ -54,6 +57,7 @@ func (h *Host) Lifecycle() Lifecycle {
 		Entrypoints: make([]EntrypointStatus, 0, len(entries)),
 		Leadership:  map[string]lock.Status{},
 		PreStop:     h.preStopStatus(),
+		Checks:      h.monitor.Checks(),
 	}
 	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.uber.org/zap"
 
@@ -34,9 +35,10 @@ type Host struct {
 	steps     []Step
 	lifecycle *hooks.Registry // the container's; AppSpec.Lifecycle is read beside it
 	checks    map[string]health.Check
-	probe     *probeListener  // nil when disabled (probes.go)
-	monitor   *health.Monitor // readiness and checks: /readyz and other transports (monitor.go)
-	monitored map[string]bool // the names of the checks the Monitor was built with
+	probe     *probeListener         // nil when disabled (probes.go)
+	monitor   *health.Monitor        // readiness and checks: /readyz and other transports (monitor.go)
+	monitored map[string]bool        // the names of the checks the Monitor was built with
+	restarts  *prometheus.CounterVec // servicewright_entrypoint_restarts_total (restart.go)
 
 	state    health.State // what startup reached; the shutdown handle overrides it
 	shutdown *Shutdown
@@ -93,9 +95,13 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.tel, h.log = tel, tel.log
 	h.log = h.log.With(zap.String("instance", h.instance))
 
+	if h.restarts, err = newRestartCounter(tel.reg); err != nil {
+		return nil, err
+	}
 	var problems fault.Problems
 	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
+	h.spec.CheckInterval = checkTiming(h.opts.lookup, &h.spec, &problems) // monitor.go
 	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.configurePreStop(&problems) // prestop_auth.go: its token, its metrics
 	h.lifecycle = &hooks.Registry{}
@@ -211,12 +217,15 @@ func (h *Host) ProbeAddr() string {
 	return h.probe.boundAddr().String()
 }
 
-// WorstCase sums, figure by figure, the longest orderly exit of this service: the
-// drain delay (overlapping the wait for Serve to return), the drain phases' budget
-// plus 1 s, one DrainGrace window plus 5 s shared by every Drain, then StepTimeout
-// (plus the short grace before an abandonment) for each entrypoint's Stop, the wait
-// for Serve, each shutdown hook, each warmup Stop, closing the container, flushing
-// telemetry and closing the probe listener. Each figure is named after its stage.
+// WorstCase sums, figure by figure, the longest orderly exit of this service, from
+// the stop (or from PreStop): the drain delay followed by the wait for Serve to
+// return, the drain phases (each MaxDuration + 1 s, at most DrainPhasesBudget + 1 s),
+// one DrainGrace window plus 1 s shared by every Drain, then StepTimeout (plus the
+// short grace before an abandonment) for each entrypoint's Stop, the wait for Serve,
+// each shutdown hook, each warmup Stop, closing the container, flushing telemetry
+// and closing the probe listener; with no drain phase, the 1 s a startup step cut
+// short by the stop is waited for. Each figure is named after its stage; the
+// worstCase function in worstcase.go says why each is what it is.
 // Until startup reaches pre_start it counts the hooks and phases registered so far;
 // from then on, those of the run, including what was registered during startup.
 func (h *Host) WorstCase() WorstCase {
@@ -234,6 +243,7 @@ func (h *Host) worstCaseLocked() WorstCase {
 		entrypoints:  len(h.regs),
 		drainPhases:  len(lc.phases),
 		phasesMax:    phasesMax(lc.phases),
+		startSteps:   len(h.steps) + len(h.regs) + len(lc.hooks[hooks.PreStart]) + len(lc.hooks[hooks.PostStart]),
 		preShutdown:  len(lc.hooks[hooks.PreShutdown]),
 		postShutdown: len(lc.hooks[hooks.PostShutdown]),
 		container:    h.scope != nil,

@@ -1,9 +1,12 @@
 package host
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
+	"time"
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
@@ -65,9 +68,10 @@ func (h *Host) buildMonitor(extra []namedCheck) (*health.Monitor, error) {
 		}
 	}
 	m, err := health.NewMonitor(health.MonitorConfig{
-		Checks:       checks,
-		CheckTimeout: max(h.spec.Probes.CheckTimeout, 0),
-		Logger:       h.log.Named("health"),
+		Checks:        checks,
+		CheckTimeout:  max(h.spec.Probes.CheckTimeout, 0),
+		CheckInterval: h.spec.CheckInterval,
+		Logger:        h.log.Named("health"),
 		// The gauge of each check that fails, gating or not: a degraded replica
 		// stays in rotation, so the metric is how an operator sees it.
 		Registerer: h.tel.reg,
@@ -100,6 +104,39 @@ func (h *Host) settleMonitor() error {
 		}
 	}
 	return nil
+}
+
+// checkTiming applies SW_CHECK_INTERVAL over spec.CheckInterval and checks it
+// against the checks' timeout (Probes.CheckTimeout, with SW_CHECK_TIMEOUT already
+// applied): a negative interval, or a timeout not shorter than the interval, is a
+// problem naming both fields and their variables. It returns the interval to use: on
+// a problem, one the Monitor accepts, so that the problem is reported once.
+func checkTiming(lookup func(string) (string, bool), spec *AppSpec, l *fault.Problems) time.Duration {
+	interval := spec.CheckInterval
+	if v, ok := lookup("SW_CHECK_INTERVAL"); ok && strings.TrimSpace(v) != "" {
+		got, err := parseDuration(v, false)
+		switch {
+		case err != nil:
+			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "%v (want e.g. \"5s\" or \"500ms\")", err)
+		case got <= 0:
+			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "must be positive, got %s", got)
+		case got > MaxBudget:
+			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "%s is above the ceiling of %s", got, MaxBudget)
+		default:
+			interval = got
+		}
+	}
+	if interval < 0 {
+		l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "must not be negative, got %s (leave it 0 for the default, %s)", interval, health.DefaultCheckInterval)
+		return 0
+	}
+	timeout := cmp.Or(max(spec.Probes.CheckTimeout, 0), health.DefaultCheckTimeout)
+	if i := cmp.Or(interval, health.DefaultCheckInterval); timeout >= i {
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT",
+			"%s must be shorter than CheckInterval (SW_CHECK_INTERVAL), %s: each check runs one at a time, every interval", timeout, i)
+		return timeout + time.Second // only to build the Monitor: New fails
+	}
+	return interval
 }
 
 // Changed makes the Host's readiness a health.Notifier, so that a Monitor follows it

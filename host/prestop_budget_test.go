@@ -129,7 +129,7 @@ func TestPreStopHonoursTheBudgets(t *testing.T) {
 // (the preStop hook, then SIGTERM once it returns) ends within the logged worst case,
 // counted from the PreStop call as the orchestrator's grace period is.
 func TestPreStopPathFitsTheWorstCase(t *testing.T) {
-	all := hangs{true, true, true, true, true, true, true, true, true, false}
+	all := hangs{true, true, true, true, true, true, true, true, true, false, false}
 	for _, c := range []struct {
 		name string
 		n    int

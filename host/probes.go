@@ -77,7 +77,9 @@ func newProbeListener(cfg health.ListenerConfig, routes probeRoutes, log *zap.Lo
 	return &probeListener{
 		addr:    cmp.Or(cfg.Addr, defaultProbeAddr),
 		handler: canonicalOnly(mux),
-		// A readiness answer takes up to one CheckTimeout; /metrics may take longer.
+		// /metrics may take a while; readiness reads the checks' last results and
+		// never waits on one (the margin of one CheckTimeout is kept for a Monitor
+		// not started, which runs them per answer).
 		writeTimeout: 30*time.Second + checkTimeout,
 		log:          log,
 	}

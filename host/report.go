@@ -24,7 +24,10 @@ type report struct {
 	failures  []error
 	after     []string // what failed or overran once the result was settled
 	cut       string   // what cut the waits short (the Deadline or ForceCleanup), and when
-	lost      []string // telemetry that could not be delivered, by signal: "spans: ..."
+	// startUnwind is how long startup still took after a stop cut a step short: the
+	// exit began that much after the stop, so it is not in total.
+	startUnwind time.Duration
+	lost        []string // telemetry that could not be delivered, by signal: "spans: ..."
 }
 
 type drainRecord struct {
@@ -80,17 +83,21 @@ func (r *report) worsen(res Result) {
 }
 
 // log writes the shutdown report: one line with the result (as Shutdown.Result
-// reports it: success, failure, timeout or interrupted), the exit code, each stage's
-// duration, what cut the waits short (cut_short: the Deadline or ForceCleanup, and
-// the stage it came in), what was cut, abandoned or failed, the telemetry that could
-// not be delivered (telemetry_undelivered), and what failed once the result was
-// settled (after_result).
+// reports it: success, failure, timeout or interrupted), the exit code, the total
+// from the start of the exit, the start_unwind before it when a stop cut a startup
+// step short, each stage's duration, what cut the waits short (cut_short: the
+// Deadline or ForceCleanup, and the stage it came in), what was cut, abandoned or
+// failed, the telemetry that could not be delivered (telemetry_undelivered), and
+// what failed once the result was settled (after_result).
 func (r *report) log(h *Host, res Result, err, cause error, total time.Duration) {
 	result := res.String()
 	fields := []zap.Field{
 		zap.String("result", result),
 		zap.Int("exit_code", ExitCode(err)),
 		zap.Duration("total", total),
+	}
+	if r.startUnwind > 0 {
+		fields = append(fields, zap.Duration("start_unwind", r.startUnwind))
 	}
 	fields = append(fields, r.stages...)
 	if len(r.drains) > 0 {

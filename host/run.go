@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/hookrun"
@@ -25,6 +27,7 @@ type run struct {
 	ctx context.Context // carries the caller's values; never cancelled by the Host
 
 	stageStart time.Time
+	stopAt     atomic.Int64 // when the stop came, in Unix ns; 0 before
 	span       trace.Span
 	spanCtx    atomic.Pointer[trace.SpanContext] // span's, for the lines logged from any goroutine
 	phases     phaseSpans
@@ -48,9 +51,12 @@ type run struct {
 // A stop is requested by cancelling ctx, by Shutdown().Begin (what the signal
 // handlers of Main call), or by the failure of an essential entrypoint; all three
 // cancel the one stop signal the Shutdown handle owns. A stop that arrives during
-// startup is honoured at the next stage boundary: a warmup step in progress is
-// cancelled through its ctx, Bind is skipped, readiness never turns true, and Run
-// returns nil after cleanup.
+// startup is honoured at once: the warmup steps, the start hook or the Bind in
+// progress has its ctx cancelled, the stages after it are skipped, readiness never
+// turns true (or is withdrawn), and Run returns nil after cleanup. A step that
+// ignores the cancellation is abandoned hooks.AbandonAfter later, still running (the
+// start_unwind figure of WorstCase): the report names it under abandoned and
+// overran, and the result is timeout.
 //
 // Run returns nil after a graceful exit; the *StartupError or *EntrypointError that
 // caused the exit; an error wrapping fault.ErrInterrupted when a task (an
@@ -66,6 +72,7 @@ func (h *Host) Run(ctx context.Context) error {
 		return ErrAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
+	defer h.monitor.Stop() // the checks' background runs, started by postStart
 	// The caller's ctx is one more way to request the stop.
 	unbridge := context.AfterFunc(ctx, func() { h.shutdown.begin(false, context.Cause(ctx)) })
 	defer unbridge()
@@ -74,7 +81,7 @@ func (h *Host) Run(ctx context.Context) error {
 	stop := h.shutdown.stopping()
 	work, cancel := context.WithCancelCause(r.ctx)
 	defer cancel(nil)
-	unlink := context.AfterFunc(stop, func() { cancel(context.Cause(stop)) })
+	unlink := context.AfterFunc(stop, func() { r.stopAt.Store(time.Now().UnixNano()); cancel(context.Cause(stop)) })
 	defer unlink()
 
 	cause := r.startup(work)
@@ -159,7 +166,13 @@ func (r *run) startup(ctx context.Context) error {
 		}
 		r.enter(s.stage)
 		if err := s.run(ctx); err != nil {
+			if errors.Is(err, fault.ErrAbandoned) && s.stage != StageWarmup { // warmupGroup names its own
+				r.startAbandoned(err)
+			}
 			if r.stopping() {
+				if at := r.stopAt.Load(); at > 0 {
+					r.report.startUnwind = time.Since(time.Unix(0, at)) // the wait on the step the stop cut
+				}
 				r.log().Info("startup stage cut short by stop", zap.Stringer("stage", s.stage), zap.Error(err))
 				return nil
 			}
@@ -170,6 +183,16 @@ func (r *run) startup(ctx context.Context) error {
 	r.complete = true
 	r.log().Info("service ready", append([]zap.Field{zap.Int("entrypoints", len(r.bound))}, runtimeFields()...)...)
 	return nil
+}
+
+// startAbandoned records a startup step abandoned after its ctx ended (err names it
+// and wraps fault.ErrAbandoned): it is still running, so the exit overran.
+func (r *run) startAbandoned(err error) {
+	what := strings.TrimSuffix(err.Error(), ": "+fault.ErrAbandoned.Error())
+	r.log().Error("startup step ignored its cancellation; abandoned, still running",
+		zap.String("step", what), zap.Duration("unwind", hooks.AbandonAfter))
+	r.report.overran(what)
+	r.report.abandon(what)
 }
 
 // stopping reports whether a stop has been requested.
@@ -223,6 +246,9 @@ func (r *run) warmupGroup(ctx context.Context, group []Step) error {
 	wg.Wait()
 	var first error
 	for i, s := range group {
+		if errors.Is(errs[i], fault.ErrAbandoned) {
+			r.startAbandoned(errs[i])
+		}
 		if errs[i] == nil {
 			r.warmed = append(r.warmed, s)
 		} else if first == nil && !errors.Is(errs[i], context.Canceled) {
@@ -252,12 +278,19 @@ func (r *run) preStart(ctx context.Context) error {
 	return hookrun.Start(ctx, hooks.PreStart, r.tracedHooks(hooks.PreStart), r.h.log)
 }
 
+// bind calls Bind on each entrypoint in order. A stop cancels the ctx of the Bind in
+// progress; one that has not returned hooks.AbandonAfter later is abandoned (its
+// entrypoint is not bound: it is neither drained nor stopped).
 func (r *run) bind(ctx context.Context) error {
 	for _, e := range r.h.entries {
 		if r.stopping() {
 			return nil
 		}
-		err := safe.Call(fmt.Sprintf("entrypoint %q Bind", e.name), func() error { return e.reg.Entrypoint.Bind(ctx) })
+		err := safe.Bounded(ctx, fmt.Sprintf("entrypoint %q Bind", e.name), hooks.AbandonAfter, e.reg.Entrypoint.Bind)
+		if errors.Is(err, fault.ErrAbandoned) {
+			e.set(entryFailed)
+			return err
+		}
 		if err != nil {
 			e.set(entryFailed)
 			return fmt.Errorf("entrypoint %q: %w", e.name, err)
@@ -270,6 +303,12 @@ func (r *run) bind(ctx context.Context) error {
 
 func (r *run) postStart(ctx context.Context) error {
 	h := r.h
+	// The checks run in the background from now on; the probes read their results.
+	// Ready waits for each one's first, so a failing gating check never shows ready.
+	h.monitor.Start()
+	if err := h.monitor.AwaitFirst(ctx); err != nil {
+		return fmt.Errorf("first readiness checks: %w", err)
+	}
 	h.state.Set(health.Ready)
 	r.wasReady = h.Readiness() == health.Ready
 	if r.wasReady {
@@ -285,14 +324,19 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 	h := r.h
 	r.enter(StageServe)
 	r.serve = newServeGroup(r.ctx, ctx.Done(), len(r.bound))
+	rs := newRestarts(len(r.bound)) // restart.go
+	defer rs.stop()
 	for _, e := range r.bound {
 		e.set(entryServing)
+		rs.began[e] = time.Now()
 		r.serve.start(e)
 	}
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
+		case e := <-rs.due:
+			r.restart(rs, e)
 		case res := <-r.serve.results:
 			r.serve.pending--
 			if ctx.Err() != nil {
@@ -313,9 +357,7 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
 			if !essential(res.e) {
-				r.failed(&EntrypointError{Entrypoint: res.e.name, Err: err})
-				r.log().Error("non-essential entrypoint failed; the others keep serving",
-					zap.String("entrypoint", res.e.name), zap.Error(err))
+				r.serveFailed(rs, res.e, err)
 				continue
 			}
 			r.log().Error("essential entrypoint failed; shutting down",

@@ -76,6 +76,24 @@ func (r Result) String() string {
 	return "success"
 }
 
+// ExitCode is the process exit code of a shutdown that ended with r: ExitOK for
+// ResultSuccess, ExitInterrupted for ResultInterrupted, ExitFailure for the others.
+// It is what Main exits with, except where Run's error carries a code of its own (a
+// task's permanent failure, a ConfigError: ExitCode(err) is exact for those).
+func (r Result) ExitCode() int {
+	switch r {
+	case ResultSuccess:
+		return ExitOK
+	case ResultInterrupted:
+		return ExitInterrupted
+	}
+	return ExitFailure
+}
+
+// ErrNotBegun is returned by Shutdown.Completed when no stop has been requested:
+// waiting for the end of a shutdown nobody began would wait for the next signal.
+var ErrNotBegun = errors.New("host: shutdown not begun")
+
 // ErrStopRequested is the context.Cause of the stop signal when Begin,
 // BeginCooperative or ForceCleanup started the shutdown.
 var ErrStopRequested = errors.New("stop requested")
@@ -129,9 +147,11 @@ func (s *Shutdown) Begin() { s.begin(false, ErrStopRequested) }
 // the entrypoints: the entrypoints drain and stop as usual, but cleanup — which closes
 // the clients that work may still use — waits until MarkApplicationDrained is called,
 // ForceCleanup is called, the Deadline expires, or the drain window (DrainGrace from
-// the start of the drain) ends, whichever comes first; a wait that ends without
-// MarkApplicationDrained makes Result return ResultTimeout. Only the first Begin chooses the
-// mode; a cooperative call after a plain Begin does not make it cooperative.
+// the start of the drain) ends, whichever comes first. A wait that the window ends
+// makes Result return ResultTimeout, as does the Deadline; one that ForceCleanup ends
+// does not (ForceCleanup never makes the result a timeout). Only the first Begin
+// chooses the mode; a cooperative call after a plain Begin does not make it
+// cooperative.
 func (s *Shutdown) BeginCooperative() { s.begin(true, ErrStopRequested) }
 
 // begin cancels the stop signal with cause; the first call decides the mode.
@@ -173,8 +193,10 @@ func (s *Shutdown) MarkApplicationDrained() {
 // ForceCleanup stops waiting for drains — the drain delay, drain phases, the
 // entrypoints' Drain and a cooperative wait are cut short — and lets the Host go on to
 // stop the entrypoints and clean up. It begins the shutdown if nothing has, returns at
-// once and may be called repeatedly. It does not make Result return ResultTimeout, and it does
-// not stop code that is still running: that code may fail as its clients close.
+// once and may be called repeatedly. It does not make Result return ResultTimeout, in
+// either mode: a cooperative wait it cuts short is not an overrun. (A step that hangs
+// past its own limit still is, whoever cut the waits.) It does not stop code that is
+// still running: that code may fail as its clients close.
 func (s *Shutdown) ForceCleanup() {
 	s.begin(false, ErrStopRequested)
 	s.cancelForce(errors.New("ForceCleanup called"))
@@ -184,13 +206,37 @@ func (s *Shutdown) ForceCleanup() {
 func (s *Shutdown) Phase() Phase { return Phase(s.phase.Load()) }
 
 // Started is closed when the shutdown begins.
+//
+// Like ctx.Done, the channel is there to select on, and before a stop is requested it
+// is simply open: a receive from it before Begin waits for the stop (SIGTERM, the
+// Run ctx, a failure) however long that takes. Select on it beside a ctx of your own to
+// bound the wait, or use Completed, which refuses at once to wait for a shutdown not
+// begun.
 func (s *Shutdown) Started() <-chan struct{} { return s.stop.Done() }
 
-// CleanupStarted is closed when the Cleanup phase begins.
+// CleanupStarted is closed when the Cleanup phase begins. Before a stop it is open,
+// as Started is.
 func (s *Shutdown) CleanupStarted() <-chan struct{} { return s.cleanup }
 
-// Done is closed when cleanup has finished and the Phase is PhaseCompleted.
+// Done is closed when cleanup has finished and the Phase is PhaseCompleted. Before a
+// stop it is open, as Started is.
 func (s *Shutdown) Done() <-chan struct{} { return s.done }
+
+// Completed waits for the shutdown to finish and returns its Result, or returns at
+// once with ErrNotBegun when no stop has been requested yet (call Begin, or
+// BeginCooperative and then MarkApplicationDrained, first). When ctx ends first it
+// returns the verdict so far and ctx's cause; the shutdown goes on.
+func (s *Shutdown) Completed(ctx context.Context) (Result, error) {
+	if s.stop.Err() == nil {
+		return ResultSuccess, ErrNotBegun
+	}
+	select {
+	case <-s.done:
+		return s.Result(), nil
+	case <-ctx.Done():
+		return s.Result(), context.Cause(ctx)
+	}
+}
 
 // Result reports how the shutdown ended — ResultSuccess, ResultTimeout, ResultFailure or ResultInterrupted —
 // the same word as the report's `result`.

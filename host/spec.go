@@ -40,9 +40,17 @@ type AppSpec struct {
 	// warmup step) is taken in then, validated and counted in the worst case; what
 	// is registered later is refused, and the refusal logged.
 	Lifecycle *hooks.Registry
-	// Checks are the readiness checks /readyz runs beside the Host's own state,
-	// by name.
+	// Checks are the readiness checks /readyz answers from beside the Host's own
+	// state, by name. The Host runs each in the background from startup on (its
+	// Monitor, started), every CheckInterval under Probes.CheckTimeout unless the
+	// check has its own timing (health.Every); a probe reads the last results and
+	// never waits on a dependency.
 	Checks map[string]health.Check
+	// CheckInterval is how often each check runs: the load the checks put on a
+	// dependency, whatever the number of probes. 0 means health.DefaultCheckInterval
+	// (5s); SW_CHECK_INTERVAL overrides it. Negative, or not longer than
+	// Probes.CheckTimeout, is a ConfigError.
+	CheckInterval time.Duration
 
 	// Budgets bound each stage of the exit; zero fields take their defaults and
 	// SW_* variables override them.
@@ -66,9 +74,20 @@ type Registration struct {
 	// unordered, so it is explicit.
 	Order int
 	// NonEssential marks an entrypoint whose failure is logged and counted while
-	// the rest keep serving. By default an entrypoint is essential: if its Serve
-	// fails, the service shuts down and exits non-zero.
+	// the rest keep serving, and which the Host restarts: it calls Serve again after
+	// the shared jittered backoff (about 1 s, doubling up to 30 s, started over once
+	// it served 30 s), logging each restart and counting it in
+	// servicewright_entrypoint_restarts_total. An entrypoint that cannot serve twice
+	// refuses the second Serve (entrypoint.ErrOutOfTurn) and stays failed, said once
+	// in the log; entrypoint.Runner serves again. By default an entrypoint is
+	// essential: if its Serve fails, the service shuts down and exits non-zero.
 	NonEssential bool
+	// GatesReadiness makes a NonEssential entrypoint's failure withdraw readiness
+	// (503 "failing", with a gating check named "entrypoint:<name>") until its
+	// restart serves again, for a replica that is no use without it. Without it a
+	// failure keeps readiness as it is. On an essential entrypoint it is refused: its
+	// failure already ends the service.
+	GatesReadiness bool
 	// Marks adds fleet marks to those the entrypoint declares itself (through a
 	// Marks() fleet.Marks method). It may add a mark, never lift one: an entrypoint
 	// that declares itself not SingletonGuarded stays so whatever Marks says.
@@ -207,6 +226,9 @@ func validateEntrypoints(spec *AppSpec, regs []Registration, l *fault.Problems) 
 		field = fmt.Sprintf("Entrypoints[%q]", name)
 		if names[name]++; names[name] == 2 {
 			l.Addf(field, "name is used by more than one entrypoint")
+		}
+		if r.GatesReadiness && !r.NonEssential {
+			l.Addf(field+".GatesReadiness", "is for a NonEssential entrypoint: an essential one's failure ends the service")
 		}
 		m, own := marksOf(r)
 		if own && r.Marks.SingletonGuarded && !m.SingletonGuarded {

@@ -59,6 +59,12 @@ func (r *run) teardown(cause error) error {
 	if r.complete && len(r.lc.phases) > 0 {
 		r.enter(StageDrainPhases)
 		r.report.phases = h.drainPhasesOnce(force, r.drainPhases()) // prestop.go: not again if PreStop ran them
+		for _, p := range r.report.phases.Phases {
+			if p.Outcome == hookrun.Abandoned { // hung: it ignored its cancellation
+				r.report.overran(fmt.Sprintf("drain phase %q", p.Name))
+				r.report.abandon(fmt.Sprintf("drain phase %q", p.Name))
+			}
+		}
 	}
 
 	// Every entrypoint drains at once, each in the whole window.
@@ -237,6 +243,12 @@ func (r *run) announce(force context.Context) {
 // drainSlack beyond it before abandoning a Drain that has not returned. One slow
 // drain never shortens another's window, and an entrypoint that is not draining yet
 // never keeps accepting while another drains. It returns the window's end.
+//
+// A Drain that returns an error of its own (a final commit refused or abandoned,
+// messages left uncommitted) failed: the result is failure, whenever it returned.
+// One abandoned, or returning its ctx's error after its window ran out, overran it:
+// timeout. One cut short by ForceCleanup or the Deadline, returning its ctx's error,
+// is neither on its own account.
 func (r *run) drain(force context.Context) time.Time {
 	h := r.h
 	deadline := time.Now().Add(h.budgets.DrainGrace)
@@ -246,7 +258,9 @@ func (r *run) drain(force context.Context) time.Time {
 		before, left int
 		took         time.Duration
 		err          error
-		late         bool
+		late         bool // the window had run out when it returned
+		cut          bool // the window had ended, run out or cut short, when it returned
+		returned     atomic.Bool
 	}
 	out := make([]outcome, len(r.bound))
 	var wg sync.WaitGroup
@@ -255,17 +269,23 @@ func (r *run) drain(force context.Context) time.Time {
 		o := &out[i]
 		o.before = inFlight(e)
 		what := fmt.Sprintf("entrypoint %q Drain", e.name)
-		drain := r.unit(what, true, e.reg.Entrypoint.Drain)
+		unit := r.unit(what, true, e.reg.Entrypoint.Drain)
+		drain := func(ctx context.Context) error {
+			err := unit(ctx)
+			o.returned.Store(true) // its own error may wrap fault.ErrAbandoned too
+			return err
+		}
 		wg.Go(func() {
 			start := time.Now()
 			o.err = safe.Bounded(ctx, what, drainSlack, drain)
 			o.late = errors.Is(ctx.Err(), context.DeadlineExceeded)
+			o.cut = ctx.Err() != nil
 			o.took = time.Since(start)
 		})
 	}
 	wg.Wait()
 	for i := len(r.bound) - 1; i >= 0; i-- {
-		e, o := r.bound[i], out[i]
+		e, o := r.bound[i], &out[i]
 		o.left = inFlight(e)
 		var detail string
 		if dr, ok := e.reg.Entrypoint.(entrypoint.DrainReporter); ok {
@@ -273,12 +293,21 @@ func (r *run) drain(force context.Context) time.Time {
 		}
 		r.report.drained(e.name, o.before, o.left, o.took, o.err, detail)
 		switch {
-		case errors.Is(o.err, fault.ErrAbandoned):
+		case !o.returned.Load() && errors.Is(o.err, fault.ErrAbandoned):
 			r.log().Error("entrypoint Drain abandoned past its window", zap.String("entrypoint", e.name),
 				zap.Int("in_flight", o.left))
 			r.report.overran(e.name + " drain")
+		case o.err != nil && (!o.cut || !ctxErr(o.err)):
+			// Its own failure (a final commit refused or abandoned, a close that
+			// failed): the work it held is not known to be safe.
+			r.log().Error("entrypoint Drain failed; Stop will cut what is left",
+				zap.String("entrypoint", e.name), zap.Int("in_flight", o.left), zap.Error(o.err))
+			r.report.errs(fmt.Sprintf("entrypoint %q Drain", e.name), o.err)
+			if o.late {
+				r.report.overran(e.name + " drain")
+			}
 		case o.err != nil:
-			r.log().Warn("entrypoint did not drain cleanly; Stop will cut what is left",
+			r.log().Warn("entrypoint did not drain within its window; Stop will cut what is left",
 				zap.String("entrypoint", e.name), zap.Int("in_flight", o.left), zap.Error(o.err))
 			if o.late {
 				r.report.overran(e.name + " drain")
@@ -311,7 +340,8 @@ func (r *run) stop() {
 }
 
 // cooperativeWait, in a cooperative shutdown, waits for MarkApplicationDrained, but
-// no later than the end of the drain window, a ForceCleanup or the Deadline.
+// no later than the end of the drain window, a ForceCleanup or the Deadline. A wait
+// that ends with the window overran it (timeout); one ended by ForceCleanup did not.
 func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 	h := r.h
 	if !h.shutdown.isCooperative() {
@@ -326,9 +356,12 @@ func (r *run) cooperativeWait(force context.Context, windowEnd time.Time) {
 		return
 	case <-t.C:
 		r.log().Error("cooperative shutdown: the application did not call MarkApplicationDrained within the drain window; cleaning up")
+		r.report.overran("cooperative wait")
 	case <-force.Done():
+		// ForceCleanup is the application's own word that the wait is over: not an
+		// overrun. The Deadline makes the result timeout by itself.
+		r.log().Info("cooperative shutdown: wait cut short", zap.NamedError("by", context.Cause(force)))
 	}
-	r.report.overran("cooperative wait")
 }
 
 // shutdownHooks runs the shutdown hooks of kind, each under StepTimeout; a failing one is a
@@ -376,6 +409,11 @@ func (r *run) step(what string, fn func(context.Context) error) error {
 		r.report.errs(what, err)
 	}
 	return err
+}
+
+// ctxErr reports whether err is, or wraps, a ctx's own ending.
+func ctxErr(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 }
 
 func inFlight(e *entry) int {

@@ -44,5 +44,8 @@ func newLifecycleMetrics(reg prometheus.Registerer) (*lifecycleMetrics, error) {
 			return nil, err
 		}
 	}
+	for _, r := range []Result{ResultSuccess, ResultTimeout, ResultFailure, ResultInterrupted} {
+		m.shutdowns.WithLabelValues(r.String()) // exported at 0 from the start, so rate() and alerts see it
+	}
 	return m, nil
 }

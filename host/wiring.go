@@ -105,8 +105,15 @@ func (h *Host) adopt(regs []Registration) error {
 		if mu, ok := r.Entrypoint.(health.MonitorUser); ok {
 			mu.UseMonitor(h.monitor)
 		}
-		h.entries = append(h.entries, &entry{reg: r, name: name})
+		e := &entry{reg: r, name: name}
+		h.entries = append(h.entries, e)
 		h.tel.metrics.failures.WithLabelValues(name) // exported at 0 from the start
+		h.restarts.WithLabelValues(name)
+		if r.GatesReadiness && r.NonEssential { // restart.go
+			if err := h.monitor.AddCheck(gateName(name), health.Gating(gateCheck(e))); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 type units struct {
 	entrypoints  int
 	drainPhases  int
-	phasesMax    time.Duration // the sum of the phases' MaxDuration; 0 when one has none
+	phasesMax    []time.Duration // each phase's MaxDuration (0: none)
+	startSteps   int             // warmup steps, start hooks and Binds a stop may cut short
 	preShutdown  int
 	postShutdown int
 	warmupStops  int
@@ -23,7 +24,8 @@ type units struct {
 }
 
 // Figure is one term of WorstCase. Name is the stage that spends it, as the stage
-// is named in the shutdown report, the metrics and /debug/lifecycle.
+// is named in the shutdown report, the metrics and /debug/lifecycle, or start_unwind
+// for the wait on a startup step that a stop cut short.
 type Figure struct {
 	Name  string
 	Value time.Duration
@@ -57,8 +59,14 @@ func (w WorstCase) Fits(grace time.Duration) bool {
 //     On a plain stop the two overlap; on the PreStop path PreStop spends the delay
 //     before the stop, and the wait for Serve comes after it, so the figure is their
 //     sum: it bounds both paths;
-//   - drain_phases: their shared budget, plus the second a phase that ignores its
-//     cancellation is given;
+//   - start_unwind: a stop during startup cancels the step running (a warmup
+//     group, a start hook, a Bind) and waits hooks.AbandonAfter for it before
+//     abandoning it. That exit skips the drain phases, whose figure is larger, so
+//     it is counted only when there are no drain phases;
+//   - drain_phases: each phase costs its window plus the second it is given when it
+//     ignores its cancellation: the sum, over the phases, of MaxDuration + 1s, but
+//     never more than DrainPhasesBudget + 1s, since no phase starts once the budget
+//     is spent and each is given at most what is left of it;
 //   - drain: one DrainGrace window shared by every Drain, which run concurrently,
 //     plus the slack before one is abandoned; a cooperative wait ends with the
 //     window, so it is counted even with no entrypoint;
@@ -95,11 +103,16 @@ func (b Budgets) worstCase(u units) WorstCase {
 		add(StageDrainDelay, b.DrainDelay, "DrainDelay")
 	}
 	if u.drainPhases > 0 {
-		if u.phasesMax > 0 && u.phasesMax < b.DrainPhasesBudget {
-			add(StageDrainPhases, addSat(u.phasesMax, hooks.AbandonAfter), "the phases' MaxDuration, summed, + 1s for a phase that ignores cancellation")
+		whole := addSat(b.DrainPhasesBudget, hooks.AbandonAfter)
+		if capped := phasesCost(u.phasesMax); capped > 0 && capped < whole {
+			add(StageDrainPhases, capped, fmt.Sprintf("MaxDuration + 1s for each of %d phases, each of which may ignore cancellation", u.drainPhases))
 		} else {
-			add(StageDrainPhases, addSat(b.DrainPhasesBudget, hooks.AbandonAfter), "DrainPhasesBudget + 1s for a phase that ignores cancellation")
+			add(StageDrainPhases, whole, "DrainPhasesBudget + 1s for the last phase, which may ignore cancellation")
 		}
+	} else if u.startSteps > 0 {
+		w.Figures = append(w.Figures, Figure{"start_unwind", hooks.AbandonAfter,
+			"1s for a warmup step, start hook or Bind that ignores the stop's cancellation"})
+		w.Total = addSat(w.Total, hooks.AbandonAfter)
 	}
 	if u.entrypoints > 0 {
 		add(StageDrain, addSat(b.DrainGrace, drainSlack), "DrainGrace + 1s slack, every Drain at once")
@@ -135,15 +148,26 @@ func b2i(b bool) int {
 	return 0
 }
 
-// phasesMax is the sum of the phases' MaxDuration, which bounds their run when it is
-// below DrainPhasesBudget; 0 when a phase declares none (it may take the whole budget).
-func phasesMax(phases []hooks.DrainPhase) time.Duration {
+// phasesMax lists the phases' MaxDuration, for phasesCost.
+func phasesMax(phases []hooks.DrainPhase) []time.Duration {
+	out := make([]time.Duration, len(phases))
+	for i, p := range phases {
+		out[i] = p.MaxDuration
+	}
+	return out
+}
+
+// phasesCost is the longest the phases can take when each declares a MaxDuration:
+// each is given at most its MaxDuration and, ignoring its cancellation, is abandoned
+// hooks.AbandonAfter later, so each costs MaxDuration + AbandonAfter. It is 0 when
+// a phase declares none (it may take the whole budget).
+func phasesCost(maxes []time.Duration) time.Duration {
 	var sum time.Duration
-	for _, p := range phases {
-		if p.MaxDuration <= 0 {
+	for _, m := range maxes {
+		if m <= 0 {
 			return 0
 		}
-		sum = addSat(sum, p.MaxDuration)
+		sum = addSat(sum, addSat(m, hooks.AbandonAfter))
 	}
 	return sum
 }

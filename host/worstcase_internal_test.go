@@ -138,3 +138,41 @@ func TestWorstCaseSecondFlush(t *testing.T) {
 		}
 	}
 }
+
+// Each capped phase that ignores its cancellation is waited for hooks.AbandonAfter
+// before the next runs, so the phases cost Σ(MaxDuration + 1s), never more than the
+// budget + 1s; with no phase, a stop during startup waits 1s on the step it cut.
+func TestWorstCasePhasesAndStartUnwind(t *testing.T) {
+	capped := []time.Duration{200 * time.Millisecond, 200 * time.Millisecond, 200 * time.Millisecond}
+	for _, c := range []struct {
+		budget time.Duration
+		maxes  []time.Duration
+		want   time.Duration
+	}{
+		{10 * time.Second, capped, 3600 * time.Millisecond},
+		{time.Second, capped, 2 * time.Second}, // the budget + 1s is the smaller bound
+		{10 * time.Second, []time.Duration{200 * time.Millisecond, 0}, 11 * time.Second},
+	} {
+		w := Budgets{DrainPhasesBudget: c.budget, DrainGrace: time.Second, StepTimeout: time.Second}.
+			worstCase(units{entrypoints: 1, drainPhases: len(c.maxes), phasesMax: c.maxes, startSteps: 1})
+		if got := figureOf(w, "drain_phases"); got != c.want {
+			t.Errorf("budget %s, phases %v: drain_phases = %s, want %s", c.budget, c.maxes, got, c.want)
+		}
+		if got := figureOf(w, "start_unwind"); got != 0 {
+			t.Errorf("start_unwind = %s with drain phases, want none: that exit skips them", got)
+		}
+	}
+	w := Budgets{DrainGrace: time.Second, StepTimeout: time.Second}.worstCase(units{entrypoints: 1, startSteps: 1})
+	if got := figureOf(w, "start_unwind"); got != time.Second {
+		t.Errorf("start_unwind = %s with no drain phase, want 1s", got)
+	}
+}
+
+func figureOf(w WorstCase, name string) time.Duration {
+	for _, f := range w.Figures {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return 0
+}

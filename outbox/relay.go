@@ -227,7 +227,9 @@ func (r *Relay) work(ctx context.Context, draining <-chan struct{}) error {
 	var observed time.Time
 	for {
 		full, err := r.pass(ctx)
-		if time.Since(observed) >= r.cfg.Every {
+		// The gauges are read at most once per Every, and after every failed pass: an
+		// outage is when an operator looks at them.
+		if err != nil || time.Since(observed) >= r.cfg.Every {
 			observed = time.Now()
 			r.observe(ctx)
 		}

@@ -191,7 +191,7 @@ func TestRelayBrokerDown(t *testing.T) {
 	if got := value(t, reg, "servicewright_outbox_failed_total"); got < 2 {
 		t.Errorf("failed_total = %v after a failed pass of 2 events", got)
 	}
-	// The gauges are read after each pass that follows a tick: the failed one's.
+	// The gauges are read after every failed pass.
 	if got := value(t, reg, "servicewright_outbox_pending"); got != 2 {
 		t.Errorf("pending = %v with 2 events unpublished", got)
 	}

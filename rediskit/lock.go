@@ -76,7 +76,7 @@ return {redis.call('GET', KEYS[1]), redis.call('PTTL', KEYS[1]), redis.call('GET
 //     script, and WatchReleases (lock.Notifier) listens there, so waiting replicas
 //     campaign at once. One Redis subscription carries every watch of a Lock.
 //   - The counter never expires and is never deleted by the lock (unless
-//     LockConfig.FenceTTL says so).
+//     LockConfig.FenceTTL says so, or the key is taken with AcquireExpiring).
 //
 // For a lock named key the Redis keys are PREFIX{key} (the lease) and PREFIX{key}:fence
 // (the counter), under one hash tag, and the release channel is PREFIX{key}:released.
@@ -164,11 +164,31 @@ func value(owner string, token uint64) string {
 
 // Acquire implements lock.Lock.
 func (r *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
+	return r.acquireFor(ctx, key, owner, ttl, r.fenceTTL)
+}
+
+// AcquireExpiring is Acquire for a key taken once and never again (a cron tick's
+// lease, a batch's): in the same script, the key's fencing counter is set to expire
+// fenceTTL after this acquire, whatever LockConfig.FenceTTL says, so such counters do
+// not pile up in Redis. The job that takes the key knows how long it must live (the
+// lease's TTL and then some, so that no late attempt draws a token again);
+// cronentry's OncePerFleet calls it. A fenceTTL that is not positive is a
+// *fault.ConfigError naming "fenceTTL".
+func (r *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
+	if fenceTTL <= 0 {
+		var l fault.Problems
+		l.Addf("fenceTTL", "must be positive, got %v", fenceTTL)
+		return lock.Lease{}, l.Err()
+	}
+	return r.acquireFor(ctx, key, owner, ttl, fenceTTL)
+}
+
+func (r *Lock) acquireFor(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
 	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
 	keys := r.keys(key)
-	n, err := r.acquire.Run(ctx, r.client, keys, owner, ms(ttl), lock.MaxToken, ms(max(r.fenceTTL, 0))).Int64()
+	n, err := r.acquire.Run(ctx, r.client, keys, owner, ms(ttl), lock.MaxToken, ms(max(fenceTTL, 0))).Int64()
 	switch {
 	case err != nil:
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)

@@ -135,4 +135,16 @@ func TestRedisFenceTTL(t *testing.T) {
 			t.Errorf("fence counter PTTL = %v, %v; want -1 (no expiry)", ttl, err)
 		}
 	})
+	t.Run("AcquireExpiring sets the key's counter to expire whatever the lock's FenceTTL", func(t *testing.T) {
+		lk := newLock(t, c, LockConfig{KeyPrefix: "fttlx:"})
+		lease, err := lk.AcquireExpiring(ctx, "tick-1", "a", time.Second, 2*time.Second)
+		if err != nil || lease.Token != 1 {
+			t.Fatalf("AcquireExpiring = %+v, %v", lease, err)
+		}
+		if ttl, err := c.PTTL(ctx, "fttlx:{tick-1}:fence").Result(); err != nil || ttl <= time.Second || ttl > 2*time.Second {
+			t.Errorf("fence counter PTTL = %v, %v; want within (1s, 2s]", ttl, err)
+		}
+		_, err = lk.AcquireExpiring(ctx, "tick-2", "a", time.Second, 0)
+		locktest.AssertProblems(t, err, "fenceTTL")
+	})
 }

@@ -33,8 +33,9 @@ func cronModule(k knobs) fx.Option {
 			},
 		}
 		if p.Redis != nil {
-			// One lock per tick: let each tick's fencing counter expire after a while.
-			lk, err := rediskit.NewLock(p.Redis, rediskit.LockConfig{FenceTTL: 10 * k.cronEvery})
+			// One lock per tick: OncePerFleet lets each tick's fencing counter expire
+			// on its own (rediskit.Lock.AcquireExpiring), with the lock's defaults.
+			lk, err := rediskit.NewLock(p.Redis, rediskit.LockConfig{})
 			if err != nil {
 				return nil, err
 			}

@@ -120,6 +120,7 @@ func TestStoreOutage(t *testing.T) {
 	t.Logf("during the outage: %s", consumerDetail())
 	// PostgreSQL is shared by every replica: its outage degrades readiness, named,
 	// and keeps the replica in rotation (health.Gating's rule).
+	readyzUntil(t, probe, "degraded", 15*time.Second) // the check's next run
 	if code, body := get("http://" + probe + "/readyz"); code != http.StatusOK || !strings.Contains(body, `"status":"degraded"`) ||
 		!strings.Contains(body, `"postgres":{"ok":false`) {
 		t.Errorf("/readyz during the outage: %d %s, want 200 degraded naming postgres", code, body)

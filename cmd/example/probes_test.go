@@ -115,7 +115,7 @@ func TestProbes(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = r.Restart() })
-		a = mustGet(t, "http://"+probe+"/readyz")
+		a = readyzUntil(t, probe, "degraded", 15*time.Second)
 		// Redis is shared by every replica: degraded, named, still in rotation.
 		checks, _ = a.body["checks"].(map[string]any)
 		if c, _ := checks["redis"].(map[string]any); a.code != 200 || a.body["status"] != "degraded" ||

@@ -15,7 +15,10 @@
 // Job.Location or a CRON_TZ= prefix names a zone (never in time.Local, which may
 // differ between hosts), and intervals fall on multiples of the interval since the
 // Unix epoch, not counted from start-up. Tick.Scheduled is the nominal tick; Jitter
-// delays the run by up to Jitter without changing it.
+// delays the run by up to Jitter without changing it. Jitter is on by default — a
+// tenth of the interval (entrypoint.DefaultJitterFraction), at most
+// DefaultMaxJitter — so that replicas and jobs on one schedule do not start in step;
+// Job.NoJitter turns it off.
 //
 // # Lifecycle
 //

@@ -54,8 +54,15 @@ var OncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: 
 //
 // What it does not guarantee: Overlap acts on one replica, so a run that outlasts
 // the interval may overlap the next tick's run on another replica — keep MaxRunTime
-// below the interval, or fence writes with Tick.Token. And a rediskit.Lock keeps a fencing counter per key that it never expires, so each
-// tick leaves one small counter key behind in Redis.
+// below the interval, or fence writes with Tick.Token.
+//
+// Each tick's key is taken once and never again, so its fencing counter is of no use
+// once the tick is past. When Lock implements ExpiringLock (rediskit.Lock does,
+// whatever its LockConfig.FenceTTL), the tick's lease is taken with AcquireExpiring
+// and its counter expires fenceAfter TTLs after the tick was claimed: the keys a job
+// leaves in Redis stay a handful, however many ticks it runs (a 10 s job would
+// otherwise leave 8,640 a day). A lock that does not implement it (pgkit.Lock keeps
+// a fence row per key) keeps one small counter per tick.
 type FleetLock struct {
 	Lock  lock.Lock
 	Owner string        // this replica's identity, e.g. INSTANCE_ID
@@ -79,6 +86,26 @@ type FleetLock struct {
 // lock until a tick fires; New validates the arguments.
 func OncePerFleet(lock lock.Lock, owner string, ttl time.Duration) *FleetLock {
 	return &FleetLock{Lock: lock, Owner: owner, TTL: ttl}
+}
+
+// ExpiringLock is a lock.Lock that can take a key whose fencing counter expires on
+// its own, fenceTTL after the acquire (rediskit.Lock is one). FleetLock takes each
+// tick's lease through it when its Lock implements it.
+type ExpiringLock interface {
+	AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error)
+}
+
+// fenceAfter is how many TTLs a tick's counter outlives its claim: the lease lives
+// one TTL, and no replica attempts the tick past T+TTL; the second is margin for
+// clocks that disagree.
+const fenceAfter = 2
+
+// acquire takes tick key's lease, with a counter that expires when the lock can.
+func (f *FleetLock) acquire(ctx context.Context, key string) (lock.Lease, error) {
+	if el, ok := f.Lock.(ExpiringLock); ok {
+		return el.AcquireExpiring(ctx, key, f.Owner, f.TTL, fenceAfter*f.TTL)
+	}
+	return f.Lock.Acquire(ctx, key, f.Owner, f.TTL)
 }
 
 // maxAcquire bounds one Acquire, whatever the TTL.
@@ -128,7 +155,7 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 	var lease lock.Lease
 	err := safe.Call(fmt.Sprintf("cron job %q lock", j.Name), func() error {
 		var err error
-		lease, err = f.Lock.Acquire(actx, f.key(j.Name, t.Scheduled), f.Owner, f.TTL)
+		lease, err = f.acquire(actx, f.key(j.Name, t.Scheduled))
 		return err
 	})
 	switch {

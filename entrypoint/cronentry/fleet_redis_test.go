@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -134,4 +135,65 @@ func byOwner(runs map[time.Time][]string) map[string]int {
 		}
 	}
 	return out
+}
+
+// TestOncePerFleetKeysExpire runs a once-per-fleet job for many ticks against a real
+// Redis through a rediskit.Lock left at its defaults (FenceTTL 0): the keys Redis
+// holds stay a handful — each tick's lease and fencing counter expire on their own —
+// instead of growing by one counter per tick.
+func TestOncePerFleetKeysExpire(t *testing.T) {
+	rds := env.Redis(t)
+	const (
+		every   = 20 * time.Millisecond
+		ttl     = 100 * time.Millisecond
+		ticks   = 100
+		failure = 60 * time.Second // a bound for a failing wait, never a synchronisation
+	)
+	prefix := fmt.Sprintf("test:%s:", t.Name())
+	client := redis.NewClient(&redis.Options{Addr: rds.Addr()})
+	t.Cleanup(func() { client.Close() })
+	lk, err := rediskit.NewLock(client, rediskit.LockConfig{KeyPrefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan struct{}, ticks*2)
+	x := start(t, []Job{{Name: "sweep", Every: every, OncePerFleet: OncePerFleet(lk, "a", ttl),
+		Run: func(context.Context, Tick) error { ran <- struct{}{}; return nil }}}, nil)
+	deadline := time.After(failure)
+	for range ticks {
+		select {
+		case <-ran:
+		case <-deadline:
+			t.Fatalf("fewer than %d ticks ran within %v", ticks, failure)
+		}
+	}
+	x.shutdown()
+	keys, err := client.Keys(context.Background(), prefix+"*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Alive at most: the counters of the ticks claimed in the last 2 TTLs (10 at
+	// most, 200ms / 20ms), their leases, and the job's epoch counter, which must
+	// never expire. Without expiry there would be one counter per tick: 100 or more.
+	if len(keys) > 40 { // 2 x 10 + 1, with room for ticks bunched by a loaded machine
+		t.Errorf("Redis holds %d keys after %d ticks, want a handful: %v", len(keys), ticks, keys)
+	}
+	const noExpiry = -1 * time.Nanosecond // go-redis's PTTL for a key without one
+	epoch := 0
+	for _, k := range keys {
+		if strings.Contains(k, ":epoch}") {
+			epoch++
+			if d := client.PTTL(context.Background(), k).Val(); d != noExpiry {
+				t.Errorf("the epoch counter %s expires (PTTL %v): it must outlive the ticks", k, d)
+			}
+			continue
+		}
+		if d := client.PTTL(context.Background(), k).Val(); d == noExpiry {
+			t.Errorf("key %s has no expiry", k)
+		}
+	}
+	if epoch != 1 {
+		t.Errorf("%d epoch counters, want the job's one", epoch)
+	}
+	t.Logf("%d keys in Redis after %d ticks", len(keys), ticks)
 }

@@ -8,9 +8,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
 )
+
+// DefaultMaxJitter caps the default jitter of a job (Job.JitterFraction of its
+// interval), so that a daily job starts within seconds of its time, not hours.
+const DefaultMaxJitter = 10 * time.Second
+
+// jitterGaps is how many of a cron expression's next ticks are looked at for its
+// shortest gap, which the default jitter is a fraction of.
+const jitterGaps = 64
 
 // DefaultMissedAfter is how late the scheduler may reach a tick before the tick counts
 // as missed, when Job.MissedAfter is zero. Timers fire within milliseconds of their
@@ -51,8 +60,19 @@ type Job struct {
 	// that many jobs (or replicas) on one schedule do not all start at the same
 	// instant. Tick.Scheduled stays the nominal time. It must be below Every (or
 	// the @every interval); for a cron expression keep it below the shortest gap
-	// between two ticks.
+	// between two ticks. Default: JitterFraction of the interval (for a cron
+	// expression, of the shortest gap among its next ticks), at most
+	// DefaultMaxJitter, and for a OncePerFleet job below half its TTL.
 	Jitter time.Duration
+
+	// JitterFraction sets Jitter, when Jitter is 0, to this fraction of the
+	// interval. It must lie in [0, 1). Default entrypoint.DefaultJitterFraction (a
+	// tenth): a job every minute starts up to 6s after its tick.
+	JitterFraction float64
+
+	// NoJitter turns the jitter off, explicitly: each run starts at its tick. It
+	// may not be set with Jitter or JitterFraction.
+	NoJitter bool
 
 	// Overlap says what a tick does while the job's previous run still runs on
 	// this replica. The default is OverlapSkip.
@@ -261,6 +281,10 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	} else if interval > 0 && spec.Jitter >= interval {
 		l.Addf(field+".Jitter", "must be below the interval (%v), got %v", interval, spec.Jitter)
 	}
+	entrypoint.CheckJitterFraction(l, field+".JitterFraction", spec.JitterFraction)
+	if spec.NoJitter && (spec.Jitter != 0 || spec.JitterFraction != 0) {
+		l.Addf(field+".NoJitter", "must not be set with Jitter (%v) or JitterFraction (%v)", spec.Jitter, spec.JitterFraction)
+	}
 	if spec.Overlap < OverlapSkip || spec.Overlap > OverlapAllow {
 		l.Addf(field+".Overlap", "unknown policy %v", spec.Overlap)
 	}
@@ -286,6 +310,9 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	if sched == nil {
 		return nil
 	}
+	if spec.Jitter == 0 && !spec.NoJitter {
+		spec.Jitter = defaultJitter(spec, sched, interval, now)
+	}
 	missedAfter := cmp.Or(spec.MissedAfter, DefaultMissedAfter)
 	return &job{
 		Job:         spec,
@@ -295,4 +322,34 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 		maxRun:      maxRun,
 		what:        fmt.Sprintf("cron job %q", spec.Name),
 	}
+}
+
+// defaultJitter is JitterFraction (or entrypoint.DefaultJitterFraction) of the
+// interval — for a cron expression, of the shortest gap among its next jitterGaps
+// ticks — capped at DefaultMaxJitter and, for a OncePerFleet job, below half its
+// TTL, so that the lease outlives the latest start. Invalid figures give 0: their
+// problems are reported already.
+func defaultJitter(spec Job, sched schedule, interval time.Duration, now time.Time) time.Duration {
+	frac := cmp.Or(spec.JitterFraction, entrypoint.DefaultJitterFraction)
+	if !(frac > 0 && frac < 1) {
+		return 0
+	}
+	if interval <= 0 {
+		t := sched.next(now)
+		for range jitterGaps {
+			n := sched.next(t)
+			if n.IsZero() {
+				break
+			}
+			if g := n.Sub(t); interval == 0 || g < interval {
+				interval = g
+			}
+			t = n
+		}
+	}
+	d := min(time.Duration(frac*float64(interval)), DefaultMaxJitter)
+	if f := spec.OncePerFleet; f != nil && f.TTL > 0 {
+		d = min(d, f.TTL/2)
+	}
+	return max(d, 0)
 }

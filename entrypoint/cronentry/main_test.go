@@ -76,8 +76,21 @@ type serving struct {
 }
 
 // start makes a Scheduler of jobs, lets prep adjust it (test hooks), binds it and
-// serves it in the background.
+// serves it in the background. A job that asks for no jitter of its own gets none
+// (NoJitter), so that its ticks fire on time; startJittered keeps the default.
 func start(t *testing.T, jobs []Job, prep func(*Scheduler), opts ...Option) *serving {
+	t.Helper()
+	jobs = slices.Clone(jobs)
+	for i, j := range jobs {
+		if j.Jitter == 0 && j.JitterFraction == 0 {
+			jobs[i].NoJitter = true
+		}
+	}
+	return startJittered(t, jobs, prep, opts...)
+}
+
+// startJittered is start with the jobs as given: the default jitter applies.
+func startJittered(t *testing.T, jobs []Job, prep func(*Scheduler), opts ...Option) *serving {
 	t.Helper()
 	s, err := New(Config{Name: "cron"}, jobs, opts...)
 	if err != nil {

@@ -1,10 +1,13 @@
 package cronentry
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/servicewright/servicewright/lock"
 )
 
 func TestScheduleTicks(t *testing.T) {
@@ -121,6 +124,53 @@ func TestJitter(t *testing.T) {
 		}
 		if len(offsets) < 50 {
 			t.Errorf("only %d distinct delays in 100 ticks: jitter is not spread", len(offsets))
+		}
+	})
+}
+
+// By default a job's ticks are jittered by a tenth of its interval (at most
+// DefaultMaxJitter; for a cron expression, of its shortest gap; for a once-per-fleet
+// job, below half its TTL), so that replicas and jobs do not start in step.
+func TestDefaultJitter(t *testing.T) {
+	run := func(context.Context, Tick) error { return nil }
+	lk := lock.NewMemory()
+	for _, c := range []struct {
+		job  Job
+		want time.Duration
+	}{
+		{Job{Name: "a", Every: time.Minute, Run: run}, 6 * time.Second},
+		{Job{Name: "a", Every: time.Minute, JitterFraction: 0.5, Run: run}, 10 * time.Second}, // capped
+		{Job{Name: "a", Every: 10 * time.Second, JitterFraction: 0.25, Run: run}, 2500 * time.Millisecond},
+		{Job{Name: "a", Schedule: "@daily", Run: run}, DefaultMaxJitter},
+		{Job{Name: "a", Schedule: "0,1 * * * * *", Run: run}, 100 * time.Millisecond}, // the 1s gap, not the 59s one
+		{Job{Name: "a", Every: time.Minute, OncePerFleet: OncePerFleet(lk, "a", 4*time.Second), Run: run}, 2 * time.Second},
+		{Job{Name: "a", Every: time.Minute, NoJitter: true, Run: run}, 0},
+		{Job{Name: "a", Every: time.Minute, Jitter: time.Second, Run: run}, time.Second},
+	} {
+		s, err := New(Config{Name: "cron"}, []Job{c.job})
+		if err != nil {
+			t.Fatalf("New(%+v) = %v", c.job, err)
+		}
+		if got := s.jobs[0].Jitter; got != c.want {
+			t.Errorf("%q every %v fraction %v: Jitter = %v, want %v", c.job.Schedule, c.job.Every, c.job.JitterFraction, got, c.want)
+		}
+	}
+
+	synctest.Test(t, func(t *testing.T) {
+		var rec recorder
+		x := startJittered(t, []Job{{Name: "job", Every: time.Minute, Run: rec.run(0)}}, nil)
+		time.Sleep(100*time.Minute + 6*time.Second)
+		x.shutdown()
+		offsets := map[time.Duration]bool{}
+		for i, tk := range rec.all() {
+			d := tk.Fired.Sub(tk.Scheduled)
+			if d < 0 || d >= 6*time.Second {
+				t.Errorf("tick %d fired %v after its time, want within [0, 6s)", i, d)
+			}
+			offsets[d] = true
+		}
+		if len(offsets) < 50 {
+			t.Errorf("only %d distinct delays in %d ticks: ticks are not jittered by default", len(offsets), len(rec.all()))
 		}
 	})
 }

@@ -94,7 +94,10 @@ func TestHealthNotServingWhileDegraded(t *testing.T) {
 		}
 		return nil
 	})
-	m := monitor(t, &st, health.MonitorConfig{Checks: map[string]health.Check{"db": health.Gating(check)}, CheckInterval: 20 * time.Millisecond})
+	m := monitor(t, &st, health.MonitorConfig{Checks: map[string]health.Check{"db": health.Gating(check)},
+		CheckInterval: 20 * time.Millisecond, CheckTimeout: 10 * time.Millisecond})
+	m.Start() // as the Host does: the checks run in the background, the answers follow
+	t.Cleanup(m.Stop)
 	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(m))
 	got, _ := x.watch(ctxT(t))
 	serving(t, got)

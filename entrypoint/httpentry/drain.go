@@ -150,8 +150,9 @@ func (s *Server) Drain(ctx context.Context) error {
 	shutErr := <-shut
 
 	if spreadErr != nil || waitErr != nil {
-		return fmt.Errorf("%s: drain: %d requests and connections still in flight: %w",
-			s.cfg.Name, s.InFlight()+s.conns.busyCount(), ctx.Err())
+		// Each figure once: a request is admitted and its connection busy both.
+		return fmt.Errorf("%s: drain: %d requests still in flight (hijacked connections included), %d connections busy: %w",
+			s.cfg.Name, s.InFlight(), s.conns.busyCount(), ctx.Err())
 	}
 	s.srv.Close() // the idle connections; none is busy, so nothing is cut
 	if n := s.conns.unanswered.Load(); n > 0 {

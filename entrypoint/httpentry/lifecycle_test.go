@@ -167,6 +167,10 @@ func TestLifecycle(t *testing.T) {
 		if n := x.s.InFlight(); n != 1 {
 			t.Errorf("InFlight after Drain = %d, want 1", n)
 		}
+		// The one request, on its one connection, is counted once, as InFlight says.
+		if err == nil || !strings.Contains(err.Error(), "1 requests still in flight") {
+			t.Errorf("Drain = %v, want it to count the one request once", err)
+		}
 		select {
 		case err := <-res:
 			t.Fatalf("request ended before Stop: %v", err)

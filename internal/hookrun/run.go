@@ -23,8 +23,12 @@ import (
 // What is `<kind> hook "<name>"`, so its message names the hook as well; it is not
 // wrapped a second time. The hooks after a failure are not run.
 //
-// Start does not time-box the hooks: a hook that ignores ctx blocks it, so the
-// caller bounds ctx. It does not log failures, which are the caller's to report; each
+// A hook has no time limit of its own while ctx lives, but once ctx is done (a stop
+// during startup) the hook running is given hooks.AbandonAfter to return, as a
+// warmup step is; one still running then is abandoned — its goroutine is left to
+// finish on its own, its result discarded — and Start returns an error wrapping
+// fault.ErrAbandoned that names it. So Start returns within hooks.AbandonAfter of
+// ctx ending. It does not log failures, which are the caller's to report; each
 // success is logged at debug level. A nil log is allowed.
 func Start(ctx context.Context, kind hooks.Kind, hs []hooks.Hook, log *zap.Logger) error {
 	log = orNop(log)
@@ -34,14 +38,9 @@ func Start(ctx context.Context, kind hooks.Kind, hs []hooks.Hook, log *zap.Logge
 		}
 		what := hookWhat(kind, h.Name)
 		start := time.Now()
-		returned := false
-		err := safe.Call(what, func() error {
-			e := h.Run(ctx)
-			returned = true
-			return e
-		})
+		f, err := bounded(ctx, what, hooks.AbandonAfter, h.Run)
 		switch {
-		case err != nil && !returned: // a *fault.PanicError already naming the hook
+		case f == nil: // a *fault.PanicError or an abandonment, already naming the hook
 			return err
 		case err != nil:
 			return fmt.Errorf("%s: %w", what, err)

@@ -92,6 +92,31 @@ func TestStart(t *testing.T) {
 		}
 	})
 
+	t.Run("a hook that ignores a cancelled ctx is abandoned hooks.AbandonAfter later, named", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			release := make(chan struct{})
+			defer close(release)
+			var tr trace
+			ctx, cancel := context.WithCancel(context.Background())
+			hs := []hooks.Hook{
+				{Name: "migrate", Run: func(context.Context) error { <-release; return nil }}, // stuck on a lock
+				tr.hook("after", nil),
+			}
+			time.AfterFunc(3*time.Second, cancel)
+			began := time.Now()
+			err := Start(ctx, hooks.PreStart, hs, nil)
+			if !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `pre_start hook "migrate"`) {
+				t.Errorf("err = %v, want ErrAbandoned naming the hook", err)
+			}
+			if d := time.Since(began); d != 3*time.Second+hooks.AbandonAfter {
+				t.Errorf("Start returned after %v, want the cancellation + %v", d, hooks.AbandonAfter)
+			}
+			if len(tr.ran) != 0 {
+				t.Errorf("ran %v after an abandoned hook", tr.ran)
+			}
+		})
+	})
+
 	t.Run("no hooks is a success", func(t *testing.T) {
 		if err := Start(context.Background(), hooks.PreStart, nil, nil); err != nil {
 			t.Fatal(err)
