@@ -27,7 +27,7 @@ func TestPartition(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts servers and replica processes")
 	}
-	for _, backend := range []string{"pg", "redis"} {
+	for _, backend := range []string{"pg", "redis", "etcd", "kube"} {
 		t.Run(backend, func(t *testing.T) {
 			ns := testenv.NewNetns(t)
 			local, inside, queued := partitionBackend(t, backend, ns)
@@ -71,6 +71,18 @@ func partitionBackend(t *testing.T, backend string, ns *testenv.Netns) (local, i
 		t.Cleanup(func() { _ = pg.Stop() })
 		local = pg.DSN()
 		return local, strings.Replace(local, "127.0.0.1", ns.HostIP, 1), func(*replicaProc) { testenv.WaitAdvisoryWaiters(t, local, 1, 10*time.Second) }
+	case "kube":
+		k := startKube(t, testenv.KubeListen(ns.HostIP))
+		return writeKubeconfig(t, k, ""), writeKubeconfig(t, k, k.ListenURL()), func(p *replicaProc) {
+			p.await("replica: serving", 0, 10*time.Second) // and so campaigning
+		}
+	case "etcd":
+		e, err := testenv.StartEtcd(3, testenv.EtcdListen(ns.HostIP))
+		testenv.Require(t, err)
+		t.Cleanup(func() { _ = e.Stop() })
+		return strings.Join(e.Endpoints(), ","), strings.Join(e.ListenEndpoints(), ","), func(p *replicaProc) {
+			p.await("replica: serving", 0, 10*time.Second) // and so campaigning
+		}
 	default:
 		r, err := testenv.StartRedis(testenv.RedisArgs("--bind", "127.0.0.1", ns.HostIP, "--protected-mode", "no"))
 		testenv.Require(t, err)

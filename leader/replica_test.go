@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -27,7 +28,7 @@ import (
 // with the backend and timings its environment names and writes its log to stdout
 // as JSON lines with nanosecond timestamps, which the test reads.
 const (
-	replicaEnv  = "LEADER_TEST_REPLICA" // "pg" or "redis"
+	replicaEnv  = "LEADER_TEST_REPLICA" // "pg", "redis", "etcd" or "kube"
 	replicaURL  = "LEADER_TEST_URL"
 	replicaKey  = "LEADER_TEST_KEY"
 	replicaOwn  = "LEADER_TEST_OWNER"
@@ -87,6 +88,20 @@ func replicaMain() int {
 			return 2
 		}
 		lk, closeLock = rl, func() { _ = c.Close() }
+	case "etcd":
+		el, closeClient, err := openEtcdLock(strings.Split(os.Getenv(replicaURL), ","))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		lk, closeLock = el, closeClient
+	case "kube":
+		kl, err := openKubeLock(os.Getenv(replicaURL))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 2
+		}
+		lk, closeLock = kl, func() {}
 	default:
 		fmt.Fprintf(os.Stderr, "unknown backend %q\n", b)
 		return 2

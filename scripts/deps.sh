@@ -14,6 +14,8 @@ command -v curl >/dev/null || need+=(curl)
 { command -v ip >/dev/null && command -v tc >/dev/null; } || need+=(iproute2)
 command -v prlimit >/dev/null || need+=(util-linux)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+# etcd (3.4) runs the etcd lock's cluster and the kube-apiserver's storage.
+command -v etcd >/dev/null || need+=(etcd-server)
 
 if [ ${#need[@]} -gt 0 ]; then
   echo "deps: installing ${need[*]}"
@@ -30,6 +32,13 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 
 # A package service started by apt is not what the tests use; they start their own.
-if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server haproxy >/dev/null 2>&1 || true; fi
+if command -v systemctl >/dev/null 2>&1; then systemctl stop redis-server haproxy etcd >/dev/null 2>&1 || true; fi
 
 go mod download
+
+# The kube-apiserver the Kubernetes Lease lock's tests run against: built once per
+# version into a cache outside the repository (about 20 minutes the first time).
+if ! "$(dirname "$0")/kubeapiserver.sh" >/dev/null; then
+  echo "deps: kube-apiserver could not be built" >&2
+  if [ "${CI:-}" = true ]; then exit 1; fi
+fi

@@ -12,8 +12,10 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/etcdkit/etcdfx"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
+	"github.com/servicewright/servicewright/kubekit/kubefx"
 	"github.com/servicewright/servicewright/leader"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/rediskit/redisfx"
@@ -107,14 +109,18 @@ type leaderParams struct {
 }
 
 // leaderModule wires the lock, the fenced digest store and the publisher's
-// Leadership. The lock is on Redis when REDIS_URL is set, on PostgreSQL when only
-// DATABASE_URL is, and in memory otherwise.
+// Leadership. The lock is where LEADER_LOCK says (readLeaderLock): Redis, PostgreSQL,
+// etcd, a Kubernetes Lease or memory.
 func leaderModule(k knobs) fx.Option {
 	var lk fx.Option
-	switch {
-	case k.redisURL != "":
+	switch k.leaderLock {
+	case "etcd":
+		lk = etcdfx.Module(etcdfx.ModuleConfig{Endpoints: k.etcd.Reveal()})
+	case "kubernetes":
+		lk = kubefx.Module(kubefx.ModuleConfig{Kubeconfig: k.kubeconfig, Namespace: k.namespace})
+	case "redis":
 		lk = redisfx.Module(redisfx.ModuleConfig{URL: k.redisURL.Reveal()})
-	case k.databaseURL != "":
+	case "postgres":
 		lk = fx.Options() // pgfx.Module, in backends.module, provides it
 	default:
 		lk = fx.Provide(func() lock.Lock { return lock.NewMemory() })

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/rediskit"
 )
 
@@ -17,14 +19,27 @@ import (
 // replaces one of them midway: every tick in between runs exactly once.
 func TestOncePerFleetRedis(t *testing.T) {
 	rds := env.Redis(t)
+	prefix := fmt.Sprintf("test:%s:", t.Name())
+	oncePerFleetRolling(t, func(string) lock.Lock {
+		client := redis.NewClient(&redis.Options{Addr: rds.Addr()})
+		t.Cleanup(func() { client.Close() })
+		lk, err := rediskit.NewLock(client, rediskit.LockConfig{KeyPrefix: prefix})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lk
+	})
+}
+
+// oncePerFleetRolling runs three replicas, each with the lock open returns, and
+// replaces one of them midway: every tick in between must run exactly once.
+func oncePerFleetRolling(t *testing.T, open func(owner string) lock.Lock) {
 	const (
 		every   = 200 * time.Millisecond
 		jitter  = 50 * time.Millisecond
 		ttl     = 2 * time.Second
 		failure = 20 * time.Second // a bound for failing waits, never a synchronisation
 	)
-	prefix := fmt.Sprintf("test:%s:", t.Name())
-
 	var (
 		mu      sync.Mutex
 		runs    = map[time.Time][]string{}
@@ -32,12 +47,7 @@ func TestOncePerFleetRedis(t *testing.T) {
 		newTick = make(chan struct{}, 1000)
 	)
 	replica := func(owner string) *serving {
-		client := redis.NewClient(&redis.Options{Addr: rds.Addr()})
-		t.Cleanup(func() { client.Close() })
-		lk, err := rediskit.NewLock(client, rediskit.LockConfig{KeyPrefix: prefix})
-		if err != nil {
-			t.Fatal(err)
-		}
+		lk := open(owner)
 		return start(t, []Job{{
 			Name: "report", Every: every, Jitter: jitter,
 			OncePerFleet: OncePerFleet(lk, owner, ttl),

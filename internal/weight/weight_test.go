@@ -27,6 +27,10 @@ var (
 	// devTools are the test and development tools: never imported by a production package.
 	devTools = []string{module + "/kafkakit/kafkadev", module + "/host/hosttest", module + "/lock/locktest",
 		module + "/internal/testenv", module + "/internal/proctest"}
+
+	// etcdClient and kubeClient are linked by their lock packages only.
+	etcdClient = []string{"go.etcd.io/etcd"}
+	kubeClient = []string{"k8s.io/client-go", "k8s.io/api", "k8s.io/apimachinery"}
 )
 
 func join(lists ...[]string) []string {
@@ -39,7 +43,7 @@ func join(lists ...[]string) []string {
 
 // core is what no package of the core rows may link (docs/architecture.md, Weight:
 // "no gRPC, no DI container, no exporter, no driver").
-var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)
+var core = join(grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)
 
 // rows is the weight table of docs/architecture.md: each package, and what it must not link.
 var rows = []struct {
@@ -53,20 +57,24 @@ var rows = []struct {
 	// provider, so it links their APIs (a known gap against the table).
 	{[]string{"fault", "lock", "fleet", "hooks", "entrypoint"}, core},
 	// fx wiring packages: + fx.
-	{[]string{"host/hostfx", "entrypoint/httpentry/httpfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)},
-	{[]string{"rediskit/redisfx"}, join(grpc, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
-	{[]string{"pgkit/pgfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
+	{[]string{"host/hostfx", "entrypoint/httpentry/httpfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
+	{[]string{"rediskit/redisfx"}, join(grpc, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
+	{[]string{"pgkit/pgfx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
 	// OTLP export: + the exporters and gRPC, nothing else.
 	{[]string{"host/otlp"}, join(container, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, devTools)},
 	// The driver kits: their one driver; no host, no container.
-	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, devTools)},
-	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, devTools)},
+	{[]string{"rediskit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, pgDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
+	{[]string{"pgkit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, kafkaDriver, etcdClient, kubeClient, devTools)},
 	{[]string{"kafkakit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, devTools)},
 	// The outbox links both drivers it joins (pgx, kafka-go) and nothing else of the kind.
-	{[]string{"outbox"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, devTools)},
+	{[]string{"outbox"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, etcdClient, kubeClient, devTools)},
 	{[]string{"sentrykit"}, join(hostPkg, grpc, container, exporters, kafkaFake, redisDriver, pgDriver, kafkaDriver, devTools)},
 	// The other production packages: whatever they need, never a dev tool.
-	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, devTools},
+	{[]string{"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry", "leader"}, join(etcdClient, kubeClient, devTools)},
+	{[]string{"etcdkit"}, join(hostPkg, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
+	{[]string{"etcdkit/etcdfx"}, join(exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, kubeClient, devTools)},
+	{[]string{"kubekit"}, join(hostPkg, grpc, container, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, devTools)},
+	{[]string{"kubekit/kubefx"}, join(grpc, exporters, kafkaFake, errorTracker, redisDriver, pgDriver, kafkaDriver, etcdClient, devTools)},
 }
 
 // leaves may link nothing outside the standard library but zap.

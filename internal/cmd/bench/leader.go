@@ -38,14 +38,14 @@ func leaderFigures(e env) ([]row, error) {
 		return nil, fmt.Errorf("no fleet figures in:\n%s", lastLines(out, 20))
 	}
 	var rows []row
-	for _, backend := range []string{"redis", "postgres"} {
+	for _, backend := range []string{"redis", "postgres", "etcd", "kube"} {
 		for _, n := range []string{"3", "10", "30"} {
 			w, okW := figs[backend+"/on_release/"+n]
 			p, okP := figs[backend+"/poll/"+n]
 			if !okW || !okP {
 				continue
 			}
-			name := map[string]string{"redis": "Redis", "postgres": "PostgreSQL"}[backend]
+			name := map[string]string{"redis": "Redis", "postgres": "PostgreSQL", "etcd": "etcd", "kube": "Kubernetes Lease"}[backend]
 			// Redis frees a crashed holder's lease at its TTL; the next leader is
 			// whoever campaigns first after that, so campaigners spread over the
 			// interval (no lock-step after a wake) should do no worse than polling.
@@ -58,6 +58,18 @@ func leaderFigures(e env) ([]row, error) {
 				// campaign is uniform over its interval in either design, and one
 				// draw says nothing about spread.
 				crashTarget, crashVerdict = "n/a (one waiter left: nothing to spread; 10 and 30 judge)", "n/a"
+			}
+			if backend == "etcd" {
+				// etcd frees a crashed holder's lease at its TTL and the watch wakes
+				// every waiter on the delete: one campaign after the lapse.
+				crashTarget, crashOK = "≤ lease duration (15 s) + one campaign (250 ms)", w.crash <= 15250
+				crashMeasured, crashBase = fmt.Sprintf("%.0f ms", w.crash), fmt.Sprintf("polling: %.0f ms", p.crash)
+			}
+			if backend == "kube" {
+				// A candidate sees the holder's last version, then waits the TTL on
+				// its own clock: the lease duration plus up to one campaign.
+				crashTarget, crashOK = "≤ lease duration (15 s) + one campaign (2 s)", w.crash <= 17000
+				crashMeasured, crashBase = fmt.Sprintf("%.0f ms", w.crash), fmt.Sprintf("polling: %.0f ms", p.crash)
 			}
 			if backend == "postgres" {
 				crashTarget, crashOK = "≤ 100 ms (waiters queue on the lock)", w.crash <= 100
@@ -93,6 +105,11 @@ func leaderFigures(e env) ([]row, error) {
 		return nil, err
 	}
 	rows = append(rows, proc...)
+	cg, err := clientGoFigures(figs)
+	if err != nil {
+		return nil, err
+	}
+	rows = append(rows, cg...)
 	stale := exec.Command("go", "test", "-count=1", "-run", "^TestLeadership(Postgres)?$", "./cmd/example/")
 	staleOut, err := stale.CombinedOutput()
 	measured, v := "0 (SIGSTOP past the TTL, SIGCONT, on Redis and PostgreSQL: TestLeadership and TestLeadershipPostgres passed)", "ok"
@@ -134,14 +151,14 @@ func leaderProcessFigures() ([]row, error) {
 		}
 		ttl[b] = t
 	}
-	const earliest = 2000.0 // the tests' dead-client detection (PostgreSQL) and TTL (Redis)
-	for _, b := range []string{"pg", "redis"} {
+	const earliest = 2000.0 // the tests' dead-client detection (PostgreSQL) and TTL (Redis, etcd)
+	for _, b := range []string{"pg", "redis", "etcd", "kube"} {
 		w, ok := worst[b]
 		if !ok {
 			rows = append(rows, row{Figure: "leadership partition overlap, " + b, Target: "< 0", Measured: "not measured (no network namespaces?)", Verdict: "FAIL"})
 			continue
 		}
-		name := map[string]string{"pg": "PostgreSQL", "redis": "Redis"}[b]
+		name := map[string]string{"pg": "PostgreSQL", "redis": "Redis", "etcd": "etcd (3 members)", "kube": "Kubernetes Lease"}[b]
 		rows = append(rows, row{
 			Figure:   fmt.Sprintf("leadership partition overlap, %s (old term's end − new term's start; TTL %.0f ms, earliest release %.0f ms)", name, ttl[b], earliest),
 			Target:   "< 0 (the old leader ends first)",
@@ -173,4 +190,38 @@ func leaderProcessFigures() ([]row, error) {
 			Baseline: fmt.Sprintf("polling: %.0f ms", p), Verdict: verdict(w <= c.limit)})
 	}
 	return rows, nil
+}
+
+var clientGoLine = regexp.MustCompile(`clientgo_figure kind=(\w+) ms=([0-9.]+) calls_per_s=([0-9.]+)`)
+
+// clientGoFigures runs client-go's own leader election at its defaults (LeaseDuration
+// 15s, RetryPeriod 2s; ReleaseOnCancel for the graceful hand-over) on a real
+// kube-apiserver (leader package, TestClientGoFigures), and sets each figure beside
+// the Kubernetes Lease lock's at the same TTL, measured in this run (figs, 3
+// campaigners).
+func clientGoFigures(figs map[string]fleetFig) ([]row, error) {
+	cmd := exec.Command("go", "test", "-count=1", "-timeout=10m", "-run", "^TestClientGoFigures$", "-v", "./leader/")
+	cmd.Env = append(os.Environ(), "SW_BENCH=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("client-go figures: %w\n%s", err, lastLines(out, 20))
+	}
+	cg := map[string][2]float64{}
+	for _, m := range clientGoLine.FindAllSubmatch(out, -1) {
+		ms, _ := strconv.ParseFloat(string(m[2]), 64)
+		calls, _ := strconv.ParseFloat(string(m[3]), 64)
+		cg[string(m[1])] = [2]float64{ms, calls}
+	}
+	k, ok := figs["kube/on_release/3"]
+	if !ok || len(cg) != 2 {
+		return nil, fmt.Errorf("no client-go or Kubernetes Lease figures in:\n%s", lastLines(out, 20))
+	}
+	return []row{
+		{Figure: "leadership graceful hand-over, Kubernetes Lease vs client-go leaderelection (same apiserver, defaults)", Target: "≤ 50 ms",
+			Measured: fmt.Sprintf("%.0f ms", k.graceful), Baseline: fmt.Sprintf("client-go (ReleaseOnCancel): %.0f ms", cg["graceful"][0]), Verdict: verdict(k.graceful <= 50)},
+		{Figure: "leadership crash failover, Kubernetes Lease vs client-go leaderelection (same apiserver, TTL 15 s)", Target: "≤ lease duration + one campaign (17 s)",
+			Measured: fmt.Sprintf("%.0f ms", k.crash), Baseline: fmt.Sprintf("client-go: %.0f ms", cg["crash"][0]), Verdict: verdict(k.crash <= 17000)},
+		{Figure: "API calls/s per campaigner while one leads, Kubernetes Lease vs client-go leaderelection", Target: "≤ client-go + 0.2",
+			Measured: fmt.Sprintf("%.2f", k.cmds), Baseline: fmt.Sprintf("client-go: %.2f", cg["graceful"][1]), Verdict: verdict(k.cmds <= cg["graceful"][1]+0.2)},
+	}, nil
 }
