@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +19,6 @@ import (
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/kafkakit"
-	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
 
 const (
@@ -28,10 +26,14 @@ const (
 	deadLetters = "orders.dlq"
 )
 
-// readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded. A
-// bad entry is named by its position, never echoed: it may carry credentials.
+// readBrokers parses KAFKA_BROKERS ("host:port,host:port"); empty means embedded,
+// which only a build with the development broker has (devbroker.go). A bad entry is
+// named by its position, never echoed: it may carry credentials.
 func readBrokers(v string, l *fault.Problems) []string {
 	if strings.TrimSpace(v) == "" {
+		if !devBroker {
+			l.Addf("KAFKA_BROKERS", "must be set: this binary has no development broker (go build -tags devbroker, as make run does, adds one)")
+		}
 		return nil
 	}
 	var out []string
@@ -73,31 +75,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration, useOutbox bool) fx
 			if !embedded {
 				return brokers, nil
 			}
-			// The address must be known now, for the producer and the consumer, but the
-			// broker starts with the container (a Host built and never run starts
-			// nothing). The port is held by a listener of ours until then and released
-			// just before the broker binds it, so no other socket can take it while the
-			// container is built and warmed up.
-			hold, err := net.Listen("tcp", "127.0.0.1:0")
-			if err != nil {
-				return nil, err
-			}
-			port := hold.Addr().(*net.TCPAddr).Port
-			addr := fmt.Sprintf("127.0.0.1:%d", port)
-			var cluster *kafkadev.Embedded
-			lc.Append(fx.Hook{
-				OnStart: func(context.Context) error {
-					hold.Close()
-					cluster, err = kafkadev.NewEmbedded(kafkadev.EmbeddedConfig{
-						Ports: []int{port}, Topics: map[string]int{ordersTopic: 3, deadLetters: 1}})
-					if err == nil {
-						log.Info("KAFKA_BROKERS is unset: running an embedded Kafka-protocol broker", zap.String("addr", addr))
-					}
-					return err
-				},
-				OnStop: func(context.Context) error { cluster.Close(); return nil },
-			})
-			return []string{addr}, nil
+			return embeddedBroker(lc, log)
 		}),
 		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider, reg prometheus.Registerer) (*kafkakit.Producer, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers, Topic: ordersTopic},

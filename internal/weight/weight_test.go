@@ -1,6 +1,7 @@
 package weight
 
 import (
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -148,6 +149,35 @@ func TestWeight(t *testing.T) {
 			if !under(d, module) && !under(d, "go.uber.org/zap") && !under(d, "go.uber.org/multierr") {
 				t.Errorf("%s links %s: the leaf packages may link zap at most", p, d)
 			}
+		}
+	}
+}
+
+// TestProductionBuildLinksNoDevBroker: the example built the way docs/example.md gives
+// for production (a plain go build, no tags) links neither the development broker nor
+// the franz-go tree behind it; built with -tags devbroker (make run), it does. The
+// environment's GOFLAGS (make sets -tags=devbroker) is replaced for each build.
+func TestProductionBuildLinksNoDevBroker(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go: %v", err)
+	}
+	list := func(goflags string) string {
+		cmd := exec.Command(goBin, "list", "-deps", module+"/cmd/example")
+		cmd.Dir = "../.."
+		cmd.Env = append(os.Environ(), "GOFLAGS="+goflags)
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go list (GOFLAGS=%s): %v", goflags, err)
+		}
+		return string(out)
+	}
+	for _, dev := range []string{module + "/kafkakit/kafkadev", "github.com/twmb/franz-go/pkg/kfake"} {
+		if strings.Contains(list("-buildvcs=false"), dev+"\n") {
+			t.Errorf("the production build of cmd/example links %s", dev)
+		}
+		if !strings.Contains(list("-buildvcs=false -tags=devbroker"), dev+"\n") {
+			t.Errorf("the devbroker build of cmd/example does not link %s: the test no longer tells the two apart", dev)
 		}
 	}
 }
