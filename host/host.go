@@ -50,6 +50,7 @@ type Host struct {
 	settled *lifecycle    // the run's hooks and phases, once startup reached pre_start
 	logged  time.Duration // the worst case last logged
 	ahead   drainAhead    // what PreStop ran ahead of the stop (prestop.go)
+	pprof   pprofState    // the profiling endpoint's token and refusals (pprof.go)
 }
 
 // Option changes how a Host is built.
@@ -110,6 +111,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 	h.spec.CheckInterval = checkTiming(h.opts.lookup, &h.spec, &problems) // monitor.go
 	h.shutdown = newShutdown(h.budgets.Deadline)
 	h.configurePreStop(&problems) // prestop_auth.go: its token, its metrics
+	h.configurePprof(&problems)   // pprof.go: the profiling token
 	h.lifecycle = &hooks.Registry{}
 	h.regs = slices.Clone(spec.Entrypoints)
 	h.steps = slices.Clone(spec.Warmups)
@@ -151,6 +153,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 			metrics:   promhttp.HandlerFor(tel.reg, promhttp.HandlerOpts{}),
 			lifecycle: h.lifecycleHandler(),
 			prestop:   h.preStopHandler(),
+			pprof:     h.pprofHandler(),
 		}, h.log.Named("probes"))
 		for _, c := range h.probe.conns.collectors() {
 			_ = tel.reg.Register(c) // taken only by a user's own metric of that name

@@ -52,8 +52,9 @@ const refusalLogEvery = 10 * time.Second
 
 // preStopAuth is what PreStopPath asks of a caller, and what it did with refusals.
 type preStopAuth struct {
-	sum [sha256.Size]byte // of the token; compared, never the token itself
-	set bool              // a token is configured; without one the path refuses everyone
+	sum    [sha256.Size]byte // of the token; compared, never the token itself
+	set    bool              // a token is configured; without one the path refuses everyone
+	header string            // the request header that carries it
 
 	mu         sync.Mutex
 	lastLog    time.Time // of the last refusal logged
@@ -67,19 +68,25 @@ type preStopAuth struct {
 // is not a regular file of a fitting size (safe.ReadFile: never a blocking open). None set: no token, and
 // the HTTP PreStop path refuses every request.
 func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) preStopAuth {
-	v, inline := lookup(PreStopTokenEnv)
-	file, fromFile := lookup(PreStopTokenFileEnv)
+	return readToken(lookup, PreStopTokenEnv, PreStopTokenFileEnv, PreStopHeader, l)
+}
+
+// readToken reads a credential of the probe port from the variable env or from the
+// file fileEnv names, under readPreStopToken's rules; header is where requests carry it.
+func readToken(lookup func(string) (string, bool), env, fileEnv, header string, l *fault.Problems) preStopAuth {
+	v, inline := lookup(env)
+	file, fromFile := lookup(fileEnv)
 	inline, fromFile = inline && v != "", fromFile && file != ""
-	name := PreStopTokenEnv
+	name := env
 	switch {
 	case inline && fromFile:
-		l.Addf(PreStopTokenEnv+", "+PreStopTokenFileEnv, "set one or the other, not both")
+		l.Addf(env+", "+fileEnv, "set one or the other, not both")
 		return preStopAuth{}
 	case fromFile:
-		name = PreStopTokenFileEnv
+		name = fileEnv
 		b, err := safe.ReadFile(file, 2*MaxPreStopTokenLen)
 		if err != nil {
-			l.Addf(name, "cannot read the PreStop token file %q: %v", file, err)
+			l.Addf(name, "cannot read the token file %q: %v", file, err)
 			return preStopAuth{}
 		}
 		v = string(b)
@@ -89,18 +96,18 @@ func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) pre
 	v = strings.TrimSpace(v)
 	switch {
 	case len(v) < MinPreStopTokenLen:
-		l.Addf(name, "the PreStop token must be at least %d bytes (e.g. openssl rand -hex 16), got %d",
+		l.Addf(name, "the token must be at least %d bytes (e.g. openssl rand -hex 16), got %d",
 			MinPreStopTokenLen, len(v))
 		return preStopAuth{}
 	case len(v) > MaxPreStopTokenLen:
-		l.Addf(name, "the PreStop token must be at most %d bytes, to fit the probe port's header limit, got %d",
+		l.Addf(name, "the token must be at most %d bytes, to fit the probe port's header limit, got %d",
 			MaxPreStopTokenLen, len(v))
 		return preStopAuth{}
 	case !sendable(v):
-		l.Addf(name, "the PreStop token must be visible ASCII (no space, control character or non-ASCII byte): no HTTP header could carry it")
+		l.Addf(name, "the token must be visible ASCII (no space, control character or non-ASCII byte): no HTTP header could carry it")
 		return preStopAuth{}
 	}
-	return preStopAuth{sum: sha256.Sum256([]byte(v)), set: true}
+	return preStopAuth{sum: sha256.Sum256([]byte(v)), set: true, header: header}
 }
 
 // sendable reports whether v can be sent as a header value as it is: visible ASCII
@@ -118,7 +125,7 @@ func sendable(v string) bool {
 // (no token is set, so no request drains over HTTP), "no_credential" or
 // "wrong_credential". The comparison takes the same time whatever the value sent.
 func (a *preStopAuth) check(r *http.Request) string {
-	got, ok := r.Header[PreStopHeader]
+	got, ok := r.Header[a.header]
 	switch {
 	case !a.set:
 		return "not_configured"

@@ -45,6 +45,7 @@ type probeRoutes struct {
 	metrics   http.Handler
 	lifecycle http.Handler
 	prestop   http.Handler
+	pprof     http.Handler // nil unless a profiling token is set (pprof.go)
 }
 
 // probeListener serves the probes on a port of their own, for processes without an
@@ -85,6 +86,10 @@ func newProbeListener(cfg health.ListenerConfig, routes probeRoutes, log *zap.Lo
 	mux.Handle("/metrics", routes.metrics)
 	mux.Handle("/debug/lifecycle", routes.lifecycle)
 	mux.Handle(PreStopPath, routes.prestop)
+	if routes.pprof != nil {
+		mux.Handle(PprofPath, routes.pprof)
+		mux.Handle(PprofPath+"/", routes.pprof)
+	}
 	checkTimeout := cfg.CheckTimeout
 	if checkTimeout <= 0 {
 		checkTimeout = health.DefaultCheckTimeout
