@@ -25,7 +25,8 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		panic(err)
 	}
-	bin, err = proctest.Build(dir, "github.com/servicewright/servicewright/cmd/example")
+	// The embedded development broker (devbroker.go) is what most tests run on.
+	bin, err = proctest.Build(dir, "github.com/servicewright/servicewright/cmd/example", "-tags=devbroker")
 	if err == nil {
 		naiveBin, err = proctest.Build(dir, "github.com/servicewright/servicewright/internal/cmd/baseline")
 	}

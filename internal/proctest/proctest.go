@@ -20,11 +20,11 @@ import (
 	"time"
 )
 
-// Build compiles the package at pkg (e.g. "github.com/…/cmd/example") into dir and
-// returns the binary's path.
-func Build(dir, pkg string) (string, error) {
+// Build compiles the package at pkg (e.g. "github.com/…/cmd/example") into dir, with
+// the go build flags given (e.g. "-tags=devbroker"), and returns the binary's path.
+func Build(dir, pkg string, flags ...string) (string, error) {
 	bin := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", bin, pkg)
+	cmd := exec.Command("go", append(append([]string{"build"}, flags...), "-o", bin, pkg)...)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("go build %s: %w", pkg, err)
