@@ -97,10 +97,20 @@ func peersGoal(r []string) bool {
 // idleFigure is admission's cost below capacity: a trivial handler, a closed loop, httpentry
 // with admission on and off, each as a ratio to bare net/http in interleaved runs.
 func idleFigure(e env) ([]row, error) {
-	out, err := runTool("bench/peers", "run", ".", "-idle", strconv.Itoa(max(e.runs, 5)))
-	m := idleSummary.FindStringSubmatch(out)
-	if err != nil || m == nil {
+	runs := max(e.runs, 5)
+	out, err := runTool("bench/peers", "run", ".", "-idle", strconv.Itoa(runs))
+	r, ok := idleRow(out, runs)
+	if err != nil || !ok {
 		return nil, fmt.Errorf("bench/peers -idle: %v: %s", err, lastLines([]byte(out), 5))
+	}
+	return []row{r}, nil
+}
+
+// idleRow reads bench/peers -idle's table and summary line; false when out has no summary.
+func idleRow(out string, runs int) (row, bool) {
+	m := idleSummary.FindStringSubmatch(out)
+	if m == nil {
+		return row{}, false
 	}
 	_, body := mdTable(out)
 	bare := ""
@@ -110,13 +120,13 @@ func idleFigure(e env) ([]row, error) {
 		}
 	}
 	diff, _ := strconv.ParseFloat(m[3], 64)
-	return []row{{
-		Figure:   fmt.Sprintf("admission's cost below capacity: httpentry vs bare net/http, trivial handler, closed loop of 32 connections (%d interleaved runs)", max(e.runs, 5)),
+	return row{
+		Figure:   fmt.Sprintf("admission's cost below capacity: httpentry vs bare net/http, trivial handler, closed loop of 32 connections (%d interleaved runs)", runs),
 		Target:   "within 1 % of admission off",
 		Measured: fmt.Sprintf("median ratio to bare %s with admission on (%+.1f %%)", m[1], diff),
 		Baseline: "admission off " + m[2] + bare,
 		Verdict:  verdict(diff >= -1 && diff <= 1),
-	}}, nil
+	}, true
 }
 
 // openLoopFigure is the overload as a vegeta-shaped client fleet sees it: a goroutine and

@@ -135,3 +135,17 @@ func TestCommittedReport(t *testing.T) {
 		}
 	}
 }
+
+func TestIdleRow(t *testing.T) {
+	out := "below capacity: ...\n\n| server | req/s (median) | ratio to bare: min / median / max |\n|---|---|---|\n| bare | 9120 | — |\n| httpentry | 8974 | 0.950 / 0.984 / 0.990 |\n| httpentry-off | 8975 | 0.951 / 0.984 / 0.991 |\n\nadmission on vs off: median ratio 0.984 vs 0.984 (difference +0.0 %; goal within 1 %)\n"
+	r, ok := idleRow(out, 9)
+	if !ok || r.Verdict != "ok" || r.Measured != "median ratio to bare 0.984 with admission on (+0.0 %)" || r.Baseline != "admission off 0.984, bare 9120 req/s" {
+		t.Fatalf("row %+v, %v", r, ok)
+	}
+	if r, _ := idleRow(strings.Replace(out, "+0.0 %", "-1.5 %", 1), 9); r.Verdict != "FAIL" {
+		t.Errorf("a 1.5 %% cost passed: %+v", r)
+	}
+	if _, ok := idleRow("no summary", 9); ok {
+		t.Error("a row from output without the summary")
+	}
+}
