@@ -36,10 +36,10 @@ func render(rows []row) string {
 func renderFile(info runInfo, rows []row) string {
 	var b strings.Builder
 	b.WriteString("# Benchmarks\n\n")
-	fmt.Fprintf(&b, "Machine: %s. Run started %s, %d runs per figure; load average (1, 5, 15 min) %s at the start, %s at the end.\n\n",
+	fmt.Fprintf(&b, "Machine: %s. Run started %s, runs per figure: %d; load average (1, 5, 15 min) %s at the start, %s at the end.\n\n",
 		info.Machine, info.Started.Format("2006-01-02 15:04 MST"), info.Runs, info.LoadStart, info.LoadEnd)
 	b.WriteString(render(rows))
-	b.WriteString("\nProduced by `make bench` (scripts/bench.sh), which replaces this file; `-only` runs print their rows and never write it. Each figure's baseline is measured in the same run; the last column is the figure's name for `go run ./internal/cmd/bench -only NAME`. Earlier runs are in the file's git history.\n")
+	b.WriteString("\nProduced by `make bench` (scripts/bench.sh), which replaces this file; a `-only` run prints its rows and writes no file unless given `-out`. Each figure's baseline is measured in the same run; the last column is the figure's name for `go run ./internal/cmd/bench -only NAME`. Earlier runs are in the file's git history.\n")
 	return b.String()
 }
 

@@ -26,7 +26,7 @@ func TestRenderFile(t *testing.T) {
 	if lines[0] != "# Benchmarks" {
 		t.Errorf("first line %q, want the title", lines[0])
 	}
-	for _, want := range []string{info.Machine, "0.52 0.40 0.33 at the start", "1.90 1.20 0.80 at the end", "2026-12-06 04:00 UTC", "5 runs per figure"} {
+	for _, want := range []string{info.Machine, "0.52 0.40 0.33 at the start", "1.90 1.20 0.80 at the end", "2026-12-06 04:00 UTC", "runs per figure: 5"} {
 		if !strings.Contains(lines[2], want) {
 			t.Errorf("header %q does not name %q", lines[2], want)
 		}
