@@ -34,10 +34,11 @@ const (
 	attrStatus = attribute.Key("http.response.status_code")
 	attrScheme = attribute.Key("url.scheme")
 	attrPath   = attribute.Key("url.path")
+	attrID     = attribute.Key("http.request.id") // WithRequestID
 )
 
 // spanAttrs is how many attributes end sets at most.
-const spanAttrs = 5
+const spanAttrs = 6
 
 // tracing is the Server's tracer and propagator (transport.NewTracing); the zero
 // value traces nothing.
@@ -76,6 +77,9 @@ func end(span trace.Span, w *response, p *handlerPanic) {
 	}
 	if status != 0 {
 		kv = append(kv, attrStatus.Int(status))
+	}
+	if id := RequestID(r.Context()); id != "" {
+		kv = append(kv, attrID.String(id))
 	}
 	span.SetAttributes(kv...)
 	switch {
