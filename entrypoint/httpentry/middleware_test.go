@@ -227,3 +227,28 @@ func TestRequestIDOff(t *testing.T) {
 		t.Errorf("header %q, ctx %q; want neither", got, seen)
 	}
 }
+
+// A request refused by the drain never reaches the middleware, and is not
+// access-logged: it is counted instead.
+func TestMiddlewareNotRunForRefused(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	ran := 0
+	count := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ran++; next.ServeHTTP(w, r) })
+	}
+	s, err := New(Config{}, http.NotFoundHandler(), WithLogger(zap.New(core)), WithRequestID(),
+		WithAccessLog(AccessLog{}), WithMiddleware(count))
+	if err != nil {
+		t.Fatal(err)
+	}
+	through(s, httptest.NewRequest("GET", "/", nil))
+	s.gate.Close() // Drain's first step
+	rec := through(s, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != http.StatusServiceUnavailable || ran != 1 || logs.Len() != 1 || s.Stats().RefusedDraining != 1 {
+		t.Errorf("refused: %d, middleware ran %d times, %d log entries, refused %d; want 503, 1, 1, 1",
+			rec.Code, ran, logs.Len(), s.Stats().RefusedDraining)
+	}
+	if rec.Header().Get(RequestIDHeader) != "" {
+		t.Errorf("a refused request got id %q", rec.Header().Get(RequestIDHeader))
+	}
+}
