@@ -32,9 +32,11 @@ type Middleware func(next http.Handler) http.Handler
 // before admission (a rate limit by client that should not take a unit of the
 // limit, say) belongs in front of the Server, not here.
 //
-// A middleware that wraps the ResponseWriter should forward http.Flusher and
-// http.Hijacker, or let http.ResponseController reach them with an Unwrap method,
-// so that streams and upgrades still work behind it.
+// A middleware that wraps the ResponseWriter should give it an Unwrap method, as
+// http.ResponseController asks, so that streams and upgrades still work behind
+// it, and so that the Server still learns the route ServeMux matched when the
+// middleware hands on a copy of the request (r.WithContext): without one, the
+// metrics, the span and the access log of such a request name no route.
 func WithMiddleware(mw ...Middleware) Option {
 	return func(o *options) {
 		for i, m := range mw {
@@ -47,8 +49,12 @@ func WithMiddleware(mw ...Middleware) Option {
 }
 
 // chain wraps h in mw, the first outermost, and records a nil handler a middleware
-// returned in problems.
+// returned in problems. With any middleware, h is first wrapped in handedTo, so
+// that the Server learns the request the handler got.
 func chain(h http.Handler, mw []Middleware, l *fault.Problems) http.Handler {
+	if len(mw) > 0 {
+		h = handedTo(h)
+	}
 	for i := len(mw) - 1; i >= 0; i-- {
 		if mw[i] == nil {
 			continue // recorded by WithMiddleware
@@ -61,4 +67,31 @@ func chain(h http.Handler, mw []Middleware, l *fault.Problems) http.Handler {
 		h = next
 	}
 	return h
+}
+
+// maxUnwrap bounds the ResponseWriter wrappers handedTo looks through.
+const maxUnwrap = 16
+
+// handedTo returns h preceded by a note, in the Server's response wrapper, of the
+// request h is handed. A middleware that passes on a copy of the request
+// (r.WithContext) would otherwise hide from the Server the route ServeMux stamps on
+// the copy, and the metrics, the span, the access log and a panic's report would
+// see none. The wrapper is found through the middleware's own wrappers by their
+// Unwrap method, as http.ResponseController finds it; behind a wrapper without one,
+// the Server keeps the request it handed the chain.
+func handedTo(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		for range maxUnwrap {
+			if rw, ok := w.(*response); ok {
+				rw.req = r
+				break
+			}
+			u, ok := w.(interface{ Unwrap() http.ResponseWriter })
+			if !ok {
+				break
+			}
+			w = u.Unwrap()
+		}
+		h.ServeHTTP(w, r)
+	})
 }

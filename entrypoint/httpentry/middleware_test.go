@@ -252,3 +252,48 @@ func TestMiddlewareNotRunForRefused(t *testing.T) {
 		t.Errorf("a refused request got id %q", rec.Header().Get(RequestIDHeader))
 	}
 }
+
+// A middleware that hands the handler a copy of the request does not hide the
+// route ServeMux matched on the copy: the span is named after it, the access log
+// and a panic's log carry it.
+func TestMiddlewareCopiedRequestKeepsRoute(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer tp.Shutdown(context.Background())
+	type key struct{}
+	copying := func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(unwrapping{w}, r.WithContext(context.WithValue(r.Context(), key{}, 1)))
+		})
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {})
+	mux.HandleFunc("GET /boom/{id}", func(w http.ResponseWriter, r *http.Request) { panic("boom") })
+	s, err := New(Config{}, mux, WithLogger(zap.New(core)), WithTracerProvider(tp),
+		WithAccessLog(AccessLog{}), WithMiddleware(copying))
+	if err != nil {
+		t.Fatal(err)
+	}
+	through(s, httptest.NewRequest("GET", "/orders/7", nil))
+	through(s, httptest.NewRequest("GET", "/boom/1", nil))
+	var names []string
+	for _, sp := range rec.Ended() {
+		names = append(names, sp.Name())
+	}
+	if got := strings.Join(names, ","); got != "GET /orders/{id},GET /boom/{id}" {
+		t.Errorf("spans %q, want them named after the routes", got)
+	}
+	if n := logs.FilterField(zap.String("pattern", "/orders/{id}")).Len(); n != 1 {
+		t.Errorf("%d access log entries with the route /orders/{id}, want 1: %v", n, logs.All())
+	}
+	if n := logs.FilterMessage("http handler panicked").FilterField(zap.String("pattern", "GET /boom/{id}")).Len(); n != 1 {
+		t.Errorf("%d panic logs with the pattern, want 1: %v", n, logs.All())
+	}
+}
+
+// unwrapping is a middleware's ResponseWriter wrapper that lets the wrapped one be
+// reached, as http.ResponseController asks.
+type unwrapping struct{ http.ResponseWriter }
+
+func (u unwrapping) Unwrap() http.ResponseWriter { return u.ResponseWriter }
