@@ -16,6 +16,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
 
 // through passes one request through the Server's root handler, in process.
@@ -76,14 +77,15 @@ func TestMiddlewareConfigErrors(t *testing.T) {
 }
 
 // A middleware that panics is recovered as a panicking handler is: logged with
-// the request id, counted, answered with a 500 that still carries the id, and
-// access-logged as a 500.
+// the request id, counted, reported with it, answered with a 500 that still
+// carries the id, and access-logged as a 500.
 func TestMiddlewarePanicRecovered(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	boom := func(http.Handler) http.Handler {
 		return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("middleware broke") })
 	}
-	s, err := New(Config{}, http.NotFoundHandler(), WithLogger(zap.New(core)), WithRequestID(),
+	rep := &testenv.Reports{}
+	s, err := New(Config{}, http.NotFoundHandler(), WithLogger(zap.New(core)), WithRequestID(), WithReporter(rep),
 		WithAccessLog(AccessLog{Every: 1000}), WithMiddleware(boom))
 	if err != nil {
 		t.Fatal(err)
@@ -96,6 +98,9 @@ func TestMiddlewarePanicRecovered(t *testing.T) {
 	}
 	if got := s.Stats().Panics; got != 1 {
 		t.Errorf("Panics = %d, want 1", got)
+	}
+	if _, tags := rep.Get(); len(tags) != 1 || tags[0][TagRequestID] != "req-7" {
+		t.Errorf("reported tags = %v, want one report with request_id req-7", tags)
 	}
 	panics := logs.FilterMessage("http handler panicked").FilterField(zap.String("request_id", "req-7"))
 	access := logs.FilterMessage("http request").FilterField(zap.Int("status", 500)).FilterField(zap.String("request_id", "req-7"))
