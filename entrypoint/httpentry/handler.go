@@ -46,12 +46,15 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := s.responses.Get().(*response)
 	rw.ResponseWriter, rw.srv, rw.req, rw.ticket = w, s, r, t // the rest was zeroed by finish or New
 	var span trace.Span
-	if s.trace.Tracer != nil {
-		r, span = s.trace.start(r)
-		rw.req = r
-	}
-	if s.requestID {
-		r = withRequestID(w, r)
+	if s.trace.Tracer != nil || s.requestID {
+		ctx := r.Context()
+		if s.trace.Tracer != nil {
+			ctx, span = s.trace.start(ctx, r)
+		}
+		if s.requestID {
+			ctx = withRequestID(ctx, w, r)
+		}
+		r = r.WithContext(ctx) // one copy of the request for both
 		rw.req = r
 	}
 	if s.access != nil {

@@ -59,15 +59,14 @@ func RequestID(ctx context.Context) string {
 	return ""
 }
 
-// withRequestID returns r with its id in its context, and sets the id on the
-// response.
-func withRequestID(w http.ResponseWriter, r *http.Request) *http.Request {
+// withRequestID returns ctx with r's id, and sets the id on the response.
+func withRequestID(ctx context.Context, w http.ResponseWriter, r *http.Request) context.Context {
 	id := r.Header.Get(RequestIDHeader)
 	if !wellFormedID(id) {
 		id = newRequestID()
 	}
 	w.Header()[RequestIDHeader] = []string{id}
-	return r.WithContext(&idContext{Context: r.Context(), id: id})
+	return &idContext{Context: ctx, id: id}
 }
 
 // wellFormedID reports whether id may be taken as a request id as it is: short,

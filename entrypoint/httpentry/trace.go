@@ -1,6 +1,7 @@
 package httpentry
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -45,14 +46,13 @@ const spanAttrs = 6
 type tracing struct{ transport.Tracing }
 
 // start continues the trace of r's headers in a server span named after the method
-// (renamed with the route once the handler matched one) and returns the request to
-// hand on, carrying the span. The span's attributes are all set by end, in one call,
-// and only on a span that records: an unsampled request pays for the propagation and
-// the span's context, nothing else.
-func (t *tracing) start(r *http.Request) (*http.Request, trace.Span) {
-	ctx := t.Prop.Extract(r.Context(), headerCarrier(r.Header))
-	ctx, span := t.Tracer.Start(ctx, r.Method, t.Opts...)
-	return r.WithContext(ctx), span
+// (renamed with the route once the handler matched one) and returns ctx with the
+// span, for the request handed on. The span's attributes are all set by end, in
+// one call, and only on a span that records: an unsampled request pays for the
+// propagation and the span's context, nothing else.
+func (t *tracing) start(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
+	ctx = t.Prop.Extract(ctx, headerCarrier(r.Header))
+	return t.Tracer.Start(ctx, r.Method, t.Opts...)
 }
 
 // end records what the request came to and ends its span: the method, scheme and
