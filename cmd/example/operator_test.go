@@ -27,12 +27,14 @@ func TestOperatorLines(t *testing.T) {
 		name string
 		want int
 	}{{syscall.SIGTERM, "SIGTERM", 143}, {syscall.SIGINT, "SIGINT", 130}} {
-		t.Run(fmt.Sprintf("the first %s is logged by name, the second before exit %d", c.name, c.want), func(t *testing.T) {
+		// The second signal exits without touching the logger (the output may be what
+		// hangs): the first one's line already says a second exits at once.
+		t.Run(fmt.Sprintf("the first %s is logged by name, the second exits %d at once", c.name, c.want), func(t *testing.T) {
 			p, _ := startExample(t, "EXAMPLE_HOOK_DELAY=30s")
 			mustLog(t, p, stage("serve"), 20*time.Second)
 			_ = p.Signal(c.sig)
 			first := mustLog(t, p, map[string]string{"signal": c.name}, 10*time.Second)
-			if !strings.Contains(fmt.Sprint(first["msg"]), "graceful shutdown") {
+			if msg := fmt.Sprint(first["msg"]); !strings.Contains(msg, "graceful shutdown") || !strings.Contains(msg, "a second one exits at once") {
 				t.Errorf("first signal line = %v", first)
 			}
 			mustLog(t, p, stage("pre_shutdown"), 20*time.Second)
@@ -40,9 +42,8 @@ func TestOperatorLines(t *testing.T) {
 			if code := exitCode(t, p); code != c.want {
 				t.Fatalf("exit code %d, want %d", code, c.want)
 			}
-			second := p.Find(map[string]string{"msg": "second signal received; exiting at once without finishing the shutdown"})
-			if second == nil || second["signal"] != c.name || fmt.Sprint(second["exit_code"]) != fmt.Sprint(c.want) {
-				t.Errorf("no line for the second signal before exit: %v", second)
+			if p.Find(map[string]string{"msg": "shutdown report"}) != nil {
+				t.Errorf("a shutdown report after the second signal: the exit was not at once")
 			}
 		})
 	}
