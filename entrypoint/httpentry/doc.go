@@ -69,6 +69,13 @@
 // without either the request path is the Gate, a response wrapper and a deferred
 // recover.
 //
+// WithMiddleware wraps the handler in the user's middleware, in order, inside
+// admission, the span, recovery, the metrics and the access log (middleware.go):
+// a refused request never reaches it, and its panic is recovered as a handler's.
+// WithRequestID gives each request an id (X-Request-Id, RequestID) and
+// WithAccessLog logs a sample of the requests and every 5xx, without credentials
+// or query values.
+//
 // # Not done
 //
 // The package does not route (pass an http.ServeMux, or Routes through httpfx), does not

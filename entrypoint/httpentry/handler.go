@@ -17,10 +17,11 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 )
 
-// serveHTTP is the root handler of every request: admission through the Gate, stream
-// tracking, panic recovery and metrics, around the user's handler. Past the Gate, a
+// serveHTTP is the root handler of every request: admission through the Gate, the
+// span and the request id, stream tracking, panic recovery, metrics and the access
+// log, around the user's middleware and handler (WithMiddleware). Past the Gate, a
 // plain request allocates nothing of its own: its response wrapper comes from a pool.
-// The user's handler is called directly, so that one recover (in finish) serves: it
+// The chain is called directly, so that one recover (in finish) serves: it
 // runs on the panicking stack and sees the request ServeMux stamped with its
 // pattern. With tracing, the request's span (trace.go) is started here and ended in
 // finish, once the answer to a panic is known.
@@ -45,9 +46,19 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	rw := s.responses.Get().(*response)
 	rw.ResponseWriter, rw.srv, rw.req, rw.ticket = w, s, r, t // the rest was zeroed by finish or New
 	var span trace.Span
-	if s.trace.Tracer != nil {
-		r, span = s.trace.start(r)
+	if s.trace.Tracer != nil || s.requestID {
+		ctx := r.Context()
+		if s.trace.Tracer != nil {
+			ctx, span = s.trace.start(ctx, r)
+		}
+		if s.requestID {
+			ctx = withRequestID(ctx, w, r)
+		}
+		r = r.WithContext(ctx) // one copy of the request for both
 		rw.req = r
+	}
+	if s.access != nil {
+		rw.logStart = s.access.now()
 	}
 	defer s.finish(rw, t, start, span)
 	if isStream {
@@ -99,6 +110,9 @@ func (s *Server) finish(w *response, t entrypoint.Ticket, start time.Duration, s
 	if s.metrics != nil {
 		s.metrics.observe(w, start, abort)
 	}
+	if s.access != nil {
+		s.access.record(w, p, abort, s.log)
+	}
 	if w.stream == nil {
 		// A plain request's wrapper is done with: net/http forbids using a
 		// ResponseWriter after its handler returned. A stream's or hijacked
@@ -132,6 +146,10 @@ func (s *Server) recovered(w *response, p *handlerPanic) (abort bool) {
 	if sc := trace.SpanContextFromContext(r.Context()); sc.IsValid() {
 		fields = append(fields, zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
 	}
+	id := RequestID(r.Context())
+	if id != "" {
+		fields = append(fields, zap.String("request_id", id))
+	}
 	s.log.Error("http handler panicked", fields...)
 	s.report(p)
 
@@ -145,6 +163,9 @@ func (s *Server) recovered(w *response, p *handlerPanic) (abort bool) {
 	h := w.Header()
 	clear(h) // whatever the handler set was meant for another response
 	h.Set("Content-Type", "application/json")
+	if id != "" {
+		h[RequestIDHeader] = []string{id}
+	}
 	h.Set("Content-Length", strconv.Itoa(len(internalBody)))
 	w.WriteHeader(http.StatusInternalServerError)
 	io.WriteString(w, internalBody)
@@ -162,6 +183,7 @@ type response struct {
 	status   int           // 0 until the response's header is committed
 	hijacked bool
 	ticket   entrypoint.Ticket // the request's Gate unit
+	logStart time.Duration     // when the access log's clock saw the request admitted
 	unit     func()            // the unit, detached from the limiter when the response showed a stream
 
 	// last is the series the metrics counted this wrapper's last request in: kept
@@ -178,7 +200,7 @@ type response struct {
 func (w *response) reset() {
 	used := w.attrs[0].Key != ""
 	w.ResponseWriter, w.srv, w.req, w.stream, w.status, w.hijacked = nil, nil, nil, nil, 0, false
-	w.ticket, w.unit = entrypoint.Ticket{}, nil
+	w.ticket, w.unit, w.logStart = entrypoint.Ticket{}, nil, 0
 	if used {
 		clear(w.attrs[:]) // drop the strings they reference
 	}

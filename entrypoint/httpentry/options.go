@@ -19,12 +19,15 @@ import (
 type Option func(*options)
 
 type options struct {
-	listener  net.Listener
-	given     entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
-	isStream  func(*http.Request) bool
-	streams   []string // WithStreams
-	admission admissionOptions
-	problems  fault.Problems
+	listener   net.Listener
+	given      entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
+	isStream   func(*http.Request) bool
+	streams    []string // WithStreams
+	admission  admissionOptions
+	middleware []Middleware // WithMiddleware
+	requestID  bool         // WithRequestID
+	access     *AccessLog   // WithAccessLog
+	problems   fault.Problems
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then

@@ -13,8 +13,9 @@ import (
 // Tag keys of a handler panic's report, beside fault.TagEntrypoint and
 // fault.TagTraceID.
 const (
-	TagRoute  = "route"  // the ServeMux pattern that matched, or the path
-	TagMethod = "method" // the request's method
+	TagRoute     = "route"      // the ServeMux pattern that matched, or the path
+	TagMethod    = "method"     // the request's method
+	TagRequestID = "request_id" // the request's id, with WithRequestID
 )
 
 // handlerPanic is a handler's panic as the Server's recovery caught it, with the
@@ -42,7 +43,8 @@ func (p *handlerPanic) route() string {
 }
 
 // report sends the panic to the Server's error reporter, if any, as a
-// *fault.PanicError tagged with the entrypoint, route, method and trace id.
+// *fault.PanicError tagged with the entrypoint, route, method, trace id and request
+// id.
 func (s *Server) report(p *handlerPanic) {
 	if s.reporter == nil {
 		return
@@ -58,6 +60,9 @@ func (s *Server) report(p *handlerPanic) {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tags[fault.TagTraceID] = sc.TraceID().String()
 		tags[fault.TagSpanID] = sc.SpanID().String()
+	}
+	if id := RequestID(ctx); id != "" {
+		tags[TagRequestID] = id
 	}
 	s.reporter.Report(ctx, err, tags)
 }

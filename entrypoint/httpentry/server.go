@@ -46,6 +46,8 @@ type Server struct {
 	isStream   func(*http.Request) bool
 	classes    *classes // nil: every request not a stream is Ordinary (admission.go)
 	retryAfter string
+	requestID  bool       // WithRequestID
+	access     *accessLog // nil: no access log
 
 	gate      entrypoint.Gate
 	streams   streamSet
@@ -94,6 +96,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		reporter:   o.given.Reporter,
 		isStream:   streamMatcher(o.isStream, o.streams, &l),
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
+		requestID:  o.requestID,
 		ln:         o.listener,
 		draining:   make(chan struct{}),
 		guard:      entrypoint.NewGuard(cfg.Name),
@@ -103,6 +106,8 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		serving:    transport.NewServing(cfg.Name, "http.Server", http.ErrServerClosed),
 	}
 	s.useAdmission(o.admission, &l)
+	s.next = chain(handler, o.middleware, &l) // the handler, inside the middleware (middleware.go)
+	s.access = newAccessLog(o.access, &l)
 	if cs, err := newConnSet(cfg.Name, s.capped.Listener); err != nil {
 		l.Merge("", err)
 	} else {
@@ -122,7 +127,6 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnState:         s.conns.track,
 		ConnContext:       connContext,
 	}
-	s.next = handler // no layer between: finish's recover sees the panic as raised
 	s.useLogger(o.given.Logger)
 	s.useTracerProvider(o.given.TracerProvider)
 	if o.given.Registerer != nil {

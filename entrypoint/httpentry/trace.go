@@ -1,6 +1,7 @@
 package httpentry
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"strings"
@@ -34,24 +35,24 @@ const (
 	attrStatus = attribute.Key("http.response.status_code")
 	attrScheme = attribute.Key("url.scheme")
 	attrPath   = attribute.Key("url.path")
+	attrID     = attribute.Key("http.request.id") // WithRequestID
 )
 
 // spanAttrs is how many attributes end sets at most.
-const spanAttrs = 5
+const spanAttrs = 6
 
 // tracing is the Server's tracer and propagator (transport.NewTracing); the zero
 // value traces nothing.
 type tracing struct{ transport.Tracing }
 
 // start continues the trace of r's headers in a server span named after the method
-// (renamed with the route once the handler matched one) and returns the request to
-// hand on, carrying the span. The span's attributes are all set by end, in one call,
-// and only on a span that records: an unsampled request pays for the propagation and
-// the span's context, nothing else.
-func (t *tracing) start(r *http.Request) (*http.Request, trace.Span) {
-	ctx := t.Prop.Extract(r.Context(), headerCarrier(r.Header))
-	ctx, span := t.Tracer.Start(ctx, r.Method, t.Opts...)
-	return r.WithContext(ctx), span
+// (renamed with the route once the handler matched one) and returns ctx with the
+// span, for the request handed on. The span's attributes are all set by end, in
+// one call, and only on a span that records: an unsampled request pays for the
+// propagation and the span's context, nothing else.
+func (t *tracing) start(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
+	ctx = t.Prop.Extract(ctx, headerCarrier(r.Header))
+	return t.Tracer.Start(ctx, r.Method, t.Opts...)
 }
 
 // end records what the request came to and ends its span: the method, scheme and
@@ -76,6 +77,9 @@ func end(span trace.Span, w *response, p *handlerPanic) {
 	}
 	if status != 0 {
 		kv = append(kv, attrStatus.Int(status))
+	}
+	if id := RequestID(r.Context()); id != "" {
+		kv = append(kv, attrID.String(id))
 	}
 	span.SetAttributes(kv...)
 	switch {

@@ -5,6 +5,7 @@
 package httpfx
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/http"
@@ -28,6 +29,12 @@ const RoutesGroup = "http.routes"
 type Route struct {
 	Pattern string // a ServeMux pattern, e.g. "GET /orders/{id}"
 	Handler http.Handler
+	// Server, when set, gives the route only to the server of Provider whose
+	// Config.Name it is (httpentry.DefaultName, "http", when the Config has none),
+	// e.g. "admin" for an admin port; the others do not mount it. Empty: every
+	// server made by Provider in the container mounts it. A name no server has
+	// mounts the route nowhere.
+	Server string
 }
 
 // Params are what Provider's constructor takes from the fx container. Every field is
@@ -39,7 +46,7 @@ type Params struct {
 	// request when there are no Routes.
 	Handler http.Handler `optional:"true"`
 	// Routes are mounted on a ServeMux. Every server made by Provider in the same
-	// container gets all of them.
+	// container gets those whose Route.Server is empty or its own Config.Name.
 	Routes []Route `group:"http.routes"`
 
 	// When present, they turn on httpentry.WithLogger, WithRegisterer and
@@ -60,7 +67,7 @@ type Params struct {
 // missing handler, are reported in httpentry.New's *fault.ConfigError.
 func Provider(cfg httpentry.Config, opts ...httpentry.Option) func(Params) (*httpentry.Server, error) {
 	return func(p Params) (*httpentry.Server, error) {
-		h, err := p.handler()
+		h, err := p.handler(cmp.Or(cfg.Name, httpentry.DefaultName))
 		if err != nil {
 			return nil, err
 		}
@@ -70,9 +77,16 @@ func Provider(cfg httpentry.Config, opts ...httpentry.Option) func(Params) (*htt
 	}
 }
 
-// handler mounts the routes, and Handler as the fallback, on a ServeMux.
-func (p Params) handler() (http.Handler, error) {
-	if len(p.Routes) == 0 {
+// handler mounts the routes for the server named server, and Handler as the
+// fallback, on a ServeMux.
+func (p Params) handler(server string) (http.Handler, error) {
+	routes := make([]Route, 0, len(p.Routes))
+	for _, r := range p.Routes {
+		if r.Server == "" || r.Server == server {
+			routes = append(routes, r)
+		}
+	}
+	if len(routes) == 0 {
 		if p.Handler == nil {
 			return nil, &fault.ConfigError{Problems: []fault.Problem{{
 				Field:  "handler",
@@ -94,7 +108,7 @@ func (p Params) handler() (http.Handler, error) {
 			l.Addf(field, "%v", pe.Value)
 		}
 	}
-	for _, r := range p.Routes {
+	for _, r := range routes {
 		mount(fmt.Sprintf("Routes[%q]", r.Pattern), r.Pattern, r.Handler)
 	}
 	if p.Handler != nil {
@@ -111,7 +125,8 @@ func (p Params) handler() (http.Handler, error) {
 //		return httpfx.Route{Pattern: "GET /orders/{id}", Handler: getOrder(db)}
 //	})
 //
-// A ctor of any other shape is an error when the fx app is built.
+// A ctor of any other shape is an error when the fx app is built. Set Route.Server
+// to give the route to one server only.
 func AsRoute(ctor any) fx.Option {
 	t := reflect.TypeOf(ctor)
 	if t == nil || t.Kind() != reflect.Func || t.NumOut() == 0 || t.Out(0) != reflect.TypeFor[Route]() {

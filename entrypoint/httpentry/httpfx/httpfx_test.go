@@ -1,6 +1,7 @@
 package httpfx
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -33,7 +34,7 @@ func build(t *testing.T, opts ...fx.Option) (built, error) {
 	t.Helper()
 	var b built
 	app := fx.New(append(opts, fx.NopLogger, fx.Provide(Provider(httpentry.Config{Addr: "127.0.0.1:0"})),
-		fx.Invoke(func(p Params) { b.handler, _ = p.handler() }), fx.Populate(&b.srv))...)
+		fx.Invoke(func(p Params) { b.handler, _ = p.handler(httpentry.DefaultName) }), fx.Populate(&b.srv))...)
 	return b, app.Err()
 }
 
@@ -120,4 +121,64 @@ func TestProvider(t *testing.T) {
 			t.Errorf("err = %v, want AsRoute's refusal", err)
 		}
 	})
+}
+
+// A Route with Server set is mounted only by the server of that name; one without
+// by every server. Each server is run on a loopback port and asked.
+func TestRoutesPerServer(t *testing.T) {
+	var public, admin *httpentry.Server
+	app := fx.New(fx.NopLogger,
+		AsRoute(func() Route { return Route{Pattern: "GET /orders", Handler: text("orders")} }),
+		AsRoute(func() Route { return Route{Pattern: "GET /flags", Handler: text("flags"), Server: "admin"} }),
+		AsRoute(func() Route { return Route{Pattern: "GET /nowhere", Handler: text("x"), Server: "missing"} }),
+		fx.Provide(
+			fx.Annotate(Provider(httpentry.Config{Addr: "127.0.0.1:0"}), fx.ResultTags(`name:"public"`)),
+			fx.Annotate(Provider(httpentry.Config{Name: "admin", Addr: "127.0.0.1:0"}), fx.ResultTags(`name:"admin"`)),
+		),
+		fx.Invoke(fx.Annotate(func(p, a *httpentry.Server) { public, admin = p, a }, fx.ParamTags(`name:"public"`, `name:"admin"`))),
+	)
+	if err := app.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		srv  *httpentry.Server
+		want map[string]int
+	}{
+		{public, map[string]int{"/orders": 200, "/flags": 404, "/nowhere": 404}},
+		{admin, map[string]int{"/orders": 200, "/flags": 200, "/nowhere": 404}},
+	} {
+		serving(t, c.srv, func(base string) {
+			for path, want := range c.want {
+				resp, err := http.Get(base + path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				if resp.StatusCode != want {
+					t.Errorf("%s GET %s = %d, want %d", c.srv.Name(), path, resp.StatusCode, want)
+				}
+			}
+		})
+	}
+}
+
+// serving binds and serves s, calls f with its base URL, then stops it as the Host
+// does and waits for Serve to return.
+func serving(t *testing.T, s *httpentry.Server, f func(base string)) {
+	t.Helper()
+	ctx := context.Background()
+	if err := s.Bind(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stop, served := make(chan struct{}), make(chan error, 1)
+	go func() { served <- s.Serve(ctx, stop) }()
+	f("http://" + s.Addr().String())
+	close(stop)
+	if err := <-served; err != nil {
+		t.Errorf("Serve = %v", err)
+	}
+	if err := s.Drain(ctx); err != nil {
+		t.Errorf("Drain = %v", err)
+	}
+	http.DefaultClient.CloseIdleConnections()
 }

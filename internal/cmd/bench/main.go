@@ -1,7 +1,9 @@
 // Command bench measures the figures of docs/architecture.md, each beside the baseline it is
-// compared with, measured in the same run, and prints one table (also written to
-// BENCH.md with a description of the machine). Every figure is the median of several
-// runs. Run it with `make bench`.
+// compared with, measured in the same run, and prints one table. A whole run writes it to
+// BENCH.md, the whole file: the machine, its load average at the start and the end of the
+// run, and every figure, the overload comparisons against the peers (bench/peers) and the
+// open-loop client fleet (internal/cmd/openloop) included; history is left to git. Every
+// figure is the median of several runs. Run it with `make bench`.
 package main
 
 import (
@@ -10,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 
 // row is one line of the report.
 type row struct {
+	Name     string // the figure that measured it, as -only names it
 	Figure   string
 	Target   string
 	Measured string
@@ -28,13 +30,14 @@ type row struct {
 func main() {
 	runs := flag.Int("runs", 5, "runs per figure; the median is reported")
 	out := flag.String("out", "", "where to write the report (default BENCH.md for a whole run; a run with -only writes none unless asked, so that it never replaces the whole report with a part)")
-	only := flag.String("only", "", "comma-separated figure names to run (gate, readiness, http, headerflood, grpc, grpcreset, leader, rolling, rollout, kafka, kafkacost, outbox, process, exit, weight); all when empty")
+	only := flag.String("only", "", "comma-separated figure names to run ("+strings.Join(figureNames(), ", ")+"); all when empty")
 	flag.Parse()
 
 	dir, err := os.MkdirTemp("", "sw-bench")
 	check(err)
 	defer os.RemoveAll(dir)
 
+	start := runInfo{Machine: machine(), Started: time.Now().UTC(), LoadStart: loadAverage(), Runs: *runs}
 	var rows []row
 	for _, f := range figures {
 		if *only != "" && !slices.Contains(strings.Split(*only, ","), f.name) {
@@ -43,19 +46,21 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bench: %s\n", f.name)
 		rs, err := f.run(env{dir: dir, runs: *runs})
 		if err != nil {
-			rows = append(rows, row{Figure: f.name, Measured: "error: " + err.Error(), Verdict: "FAIL"})
-			continue
+			rs = []row{{Figure: f.name, Measured: "error: " + err.Error(), Verdict: "FAIL"}}
+		}
+		for i := range rs {
+			rs[i].Name = f.name
 		}
 		rows = append(rows, rs...)
 	}
-	report := render(rows)
-	fmt.Print(report)
+	start.LoadEnd = loadAverage()
+	fmt.Print(render(rows))
 	path := *out
 	if path == "" && *only == "" {
 		path = "BENCH.md"
 	}
 	if path != "" {
-		check(os.WriteFile(path, []byte("# Benchmarks\n\n"+machine()+"\n"+report+"\nProduced by `make bench`.\n"), 0o644))
+		check(os.WriteFile(path, []byte(renderFile(start, rows)), 0o644))
 	}
 	for _, r := range rows {
 		if r.Verdict == "FAIL" {
@@ -92,31 +97,19 @@ var figures = []figure{
 	{"process", processFigures},
 	{"exit", exitFigure},
 	{"weight", weightFigure},
+	{"overload", overloadFigure},
+	{"overloadgrpc", overloadGRPCFigure},
+	{"idle", idleFigure},
+	{"openloop", openLoopFigure},
 }
 
-func render(rows []row) string {
-	var b strings.Builder
-	b.WriteString("| figure | target | measured (median) | baseline, same run | verdict |\n|---|---|---|---|---|\n")
-	for _, r := range rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.Figure, r.Target, r.Measured, r.Baseline, r.Verdict)
+// figureNames lists the figures in the order a whole run measures them.
+func figureNames() []string {
+	names := make([]string, len(figures))
+	for i, f := range figures {
+		names[i] = f.name
 	}
-	return b.String()
-}
-
-func machine() string {
-	cpu := "unknown"
-	if raw, err := os.ReadFile("/proc/cpuinfo"); err == nil {
-		for _, l := range strings.Split(string(raw), "\n") {
-			if strings.HasPrefix(l, "model name") {
-				cpu = strings.TrimSpace(strings.SplitN(l, ":", 2)[1])
-				break
-			}
-		}
-	}
-	kernel, _ := exec.Command("uname", "-r").Output()
-	return fmt.Sprintf("Machine: %d cores (%s), %s, %s/%s, Linux %s, measured %s.\n",
-		runtime.NumCPU(), cpu, runtime.Version(), runtime.GOOS, runtime.GOARCH,
-		strings.TrimSpace(string(kernel)), time.Now().UTC().Format("2006-01-02 15:04 MST"))
+	return names
 }
 
 func median(xs []float64) float64 {
