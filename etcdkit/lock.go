@@ -25,6 +25,7 @@ var (
 	_ lock.Lock         = (*Lock)(nil)
 	_ lock.Notifier     = (*Lock)(nil)
 	_ lock.ReleaseBound = (*Lock)(nil)
+	_ lock.Expiring     = (*Lock)(nil)
 )
 
 // DefaultKeyPrefix starts the name of every etcd key a Lock writes.
@@ -58,7 +59,9 @@ const DefaultKeyPrefix = "servicewright/lock/"
 // lease in full: both only delay the release (EarliestRelease is ttl). A crashed
 // holder's lease is held until it lapses.
 //
-// The counter is a key of its own, never deleted by the lock; its ModRevision, not
+// The counter is a key of its own, never deleted by the lock — unless the key was
+// taken with AcquireExpiring (lock.Expiring): the counter is then written under an
+// etcd lease of its own, of fenceTTL, and etcd deletes it when that lapses. Its ModRevision, not
 // its value, is what the acquire's transaction compares, and the value is what
 // AdvanceFence raises. An etcd cluster restored from an old snapshot repeats
 // tokens; AdvanceFence (the Leadership's FenceFloor) moves the counter past them.
@@ -193,6 +196,24 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
+	return e.acquire(ctx, key, owner, ttl, 0)
+}
+
+// AcquireExpiring implements lock.Expiring: it grants an etcd lease of fenceTTL
+// (rounded up to whole seconds) and writes the counter under it in the acquiring
+// transaction, so that etcd deletes the counter when that lease lapses, and the next
+// acquire of the key counts from 1 again. An attempt that finds the key held leaves
+// its grant to lapse.
+func (e *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
+	if err := lock.ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+		return lock.Lease{}, err
+	}
+	return e.acquire(ctx, key, owner, ttl, fenceTTL)
+}
+
+// acquire takes key; a positive fenceTTL puts its counter under a lease of its own,
+// 0 leaves it under none.
+func (e *Lock) acquire(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
 	sent := time.Now()
 	id, err := e.lease(ctx, key, owner, ttl)
 	if err != nil {
@@ -206,6 +227,15 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		e.mu.Lock()
 		e.spare[spareKey{key, owner, seconds(ttl)}] = spare{id: id, until: sent.Add(ttl)}
 		e.mu.Unlock()
+	}
+	var fenceOpts []clientv3.OpOption
+	if fenceTTL > 0 {
+		g, err := e.client.Grant(ctx, seconds(fenceTTL))
+		if err != nil {
+			keep()
+			return lock.Lease{}, e.wrap("acquire", key, err)
+		}
+		fenceOpts = append(fenceOpts, clientv3.WithLease(g.ID))
 	}
 	if f.value >= lock.MaxToken { // what we saw is a hint: ask etcd
 		if f, err = e.readFence(ctx, key); err != nil {
@@ -222,7 +252,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		tok := strconv.FormatUint(t, 10)
 		resp, err := e.client.Txn(ctx).
 			If(clientv3.Compare(clientv3.CreateRevision(hk), "=", 0), clientv3.Compare(clientv3.ModRevision(fk), "=", f.rev)).
-			Then(clientv3.OpPut(fk, tok), clientv3.OpPut(hk, value(owner, t), clientv3.WithLease(id))).
+			Then(clientv3.OpPut(fk, tok, fenceOpts...), clientv3.OpPut(hk, value(owner, t), clientv3.WithLease(id))).
 			Else(clientv3.OpGet(hk), clientv3.OpGet(fk)).
 			Commit()
 		if err != nil {

@@ -17,8 +17,10 @@
 //	rules:
 //	- apiGroups: [coordination.k8s.io]
 //	  resources: [leases]
-//	  verbs: [get, create, update, watch]
+//	  verbs: [get, create, update, watch, list, delete]
 //
 // bound to it by a RoleBinding (testdata/k8s has both). Without it every call is
-// refused, and the error names the verbs and the namespace.
+// refused, and the error names the verbs and the namespace. list and delete serve
+// AcquireExpiring alone (once-per-fleet cron jobs): it deletes the Leases of past
+// ticks, which would otherwise pile up one per tick.
 package kubekit

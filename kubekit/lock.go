@@ -25,6 +25,7 @@ var (
 	_ lock.Lock         = (*Lock)(nil)
 	_ lock.Notifier     = (*Lock)(nil)
 	_ lock.ReleaseBound = (*Lock)(nil)
+	_ lock.Expiring     = (*Lock)(nil)
 )
 
 // The annotations a Lock keeps on each Lease, beside spec.holderIdentity (the owner).
@@ -34,6 +35,11 @@ const (
 	AnnotationFence    = "servicewright.io/fence"    // the counter: the last token drawn, or the floor
 	AnnotationTTL      = "servicewright.io/ttl-ms"   // the holding's TTL, exact
 	AnnotationReleaser = "servicewright.io/released-by"
+	// AnnotationExpires is when a Lease taken with AcquireExpiring may be deleted
+	// (RFC 3339, the acquirer's clock); LabelExpiring marks such Leases, so that a
+	// sweep lists them alone.
+	AnnotationExpires = "servicewright.io/expires-at"
+	LabelExpiring     = "servicewright.io/expiring"
 )
 
 // Lock is a lock.Lock on Kubernetes Leases (coordination.k8s.io/v1), one Lease per
@@ -61,9 +67,10 @@ const (
 // (EarliestRelease is ttl). A crashed holder's Lease passes after its TTL plus up
 // to one campaign (a candidate must first see the version, then wait the TTL).
 //
-// Each key keeps its Lease (with its counter) in the namespace; a lock taken once
-// per cron tick leaves one small Lease per tick, which an operator may delete
-// (kubectl delete lease -l …) once the ticks are past.
+// Each key keeps its Lease (with its counter) in the namespace, unless it was taken
+// with AcquireExpiring (lock.Expiring, what a once-per-fleet cron job uses): such a
+// Lease is deleted by a later AcquireExpiring once its fenceTTL has passed (see
+// expiring.go).
 type Lock struct {
 	leases    coordclient.LeaseInterface
 	namespace string
@@ -78,14 +85,18 @@ type Lock struct {
 }
 
 type seen struct {
-	rv string
-	at time.Time
+	rv      string
+	at      time.Time
+	expires time.Time // the Lease's AnnotationExpires; zero: none
 }
 
 type held struct {
 	owner string
 	token uint64
 	obj   *coordinationv1.Lease // as the holder last wrote it
+	// expires is when the Lease may be deleted, for a key taken with
+	// AcquireExpiring; zero: never.
+	expires time.Time
 }
 
 // LockConfig configures a Lock.
@@ -141,6 +152,7 @@ type state struct {
 	owner        string
 	token, fence uint64
 	ttl          time.Duration
+	expires      time.Time // zero: the Lease is kept
 }
 
 func stateOf(l *coordinationv1.Lease) (state, error) {
@@ -165,6 +177,9 @@ func stateOf(l *coordinationv1.Lease) (state, error) {
 	s.fence, err2 = parse(AnnotationFence)
 	ms, err3 := parse(AnnotationTTL)
 	s.ttl = time.Duration(ms) * time.Millisecond
+	if v, ok := a[AnnotationExpires]; ok {
+		s.expires, _ = time.Parse(time.RFC3339Nano, v) // unreadable: kept
+	}
 	if s.ttl == 0 && l.Spec.LeaseDurationSeconds != nil { // a Lease some other client holds
 		s.ttl = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
 	}
@@ -173,13 +188,13 @@ func stateOf(l *coordinationv1.Lease) (state, error) {
 
 // observe records that the Lease was seen at version rv now, unless it was seen at
 // that version before, and returns how long it has been seen unchanged.
-func (k *Lock) observe(name, rv string) time.Duration {
+func (k *Lock) observe(name, rv string, expires time.Time) time.Duration {
 	now := time.Now()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	s, ok := k.seen[name]
 	if !ok || s.rv != rv {
-		s = seen{rv: rv, at: now}
+		s = seen{rv: rv, at: now, expires: expires}
 		k.seen[name] = s
 	}
 	return now.Sub(s.at)
@@ -218,6 +233,12 @@ func (k *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
+	return k.acquire(ctx, key, owner, ttl, 0)
+}
+
+// acquire takes key; a positive fenceTTL marks its Lease for deletion fenceTTL from
+// now, 0 keeps it.
+func (k *Lock) acquire(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
 	l, err := k.get(ctx, key)
 	if err != nil {
 		return lock.Lease{}, k.wrap("acquire", key, err)
@@ -226,7 +247,7 @@ func (k *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err != nil {
 		return lock.Lease{}, k.wrap("acquire", key, err)
 	}
-	if s.owner != "" && k.observe(l.Name, l.ResourceVersion) < s.ttl {
+	if s.owner != "" && k.observe(l.Name, l.ResourceVersion, s.expires) < s.ttl {
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, lock.ErrHeld)
 	}
 	if s.fence >= lock.MaxToken {
@@ -243,8 +264,13 @@ func (k *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		transitions = *l.Spec.LeaseTransitions + 1
 	}
 	l.Spec.LeaseTransitions = &transitions
+	var expires time.Time
+	if fenceTTL > 0 {
+		expires = time.Now().Add(fenceTTL)
+	}
 	setAnnotations(l, map[string]string{AnnotationToken: strconv.FormatUint(t, 10), AnnotationFence: strconv.FormatUint(t, 10),
 		AnnotationTTL: strconv.FormatInt(ttl.Milliseconds(), 10), AnnotationReleaser: ""})
+	setExpiry(l, expires)
 	u, err := k.leases.Update(ctx, l, metav1.UpdateOptions{})
 	switch {
 	case apierrors.IsConflict(err):
@@ -253,7 +279,7 @@ func (k *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 		return lock.Lease{}, k.wrap("acquire", key, err)
 	}
 	k.mu.Lock()
-	k.held[key] = held{owner: owner, token: t, obj: u}
+	k.held[key] = held{owner: owner, token: t, obj: u, expires: expires}
 	k.mu.Unlock()
 	return lock.Lease{Key: key, Owner: owner, Token: t, TTL: ttl}, nil
 }
@@ -300,7 +326,7 @@ func (k *Lock) change(ctx context.Context, op string, lease lock.Lease, edit fun
 				}
 				return fmt.Errorf("%s %q token %d: %w", op, lease.Key, lease.Token, lock.ErrNotHeld)
 			}
-			h, ok = held{owner: s.owner, token: s.token, obj: l}, true
+			h, ok = held{owner: s.owner, token: s.token, obj: l, expires: s.expires}, true
 		}
 		l := h.obj.DeepCopy() // written from the version the holder holds
 		edit(l)
@@ -314,7 +340,7 @@ func (k *Lock) change(ctx context.Context, op string, lease lock.Lease, edit fun
 		}
 		k.mu.Lock()
 		if u.Spec.HolderIdentity != nil && *u.Spec.HolderIdentity != "" {
-			k.held[lease.Key] = held{owner: lease.Owner, token: lease.Token, obj: u}
+			k.held[lease.Key] = held{owner: lease.Owner, token: lease.Token, obj: u, expires: h.expires}
 		} else {
 			delete(k.held, lease.Key)
 		}
@@ -364,6 +390,7 @@ func (k *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error
 		}
 		l = l.DeepCopy()
 		setAnnotations(l, map[string]string{AnnotationFence: strconv.FormatUint(floor, 10)})
+		setExpiry(l, time.Time{}) // an advanced counter is kept
 		u, err := k.leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {
 			continue
@@ -403,7 +430,7 @@ func (k *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
 	if s.owner == "" {
 		return h, nil
 	}
-	if left := s.ttl - k.observe(l.Name, l.ResourceVersion); left > 0 {
+	if left := s.ttl - k.observe(l.Name, l.ResourceVersion, s.expires); left > 0 {
 		h.Owner, h.Token, h.TTL = s.owner, s.token, left
 	}
 	return h, nil

@@ -31,7 +31,9 @@ func clientFor(t testing.TB, user string, groups ...string) kubernetes.Interface
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL(), Timeout: 5 * time.Second,
+	// QPS and Burst lift client-go's default rate limit (5/s), which would pace the
+	// tests that take many keys.
+	c, err := kubernetes.NewForConfig(&rest.Config{Host: api.URL(), Timeout: 5 * time.Second, QPS: 500, Burst: 1000,
 		TLSClientConfig: rest.TLSClientConfig{CertData: certPEM, KeyData: keyPEM, CAData: ca}})
 	if err != nil {
 		t.Fatal(err)

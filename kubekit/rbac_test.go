@@ -17,8 +17,8 @@ import (
 )
 
 // TestRoleSuffices applies the Role of testdata/k8s/leases-rbac.yaml, bound to a
-// user, on the real apiserver: that user's lock then acquires, renews, watches and
-// releases, and the same user without the binding is refused with an error naming
+// user, on the real apiserver: that user's lock then acquires, sweeps past keys
+// (AcquireExpiring), renews, watches and releases, and the same user without the binding is refused with an error naming
 // the permission.
 func TestRoleSuffices(t *testing.T) {
 	admin := clientFor(t, "admin", "system:masters")
@@ -66,6 +66,9 @@ func TestRoleSuffices(t *testing.T) {
 			t.Fatalf("Acquire with the Role = %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := lk.AcquireExpiring(ctx, "tick", "a", time.Minute, 2*time.Minute); err != nil {
+		t.Fatalf("AcquireExpiring (list and delete) with the Role = %v", err)
 	}
 	notices, stop, err := lk.WatchReleases(ctx, "k", "b")
 	if err != nil {

@@ -7,7 +7,9 @@
 // A Lock is a lease with a fencing token. Acquire draws a token from a counter that
 // only grows; Renew and Release act only while the lock still stores the same owner
 // and token. A Lock that also implements Notifier announces each release, so that
-// waiting replicas campaign at once instead of at their next poll.
+// waiting replicas campaign at once instead of at their next poll. A Lock that
+// implements Expiring takes keys used once (a cron tick's) whose record the backend
+// drops on its own after an expiry, so they do not pile up.
 //
 // Memory keeps leases in the process, for tests, single-process deployments and
 // embedded defaults, with the same semantics as the backends. Package

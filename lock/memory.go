@@ -12,6 +12,7 @@ import (
 var (
 	_ Lock     = (*Memory)(nil)
 	_ Notifier = (*Memory)(nil)
+	_ Expiring = (*Memory)(nil)
 )
 
 // Memory is a Lock for the replicas of one process (tests, a single-process
@@ -20,11 +21,16 @@ var (
 // (Notifier), and reads the clock through time.Now, so under testing/synctest its
 // leases expire in virtual time.
 //
+// A key taken with AcquireExpiring (Expiring) is forgotten — lease and counter —
+// once its fenceTTL has passed and its lease has lapsed, at the next call that
+// touches the Memory; a key taken with Acquire is kept for the Memory's life.
+//
 // The zero value is ready to use. A Memory must not be copied after first use.
 type Memory struct {
 	mu     sync.Mutex
 	leases map[string]memLease
 	fences map[string]uint64
+	expiry map[string]time.Time // keys taken with AcquireExpiring: when they are forgotten
 	hub    wake.Hub
 }
 
@@ -51,6 +57,22 @@ func (m *Memory) init() {
 	if m.leases == nil {
 		m.leases = map[string]memLease{}
 		m.fences = map[string]uint64{}
+		m.expiry = map[string]time.Time{}
+	}
+}
+
+// sweep forgets the keys taken with AcquireExpiring whose fenceTTL has passed, unless
+// their lease is still live. Called with mu held, after init.
+func (m *Memory) sweep(now time.Time) {
+	for k, at := range m.expiry {
+		if now.Before(at) {
+			continue
+		}
+		if _, live := m.current(k, now); live {
+			continue
+		}
+		delete(m.fences, k)
+		delete(m.expiry, k)
 	}
 }
 
@@ -59,6 +81,20 @@ func (m *Memory) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	if err := ValidateAcquire(key, owner, ttl); err != nil {
 		return Lease{}, err
 	}
+	return m.acquire(ctx, key, owner, ttl, 0)
+}
+
+// AcquireExpiring implements Expiring: the key's lease and counter are forgotten
+// fenceTTL from now, once its lease has lapsed.
+func (m *Memory) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (Lease, error) {
+	if err := ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+		return Lease{}, err
+	}
+	return m.acquire(ctx, key, owner, ttl, fenceTTL)
+}
+
+// acquire takes key; a positive fenceTTL sets when it is forgotten, 0 keeps it.
+func (m *Memory) acquire(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (Lease, error) {
 	if err := ctx.Err(); err != nil {
 		return Lease{}, err
 	}
@@ -66,6 +102,7 @@ func (m *Memory) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	defer m.mu.Unlock()
 	m.init()
 	now := time.Now()
+	m.sweep(now)
 	if _, held := m.current(key, now); held {
 		return Lease{}, fmt.Errorf("acquire %q: %w", key, ErrHeld)
 	}
@@ -75,6 +112,11 @@ func (m *Memory) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 	m.fences[key]++
 	tok := m.fences[key]
 	m.leases[key] = memLease{owner: owner, token: tok, expires: now.Add(ttl)}
+	if fenceTTL > 0 {
+		m.expiry[key] = now.Add(fenceTTL)
+	} else {
+		delete(m.expiry, key)
+	}
 	return Lease{Key: key, Owner: owner, Token: tok, TTL: ttl}, nil
 }
 
@@ -139,6 +181,7 @@ func (m *Memory) AdvanceFence(ctx context.Context, key string, floor uint64) err
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.init()
+	m.sweep(time.Now())
 	if m.fences[key] >= MaxToken {
 		return fmt.Errorf("advance %q: %w", key, ErrFenceExhausted)
 	}
@@ -158,6 +201,7 @@ func (m *Memory) Inspect(ctx context.Context, key string) (Holder, error) {
 	defer m.mu.Unlock()
 	m.init()
 	now := time.Now()
+	m.sweep(now)
 	h := Holder{Fence: m.fences[key]}
 	if cur, ok := m.current(key, now); ok {
 		h.Owner, h.Token, h.TTL = cur.owner, cur.token, cur.expires.Sub(now)

@@ -22,6 +22,7 @@ var (
 	_ lock.Notifier     = (*Lock)(nil)
 	_ lock.ReleaseBound = (*Lock)(nil)
 	_ lock.Waiter       = (*Lock)(nil)
+	_ lock.Expiring     = (*Lock)(nil)
 )
 
 // DefaultTable names the fence table a Lock creates and writes.
@@ -65,7 +66,9 @@ const maxIdle = 2
 //
 // A lease taken once and left to lapse (a cron tick's) holds its connection until
 // the server ends the session at the TTL; the lock closes what is left of it at a
-// later acquire. Each key keeps its fence row.
+// later acquire. Each key keeps its fence row, unless it was taken with
+// AcquireExpiring (lock.Expiring): its row then records an expiry, on the server's
+// clock, and a later AcquireExpiring of any key deletes the rows past it.
 //
 // It needs PostgreSQL 14 or later (idle_session_timeout); an older server is a
 // *fault.ConfigError at first use. Connection poolers in transaction mode (PgBouncer's default) do not keep sessions
@@ -148,6 +151,27 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err := checkAcquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
+	return l.acquire(ctx, key, owner, ttl, 0)
+}
+
+// AcquireExpiring implements lock.Expiring: the key's fence row records an expiry
+// fenceTTL from now on the server's clock, past which the next acquire of the key
+// counts from 0 again. First, in a statement of its own on the same connection, it
+// deletes the rows of every key whose expiry has passed; so the rows of keys taken
+// once each (cron ticks) stay those of the last fenceTTL.
+func (l *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
+	if err := lock.ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+		return lock.Lease{}, err
+	}
+	if err := checkAcquire(key, owner, ttl); err != nil {
+		return lock.Lease{}, err
+	}
+	return l.acquire(ctx, key, owner, ttl, fenceTTL)
+}
+
+// acquire takes key; a positive fenceTTL first sweeps the expired rows and gives
+// key's row an expiry, 0 makes it permanent.
+func (l *Lock) acquire(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
 	if err := l.ensure(ctx); err != nil {
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
 	}
@@ -155,12 +179,18 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 	if err != nil {
 		return lock.Lease{}, fmt.Errorf("acquire %q: %w", key, err)
 	}
+	if fenceTTL > 0 {
+		if _, err := s.conn.Exec(ctx, fmt.Sprintf(sweepSQL, l.table)); err != nil {
+			s.close()
+			return lock.Lease{}, fmt.Errorf("acquire %q: delete expired fence rows: %w", key, err)
+		}
+	}
 	h := keyHash(key)
 	var (
 		got   bool
 		token *int64
 	)
-	err = s.conn.QueryRow(ctx, fmt.Sprintf(acquireSQL, l.table), key, h, owner, ms(ttl), int64(lock.MaxToken), strconv.FormatInt(ms(ttl), 10)).Scan(&got, &token, new(string))
+	err = s.conn.QueryRow(ctx, fmt.Sprintf(acquireSQL, l.table), key, h, owner, ms(ttl), int64(lock.MaxToken), strconv.FormatInt(ms(ttl), 10), ms(fenceTTL)).Scan(&got, &token, new(string))
 	switch {
 	case err != nil:
 		s.close() // whatever it took, closing frees it

@@ -170,7 +170,10 @@ func (l *Lock) ensure(ctx context.Context) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(`+strconv.FormatInt(ddlLockKey, 10)+`)`); err != nil {
 			return err
 		}
-		_, err := tx.Exec(ctx, fmt.Sprintf(tableDDL, l.table))
+		if _, err := tx.Exec(ctx, fmt.Sprintf(tableDDL, l.table)); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, fmt.Sprintf(expiresDDL, l.table))
 		return err
 	})
 	if err != nil {

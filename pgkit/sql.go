@@ -8,17 +8,30 @@ const (
 	owner text NOT NULL DEFAULT '',
 	token bigint NOT NULL DEFAULT 0,
 	fence bigint NOT NULL DEFAULT 0,
-	ttl_ms bigint NOT NULL DEFAULT 0)`
+	ttl_ms bigint NOT NULL DEFAULT 0,
+	expires_at timestamptz)`
+
+	// A table created before expires_at existed gains it.
+	expiresDDL = `ALTER TABLE %[1]s ADD COLUMN IF NOT EXISTS expires_at timestamptz`
+
+	// sweepSQL deletes the rows of keys taken with AcquireExpiring whose expiry has
+	// passed. It is a statement of its own, run before such an acquire, and skips
+	// the rows another transaction has locked, so that it never waits and never
+	// deadlocks with an acquire; a skipped row goes at a later sweep.
+	sweepSQL = `DELETE FROM %[1]s WHERE key IN (
+	SELECT key FROM %[1]s WHERE expires_at <= now() FOR UPDATE SKIP LOCKED LIMIT 1000)`
 
 	// $1 key, $2 advisory key, $3 owner, $4 ttl in ms, $5 MaxToken, $6 ttl in ms as
-	// text. The advisory lock is taken first; the fence row is written only when it
-	// was, and only below MaxToken; the session's idle timeout becomes the TTL.
+	// text, $7 the row's expiry in ms from now (0: none). The advisory lock is taken
+	// first; the fence row is written only when it was, and only below MaxToken (a
+	// row past its expiry counts from 0 again); the session's idle timeout becomes
+	// the TTL.
 	acquireSQL = `WITH got AS (SELECT pg_try_advisory_lock($2) AS ok),
 up AS (
-	INSERT INTO %[1]s AS t (key, owner, token, fence, ttl_ms)
-	SELECT $1, $3, 1, 1, $4 FROM got WHERE ok
-	ON CONFLICT (key) DO UPDATE SET fence = t.fence + 1, token = t.fence + 1, owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms
-	WHERE t.fence < $5
+	INSERT INTO %[1]s AS t (key, owner, token, fence, ttl_ms, expires_at)
+	SELECT $1, $3, 1, 1, $4, ` + expiresAt7 + ` FROM got WHERE ok
+	ON CONFLICT (key) DO UPDATE SET ` + bump + `, owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms, expires_at = EXCLUDED.expires_at
+	WHERE t.fence < $5 OR t.expires_at <= now()
 	RETURNING t.token)
 SELECT (SELECT ok FROM got), (SELECT token FROM up),
 	set_config('idle_session_timeout', CASE WHEN (SELECT ok FROM got) THEN $6 ELSE '0' END, false)`
@@ -32,8 +45,11 @@ SELECT (SELECT ok FROM got), (SELECT token FROM up),
 	unlockSQL = `SELECT pg_advisory_unlock($1), set_config('idle_session_timeout', '0', false)`
 
 	// $1 key, $2 floor, $3 MaxToken: no row changed means the counter is exhausted.
+	// A row past its expiry counts from 0, and becomes permanent, as a new row.
 	advanceSQL = `INSERT INTO %[1]s AS t (key, fence) VALUES ($1, $2)
-ON CONFLICT (key) DO UPDATE SET fence = GREATEST(t.fence, EXCLUDED.fence) WHERE t.fence < $3`
+ON CONFLICT (key) DO UPDATE SET fence = GREATEST(CASE WHEN t.expires_at <= now() THEN 0 ELSE t.fence END, EXCLUDED.fence),
+	expires_at = CASE WHEN t.expires_at <= now() THEN NULL ELSE t.expires_at END
+WHERE t.fence < $3 OR t.expires_at <= now()`
 
 	// $1 key, $2 and $3 the advisory key's high and low halves, as pg_locks shows
 	// a bigint key.
@@ -58,12 +74,20 @@ FROM %[1]s t WHERE t.key = $1`
 	waitLockSQL    = `SELECT pg_advisory_lock($1)`
 	// $1 key, $2 owner, $3 ttl in ms, $4 MaxToken, $5 ttl in ms as text.
 	waitedSQL = `WITH up AS (
-	INSERT INTO %[1]s AS t (key, owner, token, fence, ttl_ms)
-	VALUES ($1, $2, 1, 1, $3)
-	ON CONFLICT (key) DO UPDATE SET fence = t.fence + 1, token = t.fence + 1, owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms
-	WHERE t.fence < $4
+	INSERT INTO %[1]s AS t (key, owner, token, fence, ttl_ms, expires_at)
+	VALUES ($1, $2, 1, 1, $3, NULL)
+	ON CONFLICT (key) DO UPDATE SET ` + bump + `, owner = EXCLUDED.owner, ttl_ms = EXCLUDED.ttl_ms, expires_at = NULL
+	WHERE t.fence < $4 OR t.expires_at <= now()
 	RETURNING t.token)
 SELECT (SELECT token FROM up), set_config('idle_session_timeout', CASE WHEN EXISTS (SELECT 1 FROM up) THEN $5 ELSE '0' END, false)`
+)
+
+// Fragments of the acquiring statements: bump draws the next token, from 0 again
+// for a row past its expiry (t is the row as it was); expiresAt7 is the expiry of
+// a row written with $7 ms to live, NULL (never) for 0.
+const (
+	bump       = `fence = CASE WHEN t.expires_at <= now() THEN 1 ELSE t.fence + 1 END, token = CASE WHEN t.expires_at <= now() THEN 1 ELSE t.fence + 1 END`
+	expiresAt7 = `CASE WHEN $7::bigint > 0 THEN now() + $7::bigint * interval '1 millisecond' END`
 )
 
 // ddlLockKey serialises CREATE TABLE IF NOT EXISTS across processes, which would

@@ -57,12 +57,13 @@ var OncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: 
 // below the interval, or fence writes with Tick.Token.
 //
 // Each tick's key is taken once and never again, so its fencing counter is of no use
-// once the tick is past. When Lock implements ExpiringLock (rediskit.Lock does,
-// whatever its LockConfig.FenceTTL), the tick's lease is taken with AcquireExpiring
-// and its counter expires fenceAfter TTLs after the tick was claimed: the keys a job
-// leaves in Redis stay a handful, however many ticks it runs (a 10 s job would
-// otherwise leave 8,640 a day). A lock that does not implement it (pgkit.Lock keeps
-// a fence row per key) keeps one small counter per tick.
+// once the tick is past. When Lock implements lock.Expiring (the locks of rediskit,
+// whatever its LockConfig.FenceTTL, pgkit, etcdkit and kubekit, and lock.Memory do),
+// the tick's lease is taken with AcquireExpiring and its record expires fenceAfter
+// TTLs after the tick was claimed: the keys, rows or Leases a job leaves in the
+// backend stay a handful, however many ticks it runs (a 10 s job would otherwise
+// leave 8,640 a day). A lock that does not implement it keeps one small counter per
+// tick.
 type FleetLock struct {
 	Lock  lock.Lock
 	Owner string        // this replica's identity, e.g. INSTANCE_ID
@@ -88,13 +89,6 @@ func OncePerFleet(lock lock.Lock, owner string, ttl time.Duration) *FleetLock {
 	return &FleetLock{Lock: lock, Owner: owner, TTL: ttl}
 }
 
-// ExpiringLock is a lock.Lock that can take a key whose fencing counter expires on
-// its own, fenceTTL after the acquire (rediskit.Lock is one). FleetLock takes each
-// tick's lease through it when its Lock implements it.
-type ExpiringLock interface {
-	AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error)
-}
-
 // fenceAfter is how many TTLs a tick's counter outlives its claim: the lease lives
 // one TTL, and no replica attempts the tick past T+TTL; the second is margin for
 // clocks that disagree.
@@ -102,7 +96,7 @@ const fenceAfter = 2
 
 // acquire takes tick key's lease, with a counter that expires when the lock can.
 func (f *FleetLock) acquire(ctx context.Context, key string) (lock.Lease, error) {
-	if el, ok := f.Lock.(ExpiringLock); ok {
+	if el, ok := f.Lock.(lock.Expiring); ok {
 		return el.AcquireExpiring(ctx, key, f.Owner, f.TTL, fenceAfter*f.TTL)
 	}
 	return f.Lock.Acquire(ctx, key, f.Owner, f.TTL)
