@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // jobQueue is the shape of the README's custom entrypoint: one job at a time from a
@@ -175,7 +175,7 @@ func TestRunner(t *testing.T) {
 		})
 	})
 
-	t.Run("the Host giving up cancels the work and waits for it at most hooks.AbandonAfter", func(t *testing.T) {
+	t.Run("the Host giving up cancels the work and waits for it at most wait.AbandonAfter", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			for _, tc := range []struct {
 				name      string
@@ -194,8 +194,8 @@ func TestRunner(t *testing.T) {
 				if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, fault.ErrAbandoned) != tc.abandoned {
 					t.Errorf("%s: Serve = %v, want DeadlineExceeded, abandoned %v", tc.name, err, tc.abandoned)
 				}
-				if waited := time.Since(began); waited > time.Second+hooks.AbandonAfter {
-					t.Errorf("%s: Serve returned after %s, more than the ctx and hooks.AbandonAfter", tc.name, waited)
+				if waited := time.Since(began); waited > time.Second+wait.AbandonAfter {
+					t.Errorf("%s: Serve returned after %s, more than the ctx and wait.AbandonAfter", tc.name, waited)
 				}
 				sctx, scancel := context.WithTimeout(context.Background(), 2*time.Hour)
 				if err := r.Stop(sctx); err != nil { // the abandoned work ends within the bubble

@@ -3,6 +3,8 @@ package hooks
 import (
 	"errors"
 	"time"
+
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 const (
@@ -12,7 +14,7 @@ const (
 	// during startup, for a warmup step, a start hook or a Bind; the Kafka consumer for the handlers of a generation whose partitions were
 	// revoked, and the gRPC server for its Stop when the Host gave up on its Serve. A call that honours its ctx returns well within it; one that
 	// does not is not waited for longer.
-	AbandonAfter = time.Second
+	AbandonAfter = wait.AbandonAfter
 	// MinPhaseTime is the least time worth starting a phase with; a phase that would
 	// get less is skipped.
 	MinPhaseTime = 100 * time.Millisecond

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/transport"
 	"github.com/servicewright/servicewright/internal/wait"
 )
@@ -100,7 +99,7 @@ func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{})
 	open := s.Connections()
 	s.log.Info("grpc drain: closing connections still open after their RPCs ended",
 		zap.Int("connections", open), zap.Duration("waited", ConnectionQuiet))
-	cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), hooks.AbandonAfter)
+	cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait.AbandonAfter)
 	defer cancel()
 	select {
 	case <-s.startStop():

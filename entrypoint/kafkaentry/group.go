@@ -12,7 +12,6 @@ import (
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
@@ -199,7 +198,7 @@ func (c *Consumer) awaitHandlers(gs *genState, cancelHandlers context.CancelFunc
 	c.log.Warn("partitions revoked while handlers are running; cancelling them",
 		zap.Int32("generation", gs.gen.id), zap.Duration("waited", grace))
 	cancelHandlers()
-	if wait.For(gs.idle, hooks.AbandonAfter) {
+	if wait.For(gs.idle, wait.AbandonAfter) {
 		return 0
 	}
 	return int(gs.handling.Load())

@@ -30,7 +30,7 @@ func Bind(ctx context.Context, guard *entrypoint.Guard, ln net.Listener, addr, n
 // Serving is a transport's serving goroutine — http.Server.Serve or grpc.Server.Serve
 // on the bound listener — and the rules both transports follow around it: its
 // failure is reported once, by Serve or by Drain; when the Host gives up on Serve,
-// the server is cut and waited for at most hooks.AbandonAfter (wait.ServeUntil);
+// the server is cut and waited for at most wait.AbandonAfter (wait.ServeUntil);
 // Stop waits for it no longer than its ctx. The zero Serving is not usable; make one
 // with NewServing.
 type Serving struct {
@@ -91,7 +91,7 @@ func (sv *Serving) TakeErr() error {
 // when serve returned first (nil when Drain or Stop closed the server); and when ctx
 // is done first — the Host has given up — it calls cut, which must close the server
 // and everything it serves without waiting, and follows wait.ServeUntil's rule: the
-// serving goroutine is waited for at most hooks.AbandonAfter, and ctx.Err() is
+// serving goroutine is waited for at most wait.AbandonAfter, and ctx.Err() is
 // returned, joined with an error wrapping fault.ErrAbandoned when it did not return.
 func (sv *Serving) Until(ctx context.Context, stop <-chan struct{}, cut func()) error {
 	done := sv.Done()

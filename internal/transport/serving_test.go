@@ -11,7 +11,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 var errClosed = errors.New("server closed")
@@ -49,14 +49,14 @@ func TestServing(t *testing.T) {
 			}
 		}
 	})
-	t.Run("the Host giving up cuts the server and waits for it at most hooks.AbandonAfter", func(t *testing.T) {
+	t.Run("the Host giving up cuts the server and waits for it at most wait.AbandonAfter", func(t *testing.T) {
 		for _, tc := range []struct {
 			name      string
 			exitAfter time.Duration // after the cut
 			abandoned bool
 		}{
-			{"it returns", hooks.AbandonAfter / 2, false},
-			{"it hangs", 3 * hooks.AbandonAfter, true},
+			{"it returns", wait.AbandonAfter / 2, false},
+			{"it hangs", 3 * wait.AbandonAfter, true},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
@@ -73,8 +73,8 @@ func TestServing(t *testing.T) {
 					if tc.abandoned && !strings.Contains(err.Error(), `entrypoint "api" test.Server`) {
 						t.Errorf("Until = %v, want the server named", err)
 					}
-					if waited, limit := time.Since(began), time.Second+hooks.AbandonAfter; waited > limit {
-						t.Errorf("Until waited %s, more than the ctx and hooks.AbandonAfter (%s)", waited, limit)
+					if waited, limit := time.Since(began), time.Second+wait.AbandonAfter; waited > limit {
+						t.Errorf("Until waited %s, more than the ctx and wait.AbandonAfter (%s)", waited, limit)
 					}
 					if err := sv.Wait(context.Background()); err != nil { // the abandoned goroutine ends before the bubble does
 						t.Error(err)

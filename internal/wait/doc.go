@@ -2,8 +2,8 @@
 // that each is written once: an interruptible sleep, a bounded wait for a channel, a
 // jittered exponential backoff, a uniform jitter, a goroutine group whose Wait can
 // give up, and the tail of an entrypoint's Serve. The grace after which a call whose
-// ctx is done is abandoned is public, hooks.AbandonAfter, because users count it in
-// their worst case.
+// ctx is done is abandoned, AbandonAfter, lives here so that no package imports hooks
+// for it; users read it as hooks.AbandonAfter and count it in their worst case.
 //
 // None of them reads a clock other than the time package's, so all of them run
 // under testing/synctest.

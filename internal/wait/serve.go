@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/hooks"
 )
 
 // ServeUntil is the tail of an entrypoint's Serve that has started background work
@@ -18,7 +17,7 @@ import (
 // If ctx is done first, the Host has given up on the entrypoint. This is the one rule
 // every entrypoint follows then: ServeUntil calls halt, which must cut the work off
 // without waiting and return the channel closed once it has exited (a nil one is not
-// waited for), waits for that channel at most hooks.AbandonAfter, and returns
+// waited for), waits for that channel at most AbandonAfter, and returns
 // ctx.Err() — joined, when the work did not exit in time, with an error wrapping
 // fault.ErrAbandoned that names what, e.g. `entrypoint "api" http.Server`. It never
 // waits without limit.
@@ -29,9 +28,9 @@ func ServeUntil(ctx context.Context, what string, stop, ended <-chan struct{}, h
 	case <-ended:
 		return nil
 	case <-ctx.Done():
-		if exited := halt(); exited != nil && !For(exited, hooks.AbandonAfter) {
+		if exited := halt(); exited != nil && !For(exited, AbandonAfter) {
 			return errors.Join(ctx.Err(), fmt.Errorf("%s did not exit within %s of the Host giving up: %w",
-				what, hooks.AbandonAfter, fault.ErrAbandoned))
+				what, AbandonAfter, fault.ErrAbandoned))
 		}
 		return ctx.Err()
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/hooks"
 )
 
 func TestServeUntil(t *testing.T) {
@@ -36,17 +35,17 @@ func TestServeUntil(t *testing.T) {
 			defer cancel()
 			exited := make(chan struct{})
 			halt := func() <-chan struct{} {
-				time.AfterFunc(hooks.AbandonAfter/2, func() { close(exited) })
+				time.AfterFunc(AbandonAfter/2, func() { close(exited) })
 				return exited
 			}
 			began := time.Now()
 			err := ServeUntil(ctx, "work", make(chan struct{}), make(chan struct{}), halt)
-			if err != context.DeadlineExceeded || time.Since(began) != time.Second+hooks.AbandonAfter/2 {
+			if err != context.DeadlineExceeded || time.Since(began) != time.Second+AbandonAfter/2 {
 				t.Fatalf("err=%v after %s; want DeadlineExceeded alone after the 1s ctx and the exit", err, time.Since(began))
 			}
 		})
 	})
-	t.Run("abandons work that does not exit within hooks.AbandonAfter, and says so", func(t *testing.T) {
+	t.Run("abandons work that does not exit within AbandonAfter, and says so", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
@@ -59,8 +58,8 @@ func TestServeUntil(t *testing.T) {
 				!strings.Contains(err.Error(), `entrypoint "api" http.Server did not exit`) {
 				t.Errorf("err = %v, want DeadlineExceeded and ErrAbandoned naming the work", err)
 			}
-			if waited := time.Since(began); waited != time.Second+hooks.AbandonAfter {
-				t.Errorf("returned after %s, want the 1s ctx plus hooks.AbandonAfter", waited)
+			if waited := time.Since(began); waited != time.Second+AbandonAfter {
+				t.Errorf("returned after %s, want the 1s ctx plus AbandonAfter", waited)
 			}
 		})
 	})

@@ -181,3 +181,33 @@ func TestProductionBuildLinksNoDevBroker(t *testing.T) {
 		}
 	}
 }
+
+// TestNoUpwardEdges: the packages that wait on a call take the unwind constant from
+// internal/wait, at the bottom of the graph, not from hooks (which would drag
+// hooks → fleet → lock into every entrypoint).
+func TestNoUpwardEdges(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Fatalf("go: %v", err)
+	}
+	pkgs := []string{"internal/wait", "internal/transport", "entrypoint", "entrypoint/httpentry",
+		"entrypoint/grpcentry", "entrypoint/kafkaentry", "entrypoint/cronentry"}
+	args := []string{"list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`}
+	for _, p := range pkgs {
+		args = append(args, module+"/"+p)
+	}
+	cmd := exec.Command(goBin, args...)
+	cmd.Dir = "../.."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for line := range strings.Lines(string(out)) {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == module+"/hooks" {
+				t.Errorf("%s imports hooks", strings.TrimPrefix(f[0], module+"/"))
+			}
+		}
+	}
+}
