@@ -58,7 +58,7 @@
 // Guard keeps an entrypoint's Phase and refuses a call out of the Host's order with
 // one error format wrapping ErrOutOfTurn. Spread closes long-lived connections or
 // streams a few at a time over a window, for a drain that moves clients elsewhere
-// gradually. Defaults is the telemetry a Host hands the entrypoints that implement
+// gradually. Telemetry is the telemetry a Host hands the entrypoints that implement
 // DefaultsUser, used unless an option gave them their own.
 //
 // # Writing one by hand
@@ -88,7 +88,7 @@
 //	entrypoint.DrainReporter   DrainReport() string            the shutdown report (conntrack.Tracker.Report)
 //	entrypoint.StatusDetailer  StatusDetail() string           /debug/lifecycle's detail
 //	entrypoint.DrainTimer      StopTime() time.Duration        refusing a DrainGrace too short for it
-//	entrypoint.DefaultsUser    SetDefaults(Defaults) error     the Host's logger, registry, tracing
+//	entrypoint.DefaultsUser    SetDefaults(Telemetry) error     the Host's logger, registry, tracing
 //	entrypoint.Finite          Finished() bool                 a task: its end ends the service
 //	fleet.Marker               Marks() fleet.Marks             the fleet posture check
 //	health.MonitorUser         UseMonitor(*health.Monitor)     following readiness (gRPC health)

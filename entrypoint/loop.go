@@ -120,7 +120,7 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 type LoopOption func(*loopOptions)
 
 type loopOptions struct {
-	given Defaults // the telemetry the options gave; SetDefaults fills in the rest
+	given Telemetry // the telemetry the options gave; SetDefaults fills in the rest
 }
 
 // WithLogger sets the logger unit failures are reported to. Without it the Loop uses
@@ -153,7 +153,7 @@ type Loop struct {
 	cfg     LoopConfig
 	what    string // names the unit in a *fault.PanicError
 	unit    func(context.Context) error
-	given   Defaults // what the options gave; SetDefaults keeps it
+	given   Telemetry // what the options gave; SetDefaults keeps it
 	log     atomic.Pointer[zap.Logger]
 	running atomic.Int32 // 1 while a unit runs
 
@@ -205,7 +205,7 @@ func (r *Loop) useLogger(l *zap.Logger) {
 // SetDefaults takes the Host's logger unless WithLogger gave one, and its error
 // reporter (for the units' panics) unless WithReporter did. It does nothing once the
 // Loop is bound, and never fails.
-func (r *Loop) SetDefaults(d Defaults) error {
+func (r *Loop) SetDefaults(d Telemetry) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.guard.Phase() != PhaseNew {

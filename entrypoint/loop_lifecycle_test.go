@@ -314,7 +314,7 @@ func TestLoopSetDefaults(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				core, logs := observer.New(zapcore.InfoLevel)
 				r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, failing, tc.opts...)
-				r.SetDefaults(Defaults{Logger: zap.New(core)})
+				r.SetDefaults(Telemetry{Logger: zap.New(core)})
 				s := serve(t, r)
 				synctest.Wait()
 				s.shutdown(t)
@@ -340,7 +340,7 @@ func TestLoopReportsPanics(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				host, own := &testenv.Reports{}, &testenv.Reports{}
 				r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, panicking, tc.opts(own)...)
-				if err := r.SetDefaults(Defaults{Reporter: host}); err != nil {
+				if err := r.SetDefaults(Telemetry{Reporter: host}); err != nil {
 					t.Fatal(err)
 				}
 				s := serve(t, r)
@@ -370,7 +370,7 @@ func TestLoopReportsPanics(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			host := &testenv.Reports{}
 			r := mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, func(context.Context) error { return errors.New("down") })
-			if err := r.SetDefaults(Defaults{Reporter: host}); err != nil {
+			if err := r.SetDefaults(Telemetry{Reporter: host}); err != nil {
 				t.Fatal(err)
 			}
 			s := serve(t, r)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/wait"
@@ -48,11 +47,9 @@ type Work func(ctx context.Context, draining <-chan struct{}) error
 //
 // The zero Runner is not usable; make one with NewRunner.
 type Runner struct {
-	name string
+	base Base // the phase, under its lock with the fields below
 	gate Gate
 
-	mu       sync.Mutex
-	guard    Guard
 	draining chan struct{}      // closed by Drain and by Stop
 	done     chan struct{}      // closed when the work returned; nil until Serve started it
 	cancel   context.CancelFunc // cuts the work's ctx; nil until Serve started it
@@ -61,7 +58,9 @@ type Runner struct {
 
 // NewRunner returns a Runner for the entrypoint called name.
 func NewRunner(name string) *Runner {
-	return &Runner{name: name, guard: NewGuard(name), draining: make(chan struct{})}
+	r := &Runner{draining: make(chan struct{})}
+	_ = r.base.Init(name, Telemetry{}, nil) // no telemetry to take: it cannot fail
+	return r
 }
 
 // Gate returns the Gate through which the work admits units it runs concurrently.
@@ -76,8 +75,8 @@ func (r *Runner) Gate() *Gate { return &r.gate }
 // /debug/lifecycle and the shutdown report.
 func (r *Runner) InFlight() int {
 	n := r.gate.InFlight()
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.base.Lock()
+	defer r.base.Unlock()
 	if r.done == nil {
 		return n
 	}
@@ -98,17 +97,17 @@ func (r *Runner) InFlight() int {
 // succeeds; a failed open may be retried. Out of turn it returns an ErrOutOfTurn
 // error and does not call open.
 func (r *Runner) Bind(ctx context.Context, open func(ctx context.Context) error) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.guard.Bind(); err != nil {
+	r.base.Lock()
+	defer r.base.Unlock()
+	if err := r.base.Bind(); err != nil {
 		return err
 	}
 	if open != nil {
-		if err := safe.Call(fmt.Sprintf("entrypoint %q Bind", r.name), func() error { return open(ctx) }); err != nil {
+		if err := safe.Call(fmt.Sprintf("entrypoint %q Bind", r.base.Name()), func() error { return open(ctx) }); err != nil {
 			return err
 		}
 	}
-	r.guard.Bound()
+	r.base.Bound()
 	return nil
 }
 
@@ -126,25 +125,25 @@ func (r *Runner) Bind(ctx context.Context, open func(ctx context.Context) error)
 // (host.Registration.NonEssential) with its backoff; the Runner itself never
 // restarts the work on its own.
 func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) error {
-	r.mu.Lock()
-	start, err := r.guard.Serve()
+	r.base.Lock()
+	start, err := r.base.Serve()
 	if !start || err != nil {
-		r.mu.Unlock()
+		r.base.Unlock()
 		return err
 	}
 	wctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	r.done, r.cancel, r.err = done, cancel, nil
 	draining := r.draining
-	r.mu.Unlock()
+	r.base.Unlock()
 
-	what := fmt.Sprintf("entrypoint %q work", r.name)
+	what := fmt.Sprintf("entrypoint %q work", r.base.Name())
 	go func() {
 		defer close(done)
 		err := safe.Call(what, func() error { return work(wctx, draining) })
-		r.mu.Lock()
+		r.base.Lock()
 		r.err = err
-		r.mu.Unlock()
+		r.base.Unlock()
 	}()
 
 	if err := wait.ServeUntil(ctx, what, stop, done, func() <-chan struct{} { cancel(); return done }); err != nil {
@@ -154,14 +153,14 @@ func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) err
 	case <-stop: // also when the work saw the stop's drain first: not early
 		return nil
 	default: // the work returned first
-		r.mu.Lock()
-		defer r.mu.Unlock()
+		r.base.Lock()
+		defer r.base.Unlock()
 		r.cancel() // the work returned: release its ctx
-		r.guard.rearm()
+		r.base.Rearm()
 		if r.err != nil {
 			return r.err
 		}
-		return fmt.Errorf("entrypoint %q: %w", r.name, ErrReturnedEarly)
+		return fmt.Errorf("entrypoint %q: %w", r.base.Name(), ErrReturnedEarly)
 	}
 }
 
@@ -171,11 +170,11 @@ func (r *Runner) Serve(ctx context.Context, stop <-chan struct{}, work Work) err
 // and leaves what still runs to Stop. Before Serve it has nothing to wait for and
 // returns nil.
 func (r *Runner) Drain(ctx context.Context) error {
-	r.mu.Lock()
-	r.guard.Drain()
+	r.base.Lock()
+	r.base.Drain()
 	r.closeDraining()
 	done := r.done
-	r.mu.Unlock()
+	r.base.Unlock()
 
 	if done != nil {
 		select {
@@ -188,8 +187,8 @@ func (r *Runner) Drain(ctx context.Context) error {
 	if err := r.gate.Wait(ctx); err != nil {
 		return err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.base.Lock()
+	defer r.base.Unlock()
 	return r.err
 }
 
@@ -198,14 +197,14 @@ func (r *Runner) Drain(ctx context.Context) error {
 // admitted through the Gate are cut through the same ctx; Stop does not wait for
 // them. Stop before Serve, or a second Stop, returns nil at once.
 func (r *Runner) Stop(ctx context.Context) error {
-	r.mu.Lock()
-	prev := r.guard.Stop()
+	r.base.Lock()
+	turn := r.base.Stop()
 	r.closeDraining()
 	r.gate.Close()
 	done, cancel := r.done, r.cancel
-	r.mu.Unlock()
+	r.base.Unlock()
 
-	if prev == PhaseStopped || done == nil {
+	if turn != Served || done == nil {
 		return nil
 	}
 	cancel()
@@ -223,14 +222,5 @@ func (r *Runner) closeDraining() {
 	case <-r.draining:
 	default:
 		close(r.draining)
-	}
-}
-
-// rearm moves a Guard from serving back to bound after the work failed, so that
-// Serve may start it again (a restart). Any other phase is kept: after Drain or Stop
-// there is nothing to restart.
-func (g *Guard) rearm() {
-	if g.phase == PhaseServing {
-		g.phase = PhaseBound
 	}
 }

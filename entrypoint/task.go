@@ -114,7 +114,7 @@ type Task struct {
 	name  string
 	code  int
 	work  func(ctx context.Context) error
-	given Defaults // TaskConfig's Logger and Reporter; SetDefaults keeps them
+	given Telemetry // TaskConfig's Logger and Reporter; SetDefaults keeps them
 
 	mu          sync.Mutex
 	guard       Guard
@@ -151,14 +151,14 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 		return nil, err
 	}
 	t := &Task{name: cfg.Name, code: code, work: work, guard: NewGuard(cfg.Name), done: make(chan struct{}),
-		given: Defaults{Logger: cfg.Logger, Reporter: cfg.Reporter}}
+		given: Telemetry{Logger: cfg.Logger, Reporter: cfg.Reporter}}
 	t.useDefaults(t.given)
 	return t, nil
 }
 
 // SetDefaults takes the Host's logger and error reporter for those TaskConfig left
 // nil. It does nothing once the Task is bound, and never fails.
-func (t *Task) SetDefaults(d Defaults) error {
+func (t *Task) SetDefaults(d Telemetry) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.guard.Phase() == PhaseNew {
@@ -167,7 +167,7 @@ func (t *Task) SetDefaults(d Defaults) error {
 	return nil
 }
 
-func (t *Task) useDefaults(d Defaults) {
+func (t *Task) useDefaults(d Telemetry) {
 	t.log = cmp.Or(d.Logger, zap.NewNop())
 	t.reporter = d.Reporter
 }

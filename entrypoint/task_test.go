@@ -135,7 +135,7 @@ func TestTaskLifecycle(t *testing.T) {
 // bound returns a Task made of cfg and work, bound as the Host binds it.
 func bound(t *testing.T, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
 	t.Helper()
-	return boundWith(t, entrypoint.Defaults{}, cfg, work)
+	return boundWith(t, entrypoint.Telemetry{}, cfg, work)
 }
 
 // serveToStop serves task in a synctest bubble until its work blocks, then closes the
@@ -150,7 +150,7 @@ func serveToStop(task *entrypoint.Task) error {
 }
 
 // boundWith is bound with the Host's telemetry d handed over before Bind.
-func boundWith(t *testing.T, d entrypoint.Defaults, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
+func boundWith(t *testing.T, d entrypoint.Telemetry, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
 	t.Helper()
 	task, err := entrypoint.NewTask(cfg, work)
 	if err != nil {
@@ -168,7 +168,7 @@ func boundWith(t *testing.T, d entrypoint.Defaults, cfg entrypoint.TaskConfig, w
 func TestTaskReportsPanics(t *testing.T) {
 	t.Run("a panic Serve returns is left to the Host to report", func(t *testing.T) {
 		host := &testenv.Reports{}
-		task := boundWith(t, entrypoint.Defaults{Reporter: host}, entrypoint.TaskConfig{Name: "backfill"},
+		task := boundWith(t, entrypoint.Telemetry{Reporter: host}, entrypoint.TaskConfig{Name: "backfill"},
 			func(context.Context) error { panic("nil map") })
 		err := task.Serve(context.Background(), make(chan struct{}))
 		if _, ok := errors.AsType[*fault.PanicError](err); !ok {
@@ -193,7 +193,7 @@ func TestTaskReportsPanics(t *testing.T) {
 				if tc.ownRep {
 					cfg.Reporter, want, other = own, own, host
 				}
-				task := boundWith(t, entrypoint.Defaults{Reporter: host}, cfg, func(ctx context.Context) error {
+				task := boundWith(t, entrypoint.Telemetry{Reporter: host}, cfg, func(ctx context.Context) error {
 					<-ctx.Done()
 					panic("cleanup failed")
 				})

@@ -14,8 +14,8 @@ import (
 // (entrypoint.DefaultsUser): its logger, registry, tracer provider (only when
 // something receives spans) and propagator, and its error reporter, through which each report also carries the service, the
 // instance and the stage, as the Host's own reports do.
-func (h *Host) defaults() entrypoint.Defaults {
-	d := entrypoint.Defaults{Logger: h.log, Registerer: h.tel.reg, Propagator: h.tel.prop}
+func (h *Host) defaults() entrypoint.Telemetry {
+	d := entrypoint.Telemetry{Logger: h.log, Registerer: h.tel.reg, Propagator: h.tel.prop}
 	if h.tel.receiving {
 		d.TracerProvider = h.tel.tp
 	}

@@ -72,7 +72,7 @@ func (h *Host) Register(regs ...Registration) error {
 }
 
 // adopt makes regs the Host's entrypoints, in bind order, handing the Host's telemetry
-// (entrypoint.Defaults) and its Monitor to each new one that takes them. When a new
+// (entrypoint.Telemetry) and its Monitor to each new one that takes them. When a new
 // one cannot take the telemetry (SetDefaults returns an error), adopt returns a
 // *fault.ConfigError listing each such entrypoint and the Host's entrypoints stay as
 // they were. The caller holds h.mu or owns h alone.

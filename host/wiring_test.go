@@ -35,10 +35,10 @@ type taker struct {
 	log *zap.Logger
 	reg prometheus.Registerer
 	tp  trace.TracerProvider
-	d   entrypoint.Defaults
+	d   entrypoint.Telemetry
 }
 
-func (t *taker) SetDefaults(d entrypoint.Defaults) error {
+func (t *taker) SetDefaults(d entrypoint.Telemetry) error {
 	t.log, t.reg, t.tp, t.d = d.Logger, d.Registerer, d.TracerProvider, d
 	return nil
 }

@@ -23,8 +23,8 @@ func given(opts []Option) options {
 }
 
 // telemetry is what the options gave of the Host's telemetry.
-func (o options) telemetry() entrypoint.Defaults {
-	return entrypoint.Defaults{Logger: o.log, Registerer: o.reg, TracerProvider: o.tracer, Reporter: o.reporter}
+func (o options) telemetry() entrypoint.Telemetry {
+	return entrypoint.Telemetry{Logger: o.log, Registerer: o.reg, TracerProvider: o.tracer, Reporter: o.reporter}
 }
 
 // SetDefaults takes the Host's telemetry for what no option gave: its logger unless
@@ -33,7 +33,7 @@ func (o options) telemetry() entrypoint.Defaults {
 // reporter (for the panics of lead and Claim) unless WithReporter. It returns a
 // metrics registration that fails (the Host refuses the entrypoint then), and does
 // nothing once Serve has started the campaign.
-func (l *Leadership) SetDefaults(d entrypoint.Defaults) error {
+func (l *Leadership) SetDefaults(d entrypoint.Telemetry) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done != nil {

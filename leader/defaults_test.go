@@ -21,7 +21,7 @@ import (
 
 // leadOnce runs a Leadership made by New with opts, given d as the Host would, until
 // it has led one term, then stops it as the Host does.
-func leadOnce(t *testing.T, d entrypoint.Defaults, opts ...Option) {
+func leadOnce(t *testing.T, d entrypoint.Telemetry, opts ...Option) {
 	t.Helper()
 	c := campaignOnce(t, d, func(ctx context.Context, term *Term) error {
 		<-term.Ended()
@@ -42,7 +42,7 @@ type campaign struct {
 
 // campaignOnce serves a Leadership made by New with lead and opts, given d as the
 // Host would, until its first campaign has won.
-func campaignOnce(t *testing.T, d entrypoint.Defaults, lead func(context.Context, *Term) error, opts ...Option) campaign {
+func campaignOnce(t *testing.T, d entrypoint.Telemetry, lead func(context.Context, *Term) error, opts ...Option) campaign {
 	t.Helper()
 	l, err := New(vSpec(lock.NewMemory(), "a"), lead, opts...)
 	if err != nil {
@@ -83,7 +83,7 @@ func TestSetDefaults(t *testing.T) {
 			spans := tracetest.NewSpanRecorder()
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 			defer tp.Shutdown(context.Background())
-			leadOnce(t, entrypoint.Defaults{Logger: zap.New(core), Registerer: reg, TracerProvider: tp})
+			leadOnce(t, entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg, TracerProvider: tp})
 			if logs.Len() == 0 || logs.All()[0].ContextMap()["key"] != "job" {
 				t.Errorf("nothing logged through the Host's logger with the key: %v", logs.All())
 			}
@@ -106,7 +106,7 @@ func TestSetDefaults(t *testing.T) {
 			defer hostTP.Shutdown(context.Background())
 			myTP := sdktrace.NewTracerProvider()
 			defer myTP.Shutdown(context.Background())
-			leadOnce(t, entrypoint.Defaults{Logger: zap.New(host), Registerer: hostReg, TracerProvider: hostTP},
+			leadOnce(t, entrypoint.Telemetry{Logger: zap.New(host), Registerer: hostReg, TracerProvider: hostTP},
 				WithLogger(zap.New(mine)), WithRegisterer(myReg), WithTracerProvider(myTP))
 			if myLogs.Len() == 0 || hostLogs.Len() != 0 {
 				t.Errorf("logs: %d to WithLogger's, %d to the Host's", myLogs.Len(), hostLogs.Len())
@@ -180,7 +180,7 @@ func TestReportsPanics(t *testing.T) {
 				if tc.ownRep {
 					opts, want, other = []Option{WithReporter(own)}, own, host
 				}
-				c := campaignOnce(t, entrypoint.Defaults{Reporter: host}, func(context.Context, *Term) error { panic("nil map") }, opts...)
+				c := campaignOnce(t, entrypoint.Telemetry{Reporter: host}, func(context.Context, *Term) error { panic("nil map") }, opts...)
 				c.end(t) // the first term was won, and its lead panicked
 				l := c.l
 				errs, tags := want.Get()

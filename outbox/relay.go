@@ -76,12 +76,12 @@ func (c RelayConfig) resolve(l *fault.Problems) RelayConfig {
 }
 
 // A RelayOption adds an optional part to a Relay.
-type RelayOption func(*entrypoint.Defaults)
+type RelayOption func(*entrypoint.Telemetry)
 
 // WithLogger sets the logger failed passes are reported to; without it the Relay
 // takes its Host's. A nil l is ignored.
 func WithLogger(l *zap.Logger) RelayOption {
-	return func(d *entrypoint.Defaults) {
+	return func(d *entrypoint.Telemetry) {
 		if l != nil {
 			d.Logger = l
 		}
@@ -91,7 +91,7 @@ func WithLogger(l *zap.Logger) RelayOption {
 // WithRegisterer registers the Relay's metrics with r; without it the Relay takes
 // its Host's registry. A nil r is ignored.
 func WithRegisterer(r prometheus.Registerer) RelayOption {
-	return func(d *entrypoint.Defaults) {
+	return func(d *entrypoint.Telemetry) {
 		if r != nil {
 			d.Registerer = r
 		}
@@ -128,7 +128,7 @@ type Relay struct {
 	box      *Outbox
 	pool     *pgxpool.Pool
 	producer *kafkakit.Producer
-	given    entrypoint.Defaults
+	given    entrypoint.Telemetry
 
 	mu      sync.Mutex
 	log     *zap.Logger
@@ -168,7 +168,7 @@ func (r *Relay) Name() string { return r.cfg.Name }
 // SetDefaults takes the Host's logger and registry unless options gave them, and
 // registers the metrics. A registration that clashes (two relays of one name) is
 // returned.
-func (r *Relay) SetDefaults(d entrypoint.Defaults) error {
+func (r *Relay) SetDefaults(d entrypoint.Telemetry) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.set {
@@ -189,7 +189,7 @@ func (r *Relay) SetDefaults(d entrypoint.Defaults) error {
 // metrics with the Relay's registerer when SetDefaults did not.
 func (r *Relay) Bind(ctx context.Context) error {
 	return r.Runner.Bind(ctx, func(ctx context.Context) error {
-		if err := r.SetDefaults(entrypoint.Defaults{}); err != nil {
+		if err := r.SetDefaults(entrypoint.Telemetry{}); err != nil {
 			return err
 		}
 		if r.cfg.CreateTable {

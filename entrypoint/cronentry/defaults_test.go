@@ -22,7 +22,7 @@ func TestSetDefaults(t *testing.T) {
 			core, logs := observer.New(zap.InfoLevel)
 			reg := prometheus.NewRegistry()
 			x := start(t, failing, func(s *Scheduler) {
-				s.SetDefaults(entrypoint.Defaults{Logger: zap.New(core), Registerer: reg})
+				s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg})
 			})
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()
@@ -41,7 +41,7 @@ func TestSetDefaults(t *testing.T) {
 			host, hostLogs := observer.New(zap.InfoLevel)
 			myReg, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 			x := start(t, failing, func(s *Scheduler) {
-				s.SetDefaults(entrypoint.Defaults{Logger: zap.New(host), Registerer: hostReg})
+				s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(host), Registerer: hostReg})
 			}, WithLogger(zap.New(mine)), WithRegisterer(myReg))
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()
@@ -64,7 +64,7 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil {
+		if err := s.SetDefaults(entrypoint.Telemetry{Registerer: reg}); err == nil {
 			t.Fatal("SetDefaults = nil, want the registration's failure")
 		}
 	})

@@ -30,7 +30,7 @@ func TestRunReports(t *testing.T) {
 			tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 			defer tp.Shutdown(context.Background())
 			x := start(t, jobs, func(s *Scheduler) {
-				s.SetDefaults(entrypoint.Defaults{Reporter: rep, TracerProvider: tp})
+				s.SetDefaults(entrypoint.Telemetry{Reporter: rep, TracerProvider: tp})
 			})
 			time.Sleep(1500 * time.Millisecond) // one tick of each
 			x.shutdown()
@@ -81,7 +81,7 @@ func TestRunReports(t *testing.T) {
 			myTP := sdktrace.NewTracerProvider()
 			defer myTP.Shutdown(context.Background())
 			x := start(t, jobs[:1], func(s *Scheduler) {
-				s.SetDefaults(entrypoint.Defaults{Reporter: host, TracerProvider: hostTP})
+				s.SetDefaults(entrypoint.Telemetry{Reporter: host, TracerProvider: hostTP})
 			}, WithReporter(mine), WithTracerProvider(myTP))
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()

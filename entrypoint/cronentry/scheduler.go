@@ -36,8 +36,8 @@ type Scheduler struct {
 	// wakes, before it reads the clock: sleeping there is a process that was paused.
 	afterWake func()
 
-	given      entrypoint.Defaults // the telemetry the options gave; SetDefaults keeps it
-	registered bool                // the metrics are registered, with WithRegisterer's or the Host's registry
+	given      entrypoint.Telemetry // the telemetry the options gave; SetDefaults keeps it
+	registered bool                 // the metrics are registered, with WithRegisterer's or the Host's registry
 
 	tracer   trace.Tracer   // nil: runs make no span (report.go)
 	reporter fault.Reporter // nil: failures are only logged
@@ -89,7 +89,7 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	s := &Scheduler{
 		name:       cfg.Name,
 		jobs:       compiled,
-		given:      entrypoint.Defaults{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer, Reporter: o.reporter},
+		given:      entrypoint.Telemetry{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer, Reporter: o.reporter},
 		registered: o.registerer != nil,
 		active:     map[uint64]activeRun{},
 		guard:      entrypoint.NewGuard(cfg.Name),
@@ -113,7 +113,7 @@ func (s *Scheduler) useLogger(l *zap.Logger) {
 // tracer provider unless WithTracerProvider, the error reporter unless
 // WithReporter. It returns a registration that fails (the Host refuses the
 // entrypoint then), and does nothing once the Scheduler is bound.
-func (s *Scheduler) SetDefaults(d entrypoint.Defaults) error {
+func (s *Scheduler) SetDefaults(d entrypoint.Telemetry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {

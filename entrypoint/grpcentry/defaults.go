@@ -18,7 +18,7 @@ var _ entrypoint.DefaultsUser = (*Server)(nil)
 // error reporter (for handler panics) unless WithReporter. A no-op tracer provider
 // traces nothing, at no cost per RPC. It returns a metrics registration that fails
 // (the Host refuses the entrypoint then), and does nothing once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Defaults) error {
+func (s *Server) SetDefaults(d entrypoint.Telemetry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {

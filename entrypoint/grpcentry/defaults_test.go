@@ -22,7 +22,7 @@ func TestSetDefaults(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 		defer tp.Shutdown(context.Background())
 		x := runWith(t, func(s *grpcentry.Server) {
-			s.SetDefaults(entrypoint.Defaults{Registerer: reg, TracerProvider: tp})
+			s.SetDefaults(entrypoint.Telemetry{Registerer: reg, TracerProvider: tp})
 		})
 		if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
 			t.Fatal(err)
@@ -37,7 +37,7 @@ func TestSetDefaults(t *testing.T) {
 	t.Run("an option wins over the Host's", func(t *testing.T) {
 		own, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 		x := runWith(t, func(s *grpcentry.Server) {
-			s.SetDefaults(entrypoint.Defaults{Registerer: hostReg})
+			s.SetDefaults(entrypoint.Telemetry{Registerer: hostReg})
 		}, grpcentry.WithRegisterer(own))
 		if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
 			t.Fatal(err)
@@ -58,7 +58,7 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "metrics") {
+		if err := s.SetDefaults(entrypoint.Telemetry{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "metrics") {
 			t.Fatalf("SetDefaults = %v, want the registration's error", err)
 		}
 	})

@@ -18,7 +18,7 @@ type Option func(*options)
 
 type options struct {
 	listener    net.Listener
-	given       entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
+	given       entrypoint.Telemetry // the telemetry options; SetDefaults takes the Host's for the rest
 	monitor     *health.Monitor
 	services    []string
 	servicesSet bool

@@ -50,7 +50,7 @@ func TestPanicReports(t *testing.T) {
 		defer tp.Shutdown(context.Background())
 		prop := &extracts{TextMapPropagator: propagation.TraceContext{}}
 		x := runHooked(t, grpcentry.Config{}, &service{unary: boom}, func(s *grpcentry.Server) {
-			s.SetDefaults(entrypoint.Defaults{Reporter: rep, TracerProvider: tp, Propagator: prop})
+			s.SetDefaults(entrypoint.Telemetry{Reporter: rep, TracerProvider: tp, Propagator: prop})
 		})
 		if _, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{}); status.Code(err) != codes.Internal {
 			t.Fatalf("RPC = %v, want INTERNAL", err)
@@ -86,7 +86,7 @@ func TestPanicReports(t *testing.T) {
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
 		x := runHooked(t, grpcentry.Config{}, &service{unary: boom}, func(s *grpcentry.Server) {
-			s.SetDefaults(entrypoint.Defaults{Reporter: host, Propagator: hostProp, TracerProvider: tp})
+			s.SetDefaults(entrypoint.Telemetry{Reporter: host, Propagator: hostProp, TracerProvider: tp})
 		}, grpcentry.WithReporter(mine), grpcentry.WithPropagator(myProp))
 		x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{})
 		m, _ := mine.Get()
@@ -104,7 +104,7 @@ func TestPanicReports(t *testing.T) {
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
 		x := runHooked(t, grpcentry.Config{}, &service{}, func(s *grpcentry.Server) {
-			s.SetDefaults(entrypoint.Defaults{Propagator: hostProp})
+			s.SetDefaults(entrypoint.Telemetry{Propagator: hostProp})
 		}, grpcentry.WithTracerProvider(tp))
 		if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
 			t.Fatal(err)

@@ -23,7 +23,7 @@ func TestSetDefaults(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 		defer tp.Shutdown(context.Background())
 		x := runWith(t, Config{}, panicky(), func(s *Server) {
-			s.SetDefaults(entrypoint.Defaults{Logger: zap.New(core), Registerer: reg, TracerProvider: tp})
+			s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg, TracerProvider: tp})
 		})
 		if code, _, _ := x.get("/panic"); code != http.StatusInternalServerError {
 			t.Fatalf("GET /panic = %d", code)
@@ -47,7 +47,7 @@ func TestSetDefaults(t *testing.T) {
 		host, hostLogs := observer.New(zap.ErrorLevel)
 		myReg, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 		x := runWith(t, Config{}, panicky(), func(s *Server) {
-			s.SetDefaults(entrypoint.Defaults{Logger: zap.New(host), Registerer: hostReg})
+			s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(host), Registerer: hostReg})
 		}, WithLogger(zap.New(mine)), WithRegisterer(myReg))
 		x.get("/panic")
 		if mineLogs.Len() != 1 || hostLogs.Len() != 0 {
@@ -70,7 +70,7 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "already registered") {
+		if err := s.SetDefaults(entrypoint.Telemetry{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "already registered") {
 			t.Fatalf("SetDefaults = %v, want the registration's failure", err)
 		}
 
@@ -81,7 +81,7 @@ func TestSetDefaults(t *testing.T) {
 		if err := s.Bind(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		if err := s.SetDefaults(entrypoint.Defaults{Registerer: prometheus.NewRegistry()}); err != nil {
+		if err := s.SetDefaults(entrypoint.Telemetry{Registerer: prometheus.NewRegistry()}); err != nil {
 			t.Errorf("SetDefaults after Bind = %v, want nil", err)
 		}
 		if s.metrics != nil {

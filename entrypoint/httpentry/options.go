@@ -20,7 +20,7 @@ type Option func(*options)
 
 type options struct {
 	listener   net.Listener
-	given      entrypoint.Defaults // the telemetry options; SetDefaults takes the Host's for the rest
+	given      entrypoint.Telemetry // the telemetry options; SetDefaults takes the Host's for the rest
 	isStream   func(*http.Request) bool
 	streams    []string // WithStreams
 	admission  admissionOptions

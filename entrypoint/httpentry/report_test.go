@@ -48,7 +48,7 @@ func TestPanicReports(t *testing.T) {
 		defer tp.Shutdown(context.Background())
 		prop := &extracts{TextMapPropagator: propagation.TraceContext{}}
 		x := runWith(t, Config{}, panicky(), func(s *Server) {
-			s.SetDefaults(entrypoint.Defaults{Logger: zap.New(core), TracerProvider: tp, Propagator: prop, Reporter: rep})
+			s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(core), TracerProvider: tp, Propagator: prop, Reporter: rep})
 		})
 		x.mustGet("/panic", http.StatusInternalServerError)
 		x.get("/abort")
@@ -91,7 +91,7 @@ func TestPanicReports(t *testing.T) {
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
 		x := runWith(t, Config{}, panicky(), func(s *Server) {
-			s.SetDefaults(entrypoint.Defaults{Reporter: host, Propagator: hostProp})
+			s.SetDefaults(entrypoint.Telemetry{Reporter: host, Propagator: hostProp})
 		}, WithReporter(mine), WithPropagator(myProp), WithTracerProvider(tp))
 		x.mustGet("/panic", http.StatusInternalServerError)
 		m, _ := mine.Get()

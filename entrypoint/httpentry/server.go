@@ -144,7 +144,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 // error reporter (for handler panics) unless WithReporter. It returns a metrics
 // registration that fails (the Host refuses the entrypoint then), and does nothing
 // once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Defaults) error {
+func (s *Server) SetDefaults(d entrypoint.Telemetry) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.guard.Phase() != entrypoint.PhaseNew {

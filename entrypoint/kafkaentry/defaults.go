@@ -51,8 +51,8 @@ func given(opts []Option) options {
 }
 
 // telemetry is what the options gave of the Host's telemetry.
-func (o options) telemetry() entrypoint.Defaults {
-	return entrypoint.Defaults{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer,
+func (o options) telemetry() entrypoint.Telemetry {
+	return entrypoint.Telemetry{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer,
 		Propagator: o.propagator, Reporter: o.reporter}
 }
 
@@ -62,7 +62,7 @@ func (o options) telemetry() entrypoint.Defaults {
 // unless WithPropagator (also the dead-letter producer's), its error reporter unless
 // WithReporter. It returns a metrics registration that fails (the Host refuses the
 // entrypoint then), and does nothing once the consumer is bound.
-func (c *Consumer) SetDefaults(d entrypoint.Defaults) error {
+func (c *Consumer) SetDefaults(d entrypoint.Telemetry) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.group != nil {

@@ -88,7 +88,7 @@ func TestSetDefaults(t *testing.T) {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
 		defer tp.Shutdown(context.Background())
 		rep := newReports()
-		c.SetDefaults(entrypoint.Defaults{Logger: zap.New(core), Registerer: reg, TracerProvider: tp,
+		c.SetDefaults(entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg, TracerProvider: tp,
 			Propagator: kafkakit.W3C(), Reporter: rep})
 		r := start(t, c)
 		rep.wait(t, 2)
@@ -152,7 +152,7 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.SetDefaults(entrypoint.Defaults{Logger: zap.New(hostCore), Reporter: host, Registerer: hostReg})
+		c.SetDefaults(entrypoint.Telemetry{Logger: zap.New(hostCore), Reporter: host, Registerer: hostReg})
 		r := start(t, c)
 		mine.wait(t, 2)
 		col.waitCount(t, 1)
@@ -178,7 +178,7 @@ func TestSetDefaults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.SetDefaults(entrypoint.Defaults{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "metrics") {
+		if err := c.SetDefaults(entrypoint.Telemetry{Registerer: reg}); err == nil || !strings.Contains(err.Error(), "metrics") {
 			t.Errorf("SetDefaults = %v, want the registration's failure", err)
 		}
 	})

@@ -49,7 +49,7 @@ func Bounded(ctx context.Context, what string, extra time.Duration, fn func(cont
 // ReportPanic sends err to r when it is or wraps a *fault.PanicError, tagged with the
 // entrypoint called name, and reports whether it did; a nil r sends nothing. It is
 // how every entrypoint hands a panic it recovered on its own to the error reporter
-// (entrypoint.Defaults.Reporter); ctx may carry the span the report is tied to.
+// (entrypoint.Telemetry.Reporter); ctx may carry the span the report is tied to.
 func ReportPanic(ctx context.Context, r fault.Reporter, name string, err error) bool {
 	if r == nil {
 		return false

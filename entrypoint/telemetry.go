@@ -11,12 +11,15 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Defaults is the telemetry a Host hands to the entrypoints registered with it: its
+// Telemetry is what an entrypoint reports through: the logger, the metrics registry,
+// the tracer provider, the propagator and the error reporter. An entrypoint takes it
+// from a WithTelemetry option of its package, and the Host hands every entrypoint
+// its own through SetDefaults for the fields the option left nil: its
 // logger (with the service and instance fields, at the configured level), the
 // registry its /metrics serves, its tracer provider, the propagator that carries
 // trace context across processes and its error reporter. A nil field means the Host
 // has none to give.
-type Defaults struct {
+type Telemetry struct {
 	Logger         *zap.Logger
 	Registerer     prometheus.Registerer
 	TracerProvider trace.TracerProvider
@@ -33,23 +36,22 @@ type Defaults struct {
 // they were given their own.
 //
 // The Host calls SetDefaults once, before Bind. An implementation uses each non-nil
-// field of d for which no option was given at construction (WithLogger,
-// WithRegisterer, WithTracerProvider, WithPropagator, WithReporter) and keeps what it
-// was given otherwise — an explicit option always wins: given.Or(d) is that merge.
-// SetDefaults after Bind does nothing and returns nil.
+// field of d that its WithTelemetry option left nil and keeps what it was given
+// otherwise — an explicit option always wins: given.Or(d) is that merge.
+// SetDefaults after Bind does nothing and returns nil. Base implements it.
 //
 // SetDefaults returns what it could not take, such as a metrics registration that
 // clashes with one already in d.Registerer; the Host then refuses the registration
 // with a *fault.ConfigError naming the entrypoint, at New or Register.
 type DefaultsUser interface {
-	SetDefaults(d Defaults) error
+	SetDefaults(d Telemetry) error
 }
 
 // Or returns given with each nil field taken from host: the telemetry an entrypoint
 // was given by its own options wins, and the Host's fills in the rest. Every
 // DefaultsUser of the module merges this way.
-func (given Defaults) Or(host Defaults) Defaults {
-	return Defaults{
+func (given Telemetry) Or(host Telemetry) Telemetry {
+	return Telemetry{
 		Logger:         cmp.Or(given.Logger, host.Logger),
 		Registerer:     cmp.Or(given.Registerer, host.Registerer),
 		TracerProvider: cmp.Or(given.TracerProvider, host.TracerProvider),
