@@ -42,7 +42,7 @@ func (s *Scheduler) startSpan(ctx context.Context, t Tick) (context.Context, tra
 		attribute.String("cron.scheduled", t.Scheduled.UTC().Format(time.RFC3339Nano)),
 		attribute.Int("cron.missed", t.Missed),
 		attribute.Int64("cron.token", int64(t.Token)),
-		attribute.String("entrypoint", s.name),
+		attribute.String("entrypoint", s.base.Name()),
 	))
 }
 
@@ -66,7 +66,7 @@ func (s *Scheduler) report(ctx context.Context, t Tick, o outcome, err error) {
 		return
 	}
 	tags := map[string]string{
-		fault.TagEntrypoint: s.name,
+		fault.TagEntrypoint: s.base.Name(),
 		TagJob:              t.Job,
 		TagScheduled:        t.Scheduled.UTC().Format(time.RFC3339Nano),
 		TagOutcome:          o.String(),
