@@ -85,7 +85,7 @@ type Producer struct {
 	w       *kafka.Writer
 	o       options
 	tracer  trace.Tracer
-	metrics *producerMetrics // nil without WithRegisterer
+	metrics *producerMetrics // nil without a registry (WithTelemetry)
 
 	wg        sync.WaitGroup // writes in progress, some perhaps given up on
 	closeOnce sync.Once
@@ -94,7 +94,7 @@ type Producer struct {
 
 // NewProducer checks cfg and returns a Producer. It connects to nothing; the first
 // write does. Every problem is reported at once in a *fault.ConfigError naming each
-// field; a WithRegisterer registry that holds other collectors under the producer's
+// field; a registry (WithTelemetry) that holds other collectors under the producer's
 // metric names is an error too.
 func NewProducer(cfg ProducerConfig, opts ...Option) (*Producer, error) {
 	o := newOptions(opts)

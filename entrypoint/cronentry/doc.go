@@ -80,10 +80,10 @@
 //
 // # Observability
 //
-// WithRegisterer keeps servicewright_cron_runs_total{job,outcome} — every tick
-// counts once, as ok, failed, panicked, cancelled, skipped_overlap,
+// WithTelemetry's Registerer keeps servicewright_cron_runs_total{job,outcome} —
+// every tick counts once, as ok, failed, panicked, cancelled, skipped_overlap,
 // skipped_other_replica, skipped_missed, skipped_draining, lock_error,
 // skipped_lock_lost or skipped_claimed — and
-// servicewright_cron_run_duration_seconds{job}. WithLogger reports failures, panics,
-// skips and missed ticks.
+// servicewright_cron_run_duration_seconds{job}. Its Logger reports failures,
+// panics, skips and missed ticks.
 package cronentry

@@ -72,7 +72,7 @@ func TestRunReports(t *testing.T) {
 		})
 	})
 
-	t.Run("WithReporter and WithTracerProvider win over the Host's", func(t *testing.T) {
+	t.Run("WithTelemetry's reporter and tracer provider win over the Host's", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			mine, host := &testenv.Reports{}, &testenv.Reports{}
 			hostSpans := tracetest.NewSpanRecorder()
@@ -82,13 +82,13 @@ func TestRunReports(t *testing.T) {
 			defer myTP.Shutdown(context.Background())
 			x := start(t, jobs[:1], func(s *Scheduler) {
 				s.SetDefaults(entrypoint.Telemetry{Reporter: host, TracerProvider: hostTP})
-			}, WithReporter(mine), WithTracerProvider(myTP))
+			}, WithTelemetry(entrypoint.Telemetry{Reporter: mine, TracerProvider: myTP}))
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()
 			m, _ := mine.Get()
 			h, _ := host.Get()
 			if len(m) != 1 || len(h) != 0 || len(hostSpans.Ended()) != 0 {
-				t.Errorf("reports %d to WithReporter's, %d to the Host's; %d spans to the Host's", len(m), len(h), len(hostSpans.Ended()))
+				t.Errorf("reports %d to WithTelemetry's, %d to the Host's; %d spans to the Host's", len(m), len(h), len(hostSpans.Ended()))
 			}
 		})
 	})

@@ -34,7 +34,7 @@ type Scheduler struct {
 	// wakes, before it reads the clock: sleeping there is a process that was paused.
 	afterWake func()
 
-	registered bool // the metrics are registered, with WithRegisterer's or the Host's registry
+	registered bool // the metrics are registered, with WithTelemetry's or the Host's registry
 
 	tracer   trace.Tracer   // nil: runs make no span (report.go)
 	reporter fault.Reporter // nil: failures are only logged
@@ -63,9 +63,10 @@ func (r activeRun) String() string {
 
 // New returns a Scheduler that runs jobs. It validates cfg and every job and returns
 // a *fault.ConfigError listing each problem with its field, e.g.
-// `Jobs["report"].Schedule: invalid cron expression …`; with WithRegisterer it also
-// registers the metrics, and a registration that fails is a problem of the field
-// WithRegisterer. It starts nothing and sends nothing to a fleet lock.
+// `Jobs["report"].Schedule: invalid cron expression …`; given a registry
+// (WithTelemetry) it also registers the metrics, and a registration that fails is a
+// problem of the field WithTelemetry. It starts nothing and sends nothing to a
+// fleet lock.
 func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	var o options
 	for _, opt := range opts {
@@ -80,19 +81,16 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	}
 	_ = newStats(nil, cfg.Name, compiled) // counts kept in memory; without a registry it cannot fail
 	s := &Scheduler{jobs: compiled, active: map[uint64]activeRun{}}
-	given := entrypoint.Telemetry{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer, Reporter: o.reporter}
-	if err := s.base.Init(cfg.Name, given, s.useTelemetry); err != nil {
-		l.Addf("WithRegisterer", "%v", err)
+	if err := s.base.Init(cfg.Name, o.tel, s.useTelemetry); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
 		return nil, l.Err()
 	}
 	return s, nil
 }
 
-// SetDefaults takes the Host's telemetry for what no option gave: the logger unless
-// WithLogger, the metrics registered with d.Registerer unless WithRegisterer, the
-// tracer provider unless WithTracerProvider, the error reporter unless
-// WithReporter. It returns a registration that fails (the Host refuses the
-// entrypoint then), and does nothing once the Scheduler is bound.
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil (see
+// WithTelemetry for what each does). It returns a registration that fails (the
+// Host refuses the entrypoint then), and does nothing once the Scheduler is bound.
 func (s *Scheduler) SetDefaults(t entrypoint.Telemetry) error { return s.base.SetDefaults(t) }
 
 // useTelemetry takes t, called by New with what the options gave and by

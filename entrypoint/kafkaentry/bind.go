@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/kafkakit"
@@ -56,7 +57,7 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	c.dlq = c.opts.dlq
 	if c.cfg.OnFailure.deadLetter && c.dlq == nil {
 		c.ownDLQ, err = kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: c.cfg.Brokers},
-			kafkakit.WithDialer(c.dialer), kafkakit.WithPropagator(c.propagator))
+			kafkakit.WithDialer(c.dialer), kafkakit.WithTelemetry(entrypoint.Telemetry{Propagator: c.propagator}))
 		if err != nil { // the brokers were checked by New
 			_ = g.Close()
 			return fmt.Errorf("kafkaentry %q: bind: dead-letter producer: %w", c.cfg.Name, err)

@@ -223,7 +223,7 @@ func TestMetrics(t *testing.T) {
 	cfg := config(t, topic)
 	cfg.Name = "orders"
 	cfg.OnFailure = kafkaentry.DeadLetter(dlq)
-	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithRegisterer(reg))
+	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,14 +267,15 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// A second consumer with another name shares the registry.
-	if _, err := kafkaentry.New(config(t, topic), noop, kafkaentry.WithRegisterer(reg)); err != nil {
+	if _, err := kafkaentry.New(config(t, topic), noop, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 		t.Errorf("a second consumer: %v", err)
 	}
 	// The same name twice is refused.
 	cfg2 := config(t, topic)
 	cfg2.Name = "orders"
-	if _, err := kafkaentry.New(cfg2, noop, kafkaentry.WithRegisterer(reg)); err == nil {
-		t.Error("a second consumer named orders registered its metrics")
+	_, err = kafkaentry.New(cfg2, noop, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
+	if ce, ok := errors.AsType[*fault.ConfigError](err); !ok || !strings.Contains(ce.Error(), "WithTelemetry: ") {
+		t.Errorf("a second consumer named orders: New = %v, want a *fault.ConfigError naming WithTelemetry", err)
 	}
 }
 

@@ -168,8 +168,9 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 	}
 	c.openReader = c.openPartition
 	c.spanNames = spanNames(cfg.Topics)
-	if err := c.base.Init(cfg.Name, o.telemetry(), c.useTelemetry); err != nil {
-		return nil, err
+	if err := c.base.Init(cfg.Name, o.tel, c.useTelemetry); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
+		return nil, l.Err()
 	}
 	return c, nil
 }

@@ -27,33 +27,10 @@ const (
 	TagGroup     = "group"     // the consumer group
 )
 
-// WithReporter sends to r each handler panic — once per message, at its first
-// panicking attempt, as the *fault.PanicError with the handler's stack — and each
-// dead-lettered message, tagged with the entrypoint, the message's topic, partition
-// and offset, the group and the trace id of the handling's span. A message that
-// stops the entrypoint (OnFailure: StopEntrypoint) is reported by the Host, as the
-// entrypoint's failure. Without it the consumer uses the error reporter its Host
-// hands it, if any; with neither, these are only logged. A nil r is ignored.
-func WithReporter(r fault.Reporter) Option {
-	return func(o *options) {
-		if r != nil {
-			o.reporter = r
-		}
-	}
-}
-
-// telemetry is what the options gave of the Host's telemetry.
-func (o options) telemetry() entrypoint.Telemetry {
-	return entrypoint.Telemetry{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer,
-		Propagator: o.propagator, Reporter: o.reporter}
-}
-
-// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
-// WithLogger (kafka-go's own lines included), its registry for the metrics unless
-// WithRegisterer, its tracer provider unless WithTracerProvider, its propagator
-// unless WithPropagator (also the dead-letter producer's), its error reporter unless
-// WithReporter. It returns a metrics registration that fails (the Host refuses the
-// entrypoint then), and does nothing once the consumer is bound.
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil (see
+// WithTelemetry for what each does). It returns a metrics registration that fails
+// (the Host refuses the entrypoint then), and does nothing once the consumer is
+// bound.
 func (c *Consumer) SetDefaults(t entrypoint.Telemetry) error { return c.base.SetDefaults(t) }
 
 // useTelemetry takes t, called by New with what the options gave and by
