@@ -19,10 +19,11 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Producer defaults.
+// Defaults for the zero fields of a ProducerConfig; DefaultWriteTimeout is exported
+// for callers that bound their own answer by it.
 const (
 	DefaultWriteTimeout = 3 * time.Second
-	DefaultBatchTimeout = 10 * time.Millisecond
+	defaultBatchTimeout = 10 * time.Millisecond
 	defaultIdleTimeout  = 30 * time.Second
 )
 
@@ -30,7 +31,7 @@ const (
 // acknowledge the write within ProducerConfig.WriteTimeout.
 var ErrWriteTimeout = errors.New("kafka write timed out")
 
-// ProducerConfig describes a Producer. Zero fields take the defaults above.
+// ProducerConfig describes a Producer. Zero fields take the default each field's doc states.
 type ProducerConfig struct {
 	// Brokers is the bootstrap list, each "host:port". Required.
 	Brokers []string
@@ -53,7 +54,7 @@ type ProducerConfig struct {
 
 func (c ProducerConfig) withDefaults() ProducerConfig {
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
-	c.BatchTimeout = cmp.Or(c.BatchTimeout, DefaultBatchTimeout)
+	c.BatchTimeout = cmp.Or(c.BatchTimeout, defaultBatchTimeout)
 	c.Brokers = slices.Clone(c.Brokers)
 	return c
 }

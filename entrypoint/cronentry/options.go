@@ -2,10 +2,10 @@ package cronentry
 
 import "github.com/servicewright/servicewright/entrypoint"
 
-// DefaultName is the Scheduler's name when Config.Name is empty.
-const DefaultName = "cron"
+// defaultName is the Scheduler's name when Config.Name is empty.
+const defaultName = "cron"
 
-// Config configures a Scheduler. Every zero field takes the default named after it.
+// Config configures a Scheduler. Every zero field takes the default its doc states.
 type Config struct {
 	// Name identifies the Scheduler in logs, metrics (the entrypoint label) and
 	// errors. Default "cron".
@@ -39,10 +39,10 @@ type options struct {
 //     holds the span. A tick that does not run (skipped, or another replica's)
 //     makes no span. None: no span.
 //   - Reporter: each run that fails or panics — a panic as the *fault.PanicError
-//     with the job's stack — tagged with the entrypoint, the job, the tick's
-//     scheduled time, the outcome (TagJob, TagScheduled, TagOutcome) and the trace
-//     id of the run's span. A run cut by the stop is not reported. None: failures
-//     are only logged and counted.
+//     with the job's stack — tagged with the entrypoint, the "job", the tick's
+//     "scheduled" time (RFC 3339, UTC), the "outcome" ("failed" or "panicked")
+//     and the trace id of the run's span. A run cut by the stop is not reported.
+//     None: failures are only logged and counted.
 func WithTelemetry(t entrypoint.Telemetry) Option {
 	return func(o *options) { o.tel = t.Or(o.tel) }
 }

@@ -14,9 +14,9 @@ import (
 
 // Tag keys of a run's report, beside fault.TagEntrypoint and fault.TagTraceID.
 const (
-	TagJob       = "job"       // the job's name
-	TagScheduled = "scheduled" // the tick's nominal time, RFC 3339 in UTC
-	TagOutcome   = "outcome"   // "failed" or "panicked"
+	tagJob       = "job"       // the job's name
+	tagScheduled = "scheduled" // the tick's nominal time, RFC 3339 in UTC
+	tagOutcome   = "outcome"   // "failed" or "panicked"
 )
 
 // tracerName names the Scheduler's tracer.
@@ -67,9 +67,9 @@ func (s *Scheduler) report(ctx context.Context, t Tick, o outcome, err error) {
 	}
 	tags := map[string]string{
 		fault.TagEntrypoint: s.base.Name(),
-		TagJob:              t.Job,
-		TagScheduled:        t.Scheduled.UTC().Format(time.RFC3339Nano),
-		TagOutcome:          o.String(),
+		tagJob:              t.Job,
+		tagScheduled:        t.Scheduled.UTC().Format(time.RFC3339Nano),
+		tagOutcome:          o.String(),
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tags[fault.TagTraceID] = sc.TraceID().String()

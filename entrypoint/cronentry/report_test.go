@@ -51,18 +51,18 @@ func TestRunReports(t *testing.T) {
 				t.Errorf("spans for %v, want one per job", traces)
 			}
 			for i, err := range errs {
-				job := tags[i][TagJob]
-				if tags[i][fault.TagEntrypoint] != DefaultName || tags[i][fault.TagTraceID] != traces[job] || traces[job] == "" {
+				job := tags[i][tagJob]
+				if tags[i][fault.TagEntrypoint] != defaultName || tags[i][fault.TagTraceID] != traces[job] || traces[job] == "" {
 					t.Errorf("report %d tags %v, want the entrypoint and the trace id of the run's span %q", i, tags[i], traces[job])
 				}
 				pe, isPanic := errors.AsType[*fault.PanicError](err)
 				switch job {
 				case "fails":
-					if isPanic || tags[i][TagOutcome] != "failed" {
+					if isPanic || tags[i][tagOutcome] != "failed" {
 						t.Errorf("the failed run's report: %v %v", err, tags[i])
 					}
 				case "panics":
-					if !isPanic || tags[i][TagOutcome] != "panicked" || !strings.Contains(string(pe.Stack), "TestRunReports") {
+					if !isPanic || tags[i][tagOutcome] != "panicked" || !strings.Contains(string(pe.Stack), "TestRunReports") {
 						t.Errorf("the panicked run's report: %v %v, want its *fault.PanicError with the stack", err, tags[i])
 					}
 				default:

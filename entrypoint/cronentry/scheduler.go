@@ -72,7 +72,7 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg.Name = cmp.Or(cfg.Name, DefaultName)
+	cfg.Name = cmp.Or(cfg.Name, defaultName)
 	var l fault.Problems
 	compiled, err := compile(jobs, time.Now())
 	l.Merge("", err)

@@ -74,7 +74,7 @@ func BenchmarkConsume(b *testing.B) {
 			b.StartTimer()
 			r := kafka.NewReader(kafka.ReaderConfig{
 				Brokers: broker.Brokers(), GroupID: group, GroupTopics: []string{topic},
-				MaxWait: 100 * time.Millisecond, MaxBytes: kafkaentry.DefaultMaxBytes, ReadLagInterval: -1,
+				MaxWait: 100 * time.Millisecond, MaxBytes: 10 << 20, ReadLagInterval: -1,
 			})
 			last := map[int]kafka.Message{}
 			commit := func() {

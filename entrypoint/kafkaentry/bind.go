@@ -19,10 +19,6 @@ import (
 	"github.com/servicewright/servicewright/kafkakit"
 )
 
-// ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
-// answered. It is kafkakit.ErrBrokersUnreachable.
-var ErrBrokersUnreachable = kafkakit.ErrBrokersUnreachable
-
 // ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
 // AutoCreateTopics is off. The message names the topics.
 var ErrUnknownTopic = errors.New("unknown topic")
@@ -75,7 +71,7 @@ func (c *Consumer) Bind(ctx context.Context) error {
 // the paused partitions, the rule that saw the outage and the kind of error (never
 // its message). Otherwise it reports whether a broker answers: it dials the brokers
 // at once, each dial bounded by DialTimeout and ctx, and returns nil as soon as one
-// of them answers an ApiVersions request, or an error wrapping ErrBrokersUnreachable
+// of them answers an ApiVersions request, or an error wrapping kafkakit.ErrBrokersUnreachable
 // that lists each broker's failure. It may be used before Bind and after Stop; the
 // Consumer is thus a health.Check.
 func (c *Consumer) Health(ctx context.Context) error {

@@ -19,6 +19,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 func noop(context.Context, kafka.Message) error { return nil }
@@ -76,7 +77,7 @@ func TestNew(t *testing.T) {
 		}
 		cfg := c.Config()
 		if c.Name() != "kafka" || cfg.Workers != 1 || cfg.Retry.Attempts != 3 || cfg.OnFailure.String() != "StopEntrypoint" ||
-			cfg.CloseTimeout != kafkaentry.DefaultCloseTimeout || cfg.CommitBatch != kafkaentry.DefaultCommitBatch {
+			cfg.CloseTimeout != 5*time.Second || cfg.CommitBatch != 100 {
 			t.Errorf("defaults not applied: %+v", cfg)
 		}
 	})
@@ -133,10 +134,10 @@ func TestBind(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = c.Bind(context.Background())
-		if !errors.Is(err, kafkaentry.ErrBrokersUnreachable) || !strings.Contains(err.Error(), cfg.Brokers[1]) {
+		if !errors.Is(err, kafkakit.ErrBrokersUnreachable) || !strings.Contains(err.Error(), cfg.Brokers[1]) {
 			t.Fatalf("Bind = %v, want ErrBrokersUnreachable listing each broker", err)
 		}
-		if err := c.Health(context.Background()); !errors.Is(err, kafkaentry.ErrBrokersUnreachable) {
+		if err := c.Health(context.Background()); !errors.Is(err, kafkakit.ErrBrokersUnreachable) {
 			t.Errorf("Health = %v, want ErrBrokersUnreachable", err)
 		}
 		// The Host never drains or stops an entrypoint whose Bind failed, but doing

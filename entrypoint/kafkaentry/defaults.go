@@ -21,10 +21,10 @@ var _ entrypoint.DefaultsUser = (*Consumer)(nil)
 // Tag keys of the consumer's reports, beside fault.TagEntrypoint and
 // fault.TagTraceID.
 const (
-	TagTopic     = "topic"     // the message's topic
-	TagPartition = "partition" // its partition, in decimal
-	TagOffset    = "offset"    // its offset, in decimal
-	TagGroup     = "group"     // the consumer group
+	tagTopic     = "topic"     // the message's topic
+	tagPartition = "partition" // its partition, in decimal
+	tagOffset    = "offset"    // its offset, in decimal
+	tagGroup     = "group"     // the consumer group
 )
 
 // SetDefaults takes the Host's telemetry for each field WithTelemetry left nil (see
@@ -90,10 +90,10 @@ func (c *Consumer) reportDeadLettered(h handling, msg *kafka.Message, topic stri
 func (c *Consumer) reportTags(h handling, msg *kafka.Message) map[string]string {
 	tags := map[string]string{
 		fault.TagEntrypoint: c.cfg.Name,
-		TagTopic:            msg.Topic,
-		TagPartition:        strconv.Itoa(msg.Partition),
-		TagOffset:           strconv.FormatInt(msg.Offset, 10),
-		TagGroup:            c.cfg.GroupID,
+		tagTopic:            msg.Topic,
+		tagPartition:        strconv.Itoa(msg.Partition),
+		tagOffset:           strconv.FormatInt(msg.Offset, 10),
+		tagGroup:            c.cfg.GroupID,
 	}
 	if h.span != nil {
 		if sc := h.span.SpanContext(); sc.IsValid() {

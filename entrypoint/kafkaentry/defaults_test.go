@@ -117,8 +117,8 @@ func TestSetDefaults(t *testing.T) {
 			}
 		}
 		for i, tg := range tags {
-			for k, want := range map[string]string{fault.TagEntrypoint: c.Name(), kafkaentry.TagTopic: topic,
-				kafkaentry.TagPartition: "0", kafkaentry.TagOffset: "0", kafkaentry.TagGroup: cfg.GroupID} {
+			for k, want := range map[string]string{fault.TagEntrypoint: c.Name(), "topic": topic,
+				"partition": "0", "offset": "0", "group": cfg.GroupID} {
 				if tg[k] != want {
 					t.Errorf("report %d: tag %s = %q, want %q", i, k, tg[k], want)
 				}

@@ -49,9 +49,9 @@ type MessageWriter interface {
 //     into the dead-letter producer's). None: kafkakit.W3C().
 //   - Reporter: each handler panic — once per message, at its first panicking
 //     attempt, as the *fault.PanicError with the handler's stack — and each
-//     dead-lettered message, tagged with the entrypoint, the message's topic,
-//     partition and offset (TagTopic, TagPartition, TagOffset), the group (TagGroup)
-//     and the trace id of the handling's span. A message that stops the entrypoint
+//     dead-lettered message, tagged with the entrypoint, the message's "topic",
+//     "partition" and "offset", the "group" and the trace id of the handling's
+//     span (fault.TagEntrypoint, fault.TagTraceID). A message that stops the entrypoint
 //     (OnFailure: StopEntrypoint) is reported by the Host, as the entrypoint's
 //     failure. None: these are only logged.
 func WithTelemetry(t entrypoint.Telemetry) Option {
