@@ -17,7 +17,7 @@ import (
 const defaultCheckTimeout = 5 * time.Second
 
 // ErrBrokersUnreachable is wrapped by a BrokerCheck's error when no broker answered.
-var ErrBrokersUnreachable = errors.New("no broker reachable")
+var ErrBrokersUnreachable = errors.New("kafkakit: no broker reachable")
 
 // BrokerCheck is a readiness check of a Kafka cluster: its Health dials every broker
 // at once and succeeds as soon as one answers an ApiVersions request. It fits

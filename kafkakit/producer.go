@@ -29,7 +29,7 @@ const (
 
 // ErrWriteTimeout is wrapped by WriteMessages' error when the brokers did not
 // acknowledge the write within ProducerConfig.WriteTimeout.
-var ErrWriteTimeout = errors.New("kafka write timed out")
+var ErrWriteTimeout = errors.New("kafkakit: write timed out")
 
 // ProducerConfig describes a Producer. Zero fields take the default each field's doc states.
 type ProducerConfig struct {

@@ -21,7 +21,7 @@ import (
 
 // ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
 // AutoCreateTopics is off. The message names the topics.
-var ErrUnknownTopic = errors.New("unknown topic")
+var ErrUnknownTopic = errors.New("kafkaentry: unknown topic")
 
 // Bind checks that a broker answers (each dial bounded by DialTimeout) and that the
 // consumed topics and the dead-letter topic exist — creating the missing ones when

@@ -35,7 +35,7 @@ const (
 )
 
 // ErrPaused is wrapped by Health's error while a partition is paused on an outage.
-var ErrPaused = errors.New("consumption paused by a dependency outage")
+var ErrPaused = errors.New("kafkaentry: consumption paused by a dependency outage")
 
 // Outage says how the consumer tells a failure of the world (a dependency that is
 // down) from a failure of the message (poison). Only poison is retried up to
