@@ -52,14 +52,13 @@ type ProducerConfig struct {
 	BatchTimeout time.Duration
 }
 
-func (c ProducerConfig) withDefaults() ProducerConfig {
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
+func (c ProducerConfig) resolve(l *fault.Problems) ProducerConfig {
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
 	c.BatchTimeout = cmp.Or(c.BatchTimeout, defaultBatchTimeout)
 	c.Brokers = slices.Clone(c.Brokers)
-	return c
-}
 
-func (c ProducerConfig) validate(l *fault.Problems) {
 	if len(c.Brokers) == 0 {
 		l.Addf("Brokers", "must list at least one broker")
 	}
@@ -74,6 +73,7 @@ func (c ProducerConfig) validate(l *fault.Problems) {
 	if c.BatchTimeout < 0 {
 		l.Addf("BatchTimeout", "must not be negative, got %v", c.BatchTimeout)
 	}
+	return c
 }
 
 // Producer writes messages to Kafka: every write waits for all in-sync replicas
@@ -99,9 +99,8 @@ type Producer struct {
 // metric names is an error too.
 func NewProducer(cfg ProducerConfig, opts ...Option) (*Producer, error) {
 	o := newOptions(opts)
-	cfg = cfg.withDefaults()
 	var l fault.Problems
-	cfg.validate(&l)
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}

@@ -1,6 +1,11 @@
 package cronentry
 
-import "github.com/servicewright/servicewright/entrypoint"
+import (
+	"cmp"
+
+	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
+)
 
 // defaultName is the Scheduler's name when Config.Name is empty.
 const defaultName = "cron"
@@ -10,6 +15,13 @@ type Config struct {
 	// Name identifies the Scheduler in logs, metrics (the entrypoint label) and
 	// errors. Default "cron".
 	Name string
+}
+
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name: an empty Name is "cron", and no field has a wrong value.
+func (c Config) resolve(*fault.Problems) Config {
+	c.Name = cmp.Or(c.Name, defaultName)
+	return c
 }
 
 // An Option adds an optional part to a Scheduler.

@@ -72,8 +72,8 @@ func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg.Name = cmp.Or(cfg.Name, defaultName)
 	var l fault.Problems
+	cfg = cfg.resolve(&l)
 	compiled, err := compile(jobs, time.Now())
 	l.Merge("", err)
 	if err := l.Err(); err != nil {

@@ -177,8 +177,9 @@ func (p FailurePolicy) String() string {
 	return "StopEntrypoint"
 }
 
-// withDefaults returns c with its zero fields set to the defaults.
-func (c Config) withDefaults() Config {
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
+func (c Config) resolve(l *fault.Problems) Config {
 	c.Name = cmp.Or(c.Name, defaultName)
 	c.StartOffset = cmp.Or(c.StartOffset, kafka.FirstOffset)
 	c.MinBytes = cmp.Or(c.MinBytes, defaultMinBytes)
@@ -199,11 +200,7 @@ func (c Config) withDefaults() Config {
 	c.Outage = c.Outage.withDefaults()
 	c.Brokers = slices.Clone(c.Brokers)
 	c.Topics = slices.Clone(c.Topics)
-	return c
-}
 
-// validate records every problem of a defaulted config in l.
-func (c Config) validate(l *fault.Problems) {
 	if len(c.Brokers) == 0 {
 		l.Addf("Brokers", "must list at least one broker")
 	}
@@ -295,6 +292,7 @@ func (c Config) validate(l *fault.Problems) {
 			l.Addf("OnFailure", "dead-letter topic %q is also consumed; failures would loop", t)
 		}
 	}
+	return c
 }
 
 // checkTopic returns what is wrong with a topic name by Kafka's rules, or "".

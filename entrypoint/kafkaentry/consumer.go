@@ -136,9 +136,8 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg = cfg.withDefaults()
 	var l fault.Problems
-	cfg.validate(&l)
+	cfg = cfg.resolve(&l)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")
 	}
