@@ -92,6 +92,7 @@ func cell(s string) string {
 
 type pkgInfo struct {
 	path, name string
+	fset       *token.FileSet
 	files      []*ast.File
 	strs       map[string]bool   // every string constant and literal of the package's code
 	consts     map[string]string // the package's string constants
@@ -139,7 +140,7 @@ func parsePackage(dir, rel string) (*pkgInfo, error) {
 		return nil, err
 	}
 	fset := token.NewFileSet()
-	p := &pkgInfo{path: Module, strs: map[string]bool{}, consts: map[string]string{}}
+	p := &pkgInfo{fset: fset, path: Module, strs: map[string]bool{}, consts: map[string]string{}}
 	if rel != "." {
 		p.path += "/" + rel
 	}
