@@ -95,6 +95,7 @@ type pkgInfo struct {
 	fset       *token.FileSet
 	files      []*ast.File
 	strs       map[string]bool   // every string constant and literal of the package's code
+	nested     [][2]string       // {"Probes.CheckTimeout", "SW_CHECK_TIMEOUT"}: a field of a field's type
 	consts     map[string]string // the package's string constants
 	configs    []configType
 }
@@ -105,6 +106,39 @@ type configType struct {
 }
 
 type configField struct{ name, typ, def, env string }
+
+// linkNested adds to another package's Config type the variables a package reads
+// for a field of it: host reads SW_CHECK_TIMEOUT into AppSpec.Probes.CheckTimeout,
+// a field of health.ListenerConfig.
+func linkNested(pkgs []*pkgInfo) {
+	byName := map[string]*pkgInfo{}
+	for _, p := range pkgs {
+		byName[p.name] = p
+	}
+	for _, p := range pkgs {
+		for _, t := range p.configs {
+			for _, f := range t.fields {
+				pkg, typ, ok := strings.Cut(f.typ, ".")
+				if !ok || byName[pkg] == nil {
+					continue
+				}
+				for _, pair := range p.nested {
+					head, rest, _ := strings.Cut(pair[0], ".")
+					if head != f.name {
+						continue
+					}
+					for _, ot := range byName[pkg].configs {
+						for i := range ot.fields {
+							if ot.name == typ && ot.fields[i].name == rest && !strings.Contains(ot.fields[i].env, "`"+pair[1]+"`") {
+								ot.fields[i].env = strings.TrimPrefix(strings.TrimPrefix(ot.fields[i].env, "—")+", `"+pair[1]+"`", ", ")
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
 
 // configPackages parses every package of the module outside internal/, cmd/ and
 // the generated or tool trees, without its tests, in path order.
@@ -131,6 +165,7 @@ func configPackages(root string) ([]*pkgInfo, error) {
 		return nil
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	linkNested(out)
 	return out, err
 }
 
@@ -248,7 +283,7 @@ func (p *pkgInfo) configTypes() []configType {
 var (
 	envName   = regexp.MustCompile(`\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b`)
 	envString = regexp.MustCompile(`^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$`)
-	defaultRe = regexp.MustCompile(`(?i)\bdefaults?\b|^Required\b|^(?:0|zero|empty|nil|unset) means|\bwhen (?:zero|empty|nil|0)\b`)
+	defaultRe = regexp.MustCompile(`(?i)\bdefaults?\b|^Required\b|^(?:""|0|zero|empty|nil|unset)(?:\W.{0,40}?)? (?:means|takes|uses)\b|\bwhen (?:zero|empty|nil|0)\b`)
 )
 
 // envPairs are the field→variable pairs the package's code states itself: a
@@ -268,6 +303,9 @@ func (p *pkgInfo) envPairs() map[string][]string {
 		return "", false
 	}
 	add := func(field, env string) {
+		if i := strings.Index(field, "."); i > 0 {
+			p.nested = append(p.nested, [2]string{field, env})
+		}
 		field = field[strings.LastIndex(field, ".")+1:]
 		for _, e := range out[field] {
 			if e == env {
@@ -333,12 +371,25 @@ func containsString(list []string, s string) bool {
 	return false
 }
 
-// defaultOf returns the sentences of a field's doc that state its default.
+// defaultOf returns the sentence of a field's doc that states its default, and
+// the next one too when the first says only that the field is required or the
+// next begins with the default itself ("Default 5s.").
 func defaultOf(doc string) string {
 	var out []string
 	for _, s := range sentences(doc) {
-		if defaultRe.MatchString(s) {
+		if !defaultRe.MatchString(s) {
+			continue
+		}
+		if len(out) == 1 && !strings.HasPrefix(out[0], "Required") && !strings.HasPrefix(s, "Default") {
+			break
+		}
+		if s, ok := strings.CutSuffix(s, ";"); ok {
+			out = append(out, s+".")
+		} else {
 			out = append(out, s)
+		}
+		if len(out) == 2 {
+			break
 		}
 	}
 	return strings.Join(out, " ")
