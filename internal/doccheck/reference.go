@@ -38,7 +38,7 @@ func Reference(root string) ([]byte, error) {
 	b.WriteString("`/metrics`, read from the code. The guides say when to change what; this page says what\n")
 	b.WriteString("there is. A default is the sentence of the field's doc comment that states it; an\n")
 	b.WriteString("environment variable is listed when the field's doc names it and the package reads it.\n\n")
-	b.WriteString("- [Configuration](#configuration)\n- [Exit codes](#exit-codes)\n- [Metrics](#metrics)\n\n")
+	b.WriteString("- [Configuration](#configuration)\n- [Environment variables](#environment-variables)\n- [Exit codes](#exit-codes)\n- [Metrics](#metrics)\n\n")
 
 	b.WriteString("## Configuration\n\n")
 	for _, p := range pkgs {
@@ -52,6 +52,11 @@ func Reference(root string) ([]byte, error) {
 			b.WriteString("\n")
 		}
 	}
+
+	b.WriteString("## Environment variables\n\n")
+	b.WriteString("Every variable a public package reads itself, and what it sets. The fx modules take\n")
+	b.WriteString("their URLs from their ModuleConfig: reading `REDIS_URL` or `DATABASE_URL` is `main`'s part.\n\n")
+	writeEnv(&b, pkgs)
 
 	b.WriteString("## Exit codes\n\n")
 	b.WriteString("Declared in package host; `host.Main` and `host.RunMain` exit with them.\n\n")
@@ -96,6 +101,7 @@ type pkgInfo struct {
 	files      []*ast.File
 	strs       map[string]bool   // every string constant and literal of the package's code
 	nested     [][2]string       // {"Probes.CheckTimeout", "SW_CHECK_TIMEOUT"}: a field of a field's type
+	reads      map[string]bool   // the environment variables the code reads (readCalls)
 	consts     map[string]string // the package's string constants
 	configs    []configType
 }
@@ -198,6 +204,7 @@ func parsePackage(dir, rel string) (*pkgInfo, error) {
 		return nil, nil
 	}
 	p.collectStrings()
+	p.reads = p.readCalls()
 	p.configs = p.configTypes()
 	return p, nil
 }
@@ -354,7 +361,7 @@ func (p *pkgInfo) envOf(field, doc string, pairs map[string][]string) string {
 	var out []string
 	seen := map[string]bool{}
 	for _, e := range append(append([]string{}, pairs[field]...), envName.FindAllString(doc, -1)...) {
-		if !seen[e] && (p.strs[e] || containsString(pairs[field], e)) {
+		if !seen[e] && (p.reads[e] || containsString(pairs[field], e)) {
 			seen[e] = true
 			out = append(out, "`"+e+"`")
 		}
