@@ -118,7 +118,7 @@ func TestLimiter(t *testing.T) {
 			// limit is full: the old base would hold the limit at its floor.
 			probed := false
 			for range 200 {
-				l.Shed()
+				l.refuse()
 				if window(l, 40*time.Millisecond, l.Limit()) == 1 {
 					probed = true
 				}
@@ -134,7 +134,7 @@ func TestLimiter(t *testing.T) {
 
 	t.Run("an unsampled unit costs no clock read and no allocation", func(t *testing.T) {
 		l := newLimiter(t, Config{})
-		if n := testing.AllocsPerRun(1000, func() { l.Finish(l.Start(1, 20), 1) }); n != 0 {
+		if n := testing.AllocsPerRun(1000, func() { l.Finish(l.begin(1, 20), 1) }); n != 0 {
 			t.Fatalf("Start+Finish allocates %v per run, want 0", n)
 		}
 	})
