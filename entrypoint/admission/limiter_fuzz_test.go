@@ -28,7 +28,7 @@ func FuzzLimiter(f *testing.F) {
 	f.Add(uint16(2), uint16(20), uint16(10), []byte{0, 128, 3, 0, 130, 3, 0, 129, 3, 2, 10, 0, 0, 1, 3, 0, 0, 3})
 	f.Fuzz(func(t *testing.T, minLimit, maxLimit, windowMs uint16, ops []byte) {
 		cfg := Config{MinLimit: int(minLimit), MaxLimit: int(maxLimit), Window: time.Duration(windowMs) * time.Millisecond}
-		cfg.ProbeInterval = max(FloorProbeInterval, probeWindows*cfg.Window)
+		cfg.ProbeInterval = max(floorProbeInterval, probeWindows*cfg.Window)
 		l, err := New(cfg)
 		if err != nil {
 			return // refused: TestConfigBounds holds the refusals to their floors and ceilings
