@@ -35,9 +35,9 @@ import (
 // It refuses no request. Streams opened while it runs are left to Drain. Before
 // Serve or after Drain began it does nothing and returns nil.
 func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
-	s.mu.Lock()
-	serving := s.guard.Phase() == entrypoint.PhaseServing
-	s.mu.Unlock()
+	s.base.Lock()
+	serving := s.base.Phase() == entrypoint.PhaseServing
+	s.base.Unlock()
 	if !serving {
 		return nil
 	}
@@ -99,14 +99,14 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // not cut by Drain. Before Serve it closes the listener and returns nil; after Stop
 // it does nothing.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	prev := s.guard.Drain()
+	s.base.Lock()
+	turn := s.base.Drain()
 	done := s.serveDone
-	s.mu.Unlock()
-	switch {
-	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped || prev == entrypoint.PhaseDraining:
+	s.base.Unlock()
+	switch turn {
+	case entrypoint.Idle:
 		return nil
-	case done == nil: // bound, never served
+	case entrypoint.Unserved:
 		s.gate.Close()
 		return s.closeListener()
 	}
@@ -116,9 +116,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	// The queued connections are handed over, and the listener closed, only once
 	// the Gate refuses: each of them is answered 503 draining.
 	s.conns.t.DrainBacklog()
-	if prev == entrypoint.PhaseServing {
-		close(s.draining)
-	}
+	close(s.draining)
 	list := s.streams.Snapshot(true)
 
 	// Shutdown closes the idle connections and sends HTTP/2 connections a GOAWAY;
@@ -181,14 +179,14 @@ func (s *Server) Drain(ctx context.Context) error {
 // Stop may be called without Drain, and more than once. Before Serve it closes the
 // listener; before Bind it does nothing.
 func (s *Server) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	prev := s.guard.Stop()
+	s.base.Lock()
+	turn := s.base.Stop()
 	done := s.serveDone
-	s.mu.Unlock()
-	switch {
-	case prev == entrypoint.PhaseNew:
+	s.base.Unlock()
+	switch turn {
+	case entrypoint.Idle:
 		return nil
-	case done == nil:
+	case entrypoint.Unserved:
 		s.gate.Close()
 		return s.closeListener()
 	}
