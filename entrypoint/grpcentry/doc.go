@@ -5,7 +5,8 @@
 //	srv, err := grpcentry.New(grpcentry.Config{Addr: ":9090"}, func(g *grpc.Server) {
 //		ordersv1.RegisterOrdersServer(g, api)
 //		reflection.Register(g)
-//	}, grpcentry.WithHealth(monitor), grpcentry.WithRegisterer(reg))
+//	}, grpcentry.WithHealth(monitor),
+//		grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 //
 // # What happens on SIGTERM, in order
 //
@@ -40,7 +41,7 @@
 //
 // Tracing (a server span per admitted RPC, started by the Server's interceptor, only
 // through the tracer provider given) and Prometheus RED metrics (servicewright_grpc_*)
-// use what WithTracerProvider and WithRegisterer give, or else what the Host hands
+// use what WithTelemetry gives, or else what the Host hands
 // over (SetDefaults). A call to a method the server does not register is answered
 // UNIMPLEMENTED, as grpc-go does, but through the interceptor: it is traced and
 // counted under the method "unknown", one series whatever names clients send.

@@ -115,9 +115,9 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 
 	if err := s.base.Init(cfg.Name, o.given, s.useTelemetry); err != nil {
 		if transport.AlreadyRegistered(err) {
-			l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
+			l.Addf("WithTelemetry", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 		} else {
-			l.Addf("WithRegisterer", "%v", err)
+			l.Addf("WithTelemetry", "%v", err)
 		}
 		return nil, l.Err()
 	}
@@ -220,7 +220,7 @@ type Stats struct {
 	ConnectionsHeld uint64 // connections left waiting in the backlog at MaxConnections
 }
 
-// Stats returns the Server's counters, with or without WithRegisterer.
+// Stats returns the Server's counters, with or without a metrics registry.
 func (s *Server) Stats() Stats {
 	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(),
 		ResetAbuses: s.abuses.Load(), ConnectionsHeld: s.capped.Stats().Paused}

@@ -64,8 +64,8 @@
 // graceful stop; streams are not cut by them.
 //
 // A server span per request (trace.go) and Prometheus RED metrics, labelled by
-// route, come from WithTracerProvider and
-// WithRegisterer, or from the telemetry the Host hands the Server (SetDefaults);
+// route, come from WithTelemetry, or from the telemetry the Host hands the Server
+// (SetDefaults);
 // without either the request path is the Gate, a response wrapper and a deferred
 // recover.
 //

@@ -73,7 +73,7 @@ type Server struct {
 // option is invalid (the certificate files are read and checked here), and starts
 // nothing: no socket is opened until Bind.
 //
-// With WithRegisterer, the metrics are registered here; nothing is registered when
+// With a Registerer in WithTelemetry, the metrics are registered here; nothing is registered when
 // New fails.
 func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 	o := options{isStream: IsStreamRequest}
@@ -124,16 +124,15 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnContext:       connContext,
 	}
 	if err := s.base.Init(cfg.Name, o.given, s.useTelemetry); err != nil {
-		l.Addf("WithRegisterer", "%v", err)
+		l.Addf("WithTelemetry", "%v", err)
 		return nil, l.Err()
 	}
 	return s, nil
 }
 
-// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
-// WithLogger, its registry for the metrics unless WithRegisterer, its tracer
-// provider unless WithTracerProvider, its propagator unless WithPropagator, its
-// error reporter (for handler panics) unless WithReporter. It returns a metrics
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil: the
+// logger, the registry for the metrics, the tracer provider, the propagator and
+// the error reporter (for handler panics). It returns a metrics
 // registration that fails (the Host refuses the entrypoint then), and does nothing
 // once the Server is bound.
 func (s *Server) SetDefaults(d entrypoint.Telemetry) error { return s.base.SetDefaults(d) }
