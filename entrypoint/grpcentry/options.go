@@ -5,34 +5,26 @@ import (
 
 	"google.golang.org/grpc"
 
-	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // Option changes how New builds a Server.
 type Option func(*options)
 
 type options struct {
-	listener    net.Listener
-	given       entrypoint.Telemetry // the telemetry options; SetDefaults takes the Host's for the rest
-	monitor     *health.Monitor
-	services    []string
-	servicesSet bool
-	serverOpts  []grpc.ServerOption
-	admission   admissionOptions // admission.go
-	problems    fault.Problems
+	transport.Options // WithListener, WithTelemetry, and the problems of every option
+	monitor           *health.Monitor
+	services          []string
+	servicesSet       bool
+	serverOpts        []grpc.ServerOption
+	admission         admissionOptions // admission.go
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then
 // be empty. The Server takes ownership of l: Drain or Stop closes it.
 func WithListener(l net.Listener) Option {
-	return func(o *options) {
-		if l == nil {
-			o.problems.Addf("WithListener", "listener must not be nil")
-		}
-		o.listener = l
-	}
+	return func(o *options) { o.UseListener(l) }
 }
 
 // WithHealth ties the grpc.health.v1 service to m: it answers SERVING only while m's
@@ -45,7 +37,7 @@ func WithListener(l net.Listener) Option {
 func WithHealth(m *health.Monitor) Option {
 	return func(o *options) {
 		if m == nil {
-			o.problems.Addf("WithHealth", "monitor must not be nil")
+			o.Problems.Addf("WithHealth", "monitor must not be nil")
 		}
 		o.monitor = m
 	}

@@ -61,7 +61,7 @@ const TagMethod = "method"
 // panicking goroutine's stack, tagged with the entrypoint, the method and the
 // trace id of the RPC's span; with none, a panic is only logged.
 func WithTelemetry(t entrypoint.Telemetry) Option {
-	return func(o *options) { o.given = t.Or(o.given) }
+	return func(o *options) { o.UseTelemetry(t) }
 }
 
 // reportPanic sends a handler's panic to the error reporter, if any.

@@ -82,20 +82,20 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
+	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
 	if register == nil {
 		l.Addf("register", "must not be nil")
 	}
-	l.Merge("", o.problems.Err())
+	l.Merge("", o.Problems.Err())
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), serving: transport.NewServing(cfg.Name, "grpc.Server", grpc.ErrServerStopped), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
-		trace: newTracing(o.given.TracerProvider, o.given.Propagator), reporter: o.given.Reporter}
+	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), serving: transport.NewServing(cfg.Name, "grpc.Server", grpc.ErrServerStopped), own: o, tlsCfg: tlsCfg, register: register, ln: o.Listener, monitor: o.monitor, log: zap.NewNop(),
+		trace: newTracing(o.Given.TracerProvider, o.Given.Propagator), reporter: o.Given.Reporter}
 	s.useAdmission(o.admission, &l)
-	if o.given.Logger != nil {
-		s.log = o.given.Logger.With(zap.String("entrypoint", cfg.Name))
+	if o.Given.Logger != nil {
+		s.log = o.Given.Logger.With(zap.String("entrypoint", cfg.Name))
 	}
 	gs, names, err := s.build()
 	if err != nil {
@@ -113,7 +113,7 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	healthpb.RegisterHealthServer(gs, s.health)
 	s.grpc = gs
 
-	if err := s.base.Init(cfg.Name, o.given, s.useTelemetry); err != nil {
+	if err := s.base.Init(cfg.Name, o.Given, s.useTelemetry); err != nil {
 		if transport.AlreadyRegistered(err) {
 			l.Addf("WithTelemetry", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
 		} else {

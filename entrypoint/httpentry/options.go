@@ -7,6 +7,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // An Option adds an optional part to a Server. Middleware that is not asked for costs
@@ -14,26 +15,19 @@ import (
 type Option func(*options)
 
 type options struct {
-	listener   net.Listener
-	given      entrypoint.Telemetry // the telemetry options; SetDefaults takes the Host's for the rest
-	isStream   func(*http.Request) bool
-	streams    []string // WithStreams
-	admission  admissionOptions
-	middleware []Middleware // WithMiddleware
-	requestID  bool         // WithRequestID
-	access     *AccessLog   // WithAccessLog
-	problems   fault.Problems
+	transport.Options // WithListener, WithTelemetry, and the problems of every option
+	isStream          func(*http.Request) bool
+	streams           []string // WithStreams
+	admission         admissionOptions
+	middleware        []Middleware // WithMiddleware
+	requestID         bool         // WithRequestID
+	access            *AccessLog   // WithAccessLog
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then
 // be empty. The Server takes ownership of l: Drain or Stop closes it.
 func WithListener(l net.Listener) Option {
-	return func(o *options) {
-		if l == nil {
-			o.problems.Addf("WithListener", "listener must not be nil")
-		}
-		o.listener = l
-	}
+	return func(o *options) { o.UseListener(l) }
 }
 
 // WithTelemetry gives the Server its own telemetry; each nil field of t is taken
@@ -81,7 +75,7 @@ func WithListener(l net.Listener) Option {
 // pattern, or the path), the method and the trace id of the request's span; with
 // none, a panic is only logged.
 func WithTelemetry(t entrypoint.Telemetry) Option {
-	return func(o *options) { o.given = t.Or(o.given) }
+	return func(o *options) { o.UseTelemetry(t) }
 }
 
 // WithStreamMatcher replaces the rule that tells, from the request, which requests

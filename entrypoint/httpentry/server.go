@@ -81,21 +81,21 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
+	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")
 	}
-	l.Merge("", o.problems.Err())
+	l.Merge("", o.Problems.Err())
 	s := &Server{
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
 		handler:    handler,
-		prop:       o.given.Propagator,
-		reporter:   o.given.Reporter,
+		prop:       o.Given.Propagator,
+		reporter:   o.Given.Reporter,
 		isStream:   streamMatcher(o.isStream, o.streams, &l),
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		requestID:  o.requestID,
-		ln:         o.listener,
+		ln:         o.Listener,
 		draining:   make(chan struct{}),
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
 		heads:      newHeadLimits(cfg.MaxHeaderFields),
@@ -123,7 +123,7 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnState:         s.conns.track,
 		ConnContext:       connContext,
 	}
-	if err := s.base.Init(cfg.Name, o.given, s.useTelemetry); err != nil {
+	if err := s.base.Init(cfg.Name, o.Given, s.useTelemetry); err != nil {
 		l.Addf("WithTelemetry", "%v", err)
 		return nil, l.Err()
 	}
