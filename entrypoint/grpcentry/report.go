@@ -10,9 +10,9 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// TagMethod is the tag of a handler panic's report that names the RPC's full
-// method, beside fault.TagEntrypoint and fault.TagTraceID.
-const TagMethod = "method"
+// tagMethod is the tag of a handler panic's report that names the RPC's full
+// method, beside fault.TagEntrypoint and fault.TagTraceID: "method", as httpentry's.
+const tagMethod = "method"
 
 // WithTelemetry gives the Server its own telemetry; each nil field of t is taken
 // from the Host (SetDefaults), and without a Host it stays off. Given more than
@@ -58,8 +58,9 @@ const TagMethod = "method"
 // no-op one, no span is made and tracing costs nothing.
 //
 // Reporter receives each recovered handler panic, as a *fault.PanicError with the
-// panicking goroutine's stack, tagged with the entrypoint, the method and the
-// trace id of the RPC's span; with none, a panic is only logged.
+// panicking goroutine's stack, tagged with the entrypoint (fault.TagEntrypoint),
+// the RPC's full method ("method") and the trace and span ids of the RPC's span;
+// with none, a panic is only logged.
 func WithTelemetry(t entrypoint.Telemetry) Option {
 	return func(o *options) { o.UseTelemetry(t) }
 }
@@ -70,7 +71,7 @@ func (s *Server) reportPanic(ctx context.Context, method string, v any, stack []
 		return
 	}
 	err := &fault.PanicError{What: fmt.Sprintf("grpc handler %s of entrypoint %q", method, s.cfg.Name), Value: v, Stack: stack}
-	tags := map[string]string{fault.TagEntrypoint: s.cfg.Name, TagMethod: method}
+	tags := map[string]string{fault.TagEntrypoint: s.cfg.Name, tagMethod: method}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tags[fault.TagTraceID] = sc.TraceID().String()
 		tags[fault.TagSpanID] = sc.SpanID().String()

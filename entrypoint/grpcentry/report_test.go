@@ -68,7 +68,7 @@ func TestPanicReports(t *testing.T) {
 		if len(spans) != 1 {
 			t.Fatalf("%d spans, want 1", len(spans))
 		}
-		want := map[string]string{fault.TagEntrypoint: "grpc", grpcentry.TagMethod: "/grpc.testing.TestService/UnaryCall",
+		want := map[string]string{fault.TagEntrypoint: "grpc", "method": "/grpc.testing.TestService/UnaryCall",
 			fault.TagTraceID: spans[0].SpanContext().TraceID().String()}
 		for k, v := range want {
 			if tags[0][k] != v {
