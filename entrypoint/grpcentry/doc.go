@@ -35,9 +35,10 @@
 //
 // A handler that panics is answered INTERNAL, logged with its method and stack, and
 // counted (Stats, servicewright_grpc_panics_total); the server keeps serving. A
-// streaming handler's ctx is the one the drain cancels, with cause ErrStreamDrained:
-// a handler that returns when its ctx is done is drained without change, and its
-// result becomes UNAVAILABLE unless it returned a status of its own.
+// streaming handler's ctx is the one the drain cancels, with cause
+// entrypoint.ErrStreamDrained: a handler that returns when its ctx is done is drained
+// without change, and its result becomes UNAVAILABLE unless it returned a status of
+// its own.
 //
 // Tracing (a server span per admitted RPC, started by the Server's interceptor, only
 // through the tracer provider given) and Prometheus RED metrics (servicewright_grpc_*)

@@ -109,7 +109,7 @@ func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{})
 }
 
 // Stop cuts off whatever Drain left: it closes the Gate, ends the health Watch
-// streams, cancels every stream's ctx with cause ErrStreamDrained and calls
+// streams, cancels every stream's ctx with cause entrypoint.ErrStreamDrained and calls
 // grpc.Server.Stop, which closes the listener and every connection (their RPCs end
 // UNAVAILABLE on the client side, and each running handler's ctx is cancelled). It
 // returns nil once Stop and the serving goroutine have returned.
@@ -140,9 +140,9 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 // cutAll closes everything without waiting: the health service for good, the Gate,
-// every stream (cancelled with ErrStreamDrained), and the grpc.Server with its
-// listener and connections (grpc.Server.Stop, on a goroutine of its own). It returns
-// the channel closed when grpc.Server.Stop has returned.
+// every stream (cancelled with entrypoint.ErrStreamDrained), and the grpc.Server with
+// its listener and connections (grpc.Server.Stop, on a goroutine of its own). It
+// returns the channel closed when grpc.Server.Stop has returned.
 func (s *Server) cutAll() <-chan struct{} {
 	s.endHealth()
 	s.gate.Close()

@@ -23,10 +23,10 @@ import (
 // through its load balancer rather than on the same connection: an HTTP/1
 // connection closes after its current response (idle ones at once), an HTTP/2 one is
 // sent a GOAWAY when it falls idle. Then it reaches each stream in turn, oldest
-// first, with entrypoint.Spread: its ctx is cancelled with cause ErrStreamDrained,
-// and a hijacked connection whose handler does not watch StreamContext is closed. It
-// returns nil once every stream it reached has ended, however close to ctx's
-// deadline that is.
+// first, with entrypoint.Spread: its ctx is cancelled with cause
+// entrypoint.ErrStreamDrained, and a hijacked connection whose handler does not watch
+// StreamContext is closed. It returns nil once every stream it reached has ended,
+// however close to ctx's deadline that is.
 //
 // When ctx is done before the spread finished, the streams not yet reached are
 // reached at once; DrainStreams then returns ctx.Err() and leaves the streams not
@@ -168,8 +168,8 @@ func (s *Server) Drain(ctx context.Context) error {
 
 // Stop cuts off whatever Drain left: it closes the Gate, calls http.Server.Close,
 // which closes the listener and every connection (each running handler's ctx is
-// cancelled), cancels every stream's ctx with cause ErrStreamDrained and closes
-// every hijacked connection, watched or not. It then waits for the running
+// cancelled), cancels every stream's ctx with cause entrypoint.ErrStreamDrained and
+// closes every hijacked connection, watched or not. It then waits for the running
 // handlers to return and returns nil.
 //
 // When ctx is done first, Stop returns an error wrapping ctx.Err() that tells how

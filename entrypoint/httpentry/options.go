@@ -93,10 +93,10 @@ func WithStreamMatcher(match func(r *http.Request) bool) Option {
 
 // WithStreams declares streaming routes: a request that matches one of patterns,
 // read as http.ServeMux patterns ("GET /events"), is a stream whatever its headers —
-// its r.Context() is cancelled with cause ErrStreamDrained when the drain reaches
-// it (see StreamContext), and it is outside the admission limiter. It is the one
-// declaration a streaming route needs beyond a handler that ends when its ctx does;
-// the stream matcher (WithStreamMatcher) still applies to the other routes.
+// its r.Context() is cancelled with cause entrypoint.ErrStreamDrained when the drain
+// reaches it (see StreamContext), and it is outside the admission limiter. It is the
+// one declaration a streaming route needs beyond a handler that ends when its ctx
+// does; the stream matcher (WithStreamMatcher) still applies to the other routes.
 //
 // A Server-Sent Events handler, one that sets Content-Type: text/event-stream, is
 // recognised without it over HTTP/1.1, and a hijacked connection always is; declare
