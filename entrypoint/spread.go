@@ -86,5 +86,5 @@ func spreadWindow(ctx context.Context, window time.Duration) time.Duration {
 
 // ErrStreamDrained is the context.Cause of a long-lived request's ctx (a stream, a
 // server-streaming RPC) when its server ends it: the spread drain reached it, or Stop
-// cut it. httpentry.ErrStreamDrained and grpcentry.ErrStreamDrained are this value.
+// cut it. httpentry and grpcentry end their streams with it.
 var ErrStreamDrained = errors.New("stream closed by the server's drain")
