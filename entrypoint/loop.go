@@ -115,34 +115,31 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 	return c
 }
 
-// A LoopOption adds an optional part to a Loop.
-type LoopOption func(*loopOptions)
+// An Option adds an optional part to a Loop or a Task.
+type Option func(*options)
 
-type loopOptions struct {
+type options struct {
 	given Telemetry // the telemetry the options gave; SetDefaults fills in the rest
 }
 
-// WithLogger sets the logger unit failures are reported to. Without it the Loop uses
-// the logger its Host hands it (see DefaultsUser), and discards them when there is
-// none. A nil logger is ignored.
-func WithLogger(l *zap.Logger) LoopOption {
-	return func(o *loopOptions) {
-		if l != nil {
-			o.given.Logger = l
-		}
-	}
+// WithTelemetry gives a Loop or a Task the logger and the error reporter it uses:
+// the logger receives a Loop's unit failures and the line that says how a stop ended
+// a Task's work; the reporter receives each panic of a Loop's unit, and a panic of a
+// Task's work that Serve does not return (a stop came first), recovered as a
+// *fault.PanicError with its stack and tagged with the entrypoint
+// (fault.TagEntrypoint). Its nil fields are taken from the Host (see DefaultsUser);
+// with neither, failures are discarded and panics only logged. The other fields are
+// not used.
+func WithTelemetry(t Telemetry) Option {
+	return func(o *options) { o.given = t.Or(o.given) }
 }
 
-// WithReporter sends each panic of a unit, recovered as a *fault.PanicError with the
-// unit's stack, to r, tagged with the entrypoint (fault.TagEntrypoint). Without it
-// the Loop uses the error reporter its Host hands it (see DefaultsUser); with
-// neither, panics are only logged. A nil r is ignored.
-func WithReporter(r fault.Reporter) LoopOption {
-	return func(o *loopOptions) {
-		if r != nil {
-			o.given.Reporter = r
-		}
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
+	return o
 }
 
 // Loop is background work run as an entrypoint: a relay, a poller, a sweeper. It
@@ -173,11 +170,8 @@ type Loop struct {
 // fault.Permanent ("retrying cannot fix it") is not retried: the loop stops, and
 // Serve returns the error (see Serve). Every problem with cfg or unit is reported in one
 // *fault.ConfigError naming its field; nothing is started until Serve.
-func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...LoopOption) (*Loop, error) {
-	var o loopOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...Option) (*Loop, error) {
+	o := newOptions(opts)
 	var l fault.Problems
 	cfg = cfg.resolve(&l)
 	if unit == nil {

@@ -52,14 +52,6 @@ type TaskConfig struct {
 	// marked by fault.Permanent. 0 means DefaultPermanentExitCode (3). It must be
 	// from 2 to 127 and must not be 75 or 78, which mean other things.
 	PermanentExitCode int
-	// Logger receives the line that says how a stop ended the work. nil: the Host's
-	// logger (see DefaultsUser), or none outside a Host.
-	Logger *zap.Logger
-	// Reporter receives a panic of the work that Serve does not return, because a
-	// stop came first (a panic Serve returns is the Host's to report, as the
-	// entrypoint's failure), tagged with the entrypoint. nil: the Host's error
-	// reporter (see DefaultsUser), or none outside a Host.
-	Reporter fault.Reporter
 }
 
 // TaskError is how a task's failure reaches the Host, wrapped in the Host's
@@ -126,10 +118,13 @@ type Task struct {
 	reporter    fault.Reporter // nil: panics after a stop are only logged
 }
 
-// NewTask returns a Task that runs work once. It returns a *fault.ConfigError naming
+// NewTask returns a Task that runs work once. WithTelemetry gives it the logger for
+// the line that says how a stop ended the work, and the error reporter for a panic of
+// the work that Serve does not return because a stop came first (a panic Serve
+// returns is the Host's to report, as the entrypoint's failure). It returns a *fault.ConfigError naming
 // each bad field: an empty Name, a nil work, a PermanentExitCode outside 2–127 or equal
 // to 75 or 78. It starts nothing.
-func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error) {
+func NewTask(cfg TaskConfig, work func(ctx context.Context) error, opts ...Option) (*Task, error) {
 	var l fault.Problems
 	if cfg.Name == "" {
 		l.Addf("Name", "must not be empty")
@@ -148,16 +143,16 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 		return nil, err
 	}
 	t := &Task{name: cfg.Name, code: code, work: work, done: make(chan struct{})}
-	_ = t.base.Init(cfg.Name, Telemetry{Logger: cfg.Logger, Reporter: cfg.Reporter}, t.use) // use never fails
+	_ = t.base.Init(cfg.Name, newOptions(opts).given, t.use) // use never fails
 	return t, nil
 }
 
-// SetDefaults takes the Host's logger and error reporter for those TaskConfig left
-// nil. It does nothing once the Task is bound, and never fails.
+// SetDefaults takes the Host's logger and error reporter for those WithTelemetry
+// left nil. It does nothing once the Task is bound, and never fails.
 func (t *Task) SetDefaults(d Telemetry) error { return t.base.SetDefaults(d) }
 
 // use takes the logger and the error reporter of d; the Base calls it with what
-// TaskConfig gave, and again from SetDefaults merged with the Host's.
+// WithTelemetry gave, and again from SetDefaults merged with the Host's.
 func (t *Task) use(d Telemetry) error {
 	t.log = cmp.Or(d.Logger, zap.NewNop())
 	t.reporter = d.Reporter

@@ -99,9 +99,9 @@
 // Leadership.Halted). Everything else — the backend gone, a slow callback — is logged
 // and retried.
 //
-// Metrics (WithRegisterer): servicewright_leadership_held{key},
+// Metrics (the registry of WithTelemetry or the Host): servicewright_leadership_held{key},
 // servicewright_leadership_terms_ended_total{key,reason} and
-// servicewright_leadership_duplicate_owner_total{key}; spans (WithTracerProvider):
+// servicewright_leadership_duplicate_owner_total{key}; spans (its tracer provider):
 // one "leadership.term" per term. A sustained rate of "lost"
 // or "expired" means the lock backend is slow or unreachable from the leader.
 package leader

@@ -190,7 +190,7 @@ func TestEntrypointLifecycle(t *testing.T) {
 				return nil, false
 			}}
 			var g termLog
-			r := startReplica(t, vSpec(spy, "a"), g.untilEnded, WithLogger(zap.NewNop()))
+			r := startReplica(t, vSpec(spy, "a"), g.untilEnded, WithTelemetry(entrypoint.Telemetry{Logger: zap.NewNop()}))
 			time.Sleep(vCE / 4)
 			r.stopServing()
 			begin := time.Now()
