@@ -24,6 +24,17 @@
 // the backend could give the lease to another replica, counting from when the latest
 // successful renewal was sent; Config.Validate refuses timings that do not fit.
 //
+// # A start step on one replica
+//
+// NewSingleton guards a start step with a lock: the replica that takes it runs the
+// step and releases it, the others skip it; register it with its Marks, which the
+// Host's fleet profile accepts. The lock is held only while the step runs, without
+// renewal, so the step must be idempotent, and a replica that starts later runs it
+// again. What a SingletonStep does not guarantee: a step that outlives the TTL may
+// run on two replicas at once, and a lock backend that loses its data (a Redis
+// restart without persistence) forgets the holder. Steps that must never overlap
+// fence their writes with the lease token, as a Leadership's body does.
+//
 // # Stepping down before anyone can take over
 //
 // A holder cut off from its backend — paused, partitioned, its host gone — must stop

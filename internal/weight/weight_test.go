@@ -184,7 +184,7 @@ func TestProductionBuildLinksNoDevBroker(t *testing.T) {
 
 // TestNoUpwardEdges: the packages that wait on a call take the unwind constant from
 // internal/wait, at the bottom of the graph, not from hooks (which would drag
-// hooks → fleet → lock into every entrypoint).
+// hooks → fleet into every entrypoint), and fleet links neither lock nor zap.
 func TestNoUpwardEdges(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -208,6 +208,12 @@ func TestNoUpwardEdges(t *testing.T) {
 			if imp == module+"/hooks" {
 				t.Errorf("%s imports hooks", strings.TrimPrefix(f[0], module+"/"))
 			}
+		}
+	}
+	// fleet is a vocabulary: SingletonStep's runtime (the lock, zap) lives in leader.
+	for _, d := range deps(t, []string{"fleet"})["fleet"] {
+		if d == module+"/lock" || strings.HasPrefix(d, "go.uber.org/zap") {
+			t.Errorf("fleet links %s", d)
 		}
 	}
 }
