@@ -74,7 +74,7 @@ func TestLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := c.Txn(ctx).Then(clientv3.OpGet(DefaultKeyPrefix+k+"/holder"), clientv3.OpGet(DefaultKeyPrefix+k+"/fence")).Commit()
+		resp, err := c.Txn(ctx).Then(clientv3.OpGet(defaultKeyPrefix+k+"/holder"), clientv3.OpGet(defaultKeyPrefix+k+"/fence")).Commit()
 		if err != nil {
 			t.Fatal(err)
 		}

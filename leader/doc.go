@@ -103,8 +103,9 @@
 // climbing one token per campaign.
 //
 // Misconfiguration is refused at construction as a *fault.ConfigError.
-// At run time, a callback returning an error that wraps ErrConfig (or lead, Claim or
-// MayCampaign one marked with fault.Permanent: retrying cannot fix it), a fencing counter
+// At run time, a callback (lead, Claim, MayCampaign, Prefer, FenceFloor) returning a
+// *fault.ConfigError or an error marked with fault.Permanent (retrying cannot fix
+// it), a fencing counter
 // at its ceiling, or a fence floor the lock cannot pass stops campaigning for good,
 // with an error log marked severity=critical, while the process stays up (see
 // Leadership.Halted). Everything else — the backend gone, a slow callback — is logged

@@ -37,8 +37,8 @@ func TestEntrypointLifecycle(t *testing.T) {
 			if h, _ := mem.Inspect(context.Background(), "job"); h.Held() {
 				t.Fatalf("lease %+v still held after Drain", h)
 			}
-			if r.ended(ReasonStopped) != 1 || r.gauge() != 0 || r.held() {
-				t.Fatalf("stopped=%v gauge=%v held=%v", r.ended(ReasonStopped), r.gauge(), r.held())
+			if r.ended(reasonStopped) != 1 || r.gauge() != 0 || r.held() {
+				t.Fatalf("stopped=%v gauge=%v held=%v", r.ended(reasonStopped), r.gauge(), r.held())
 			}
 			if err := r.l.Stop(context.Background()); err != nil {
 				t.Fatal(err)

@@ -60,7 +60,7 @@ type Leadership struct {
 // closed. It should work in units, check term.Live() between them, pass term.Token
 // with every write, and return when Ended is closed. Returning nil ends the term
 // ("released"); returning an error ends it too ("failed"), and the replica campaigns
-// again after Config.Retry; an error wrapping ErrConfig, or marked with
+// again after Config.Retry; a *fault.ConfigError, or an error marked with
 // fault.Permanent, stops campaigning for good.
 func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
 	o := newOptions(opts)

@@ -10,19 +10,14 @@ import (
 
 // Reasons a term ends, the `reason` label of servicewright_leadership_terms_ended_total.
 const (
-	ReasonReleased  = "released"  // lead returned nil; the lease was released
-	ReasonUnclaimed = "unclaimed" // Claim returned false
-	ReasonFailed    = "failed"    // lead or Claim returned an error or panicked
-	ReasonLost      = "lost"      // a renewal found the lease gone or taken
-	ReasonExpired   = "expired"   // no renewal succeeded before the soft deadline
-	ReasonYielded   = "yielded"   // handed over to a replica that asked
-	ReasonStopped   = "stopped"   // Drain, Stop, or the Host giving up on Serve
+	reasonReleased  = "released"  // lead returned nil; the lease was released
+	reasonUnclaimed = "unclaimed" // Claim returned false
+	reasonFailed    = "failed"    // lead or Claim returned an error or panicked
+	reasonLost      = "lost"      // a renewal found the lease gone or taken
+	reasonExpired   = "expired"   // no renewal succeeded before the soft deadline
+	reasonYielded   = "yielded"   // handed over to a replica that asked
+	reasonStopped   = "stopped"   // Drain, Stop, or the Host giving up on Serve
 )
-
-// ErrConfig marks an error as a configuration error: wrap it (fmt.Errorf("...: %w",
-// leader.ErrConfig)) in what a Leadership callback returns, and the Leadership stops
-// campaigning for good instead of retrying. A *fault.ConfigError counts too.
-var ErrConfig = errors.New("leader: configuration error")
 
 type options struct {
 	given entrypoint.Telemetry // what WithTelemetry gave; SetDefaults fills in the rest

@@ -22,12 +22,12 @@ import (
 
 // Relay defaults.
 const (
-	DefaultEvery = time.Second
-	DefaultBatch = 100
-	// MaxBatch bounds RelayConfig.Batch: kafka-go splits a write into batches of
+	defaultEvery = time.Second
+	defaultBatch = 100
+	// maxBatch bounds RelayConfig.Batch: kafka-go splits a write into batches of
 	// 100 messages per partition, so that a key's messages of one pass leave in one
 	// batch.
-	MaxBatch = 100
+	maxBatch = 100
 )
 
 // The wait after a failed pass: jittered, from 100ms doubling up to 5s.
@@ -61,16 +61,16 @@ func (c RelayConfig) resolve(l *fault.Problems) RelayConfig {
 	if c.Jitter < 0 {
 		l.Addf("Jitter", "must not be negative, got %v", c.Jitter)
 	}
-	if c.Batch < 0 || c.Batch > MaxBatch {
-		l.Addf("Batch", "must be from 1 to %d (0: %d), got %d", MaxBatch, DefaultBatch, c.Batch)
+	if c.Batch < 0 || c.Batch > maxBatch {
+		l.Addf("Batch", "must be from 1 to %d (0: %d), got %d", maxBatch, defaultBatch, c.Batch)
 	}
 	c.Name = cmp.Or(c.Name, "outbox-relay")
-	c.Every = cmp.Or(c.Every, DefaultEvery)
+	c.Every = cmp.Or(c.Every, defaultEvery)
 	c.Jitter = cmp.Or(c.Jitter, c.Every/5)
 	if c.Jitter > c.Every {
 		l.Addf("Jitter", "must not exceed Every (%v), got %v", c.Every, c.Jitter)
 	}
-	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.Batch = cmp.Or(c.Batch, defaultBatch)
 	return c
 }
 
