@@ -1,9 +1,16 @@
 package entrypoint
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 )
+
+// ErrOutOfTurn is what an entrypoint method called out of the Host's order returns,
+// wrapped in an error naming the entrypoint, the method and the phase it found:
+//
+//	entrypoint "http": Serve called while new: entrypoint: called out of turn
+var ErrOutOfTurn = errors.New("entrypoint: called out of turn")
 
 // Base is the part of an entrypoint that the Host's rules fix, written once: the
 // name, the call-order guard and the lock it lives under, the rules that make Drain
@@ -187,7 +194,7 @@ func (b *Base) Stop() Turn {
 // OutOfTurn returns the error for method called in the current phase, wrapping
 // ErrOutOfTurn:
 //
-//	entrypoint "http": Serve called while new: called out of turn
+//	entrypoint "http": Serve called while new: entrypoint: called out of turn
 func (b *Base) OutOfTurn(method string) error {
 	return fmt.Errorf("entrypoint %q: %s called while %s: %w", b.name, method, b.phase, ErrOutOfTurn)
 }

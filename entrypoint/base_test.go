@@ -60,7 +60,7 @@ func TestBaseTurns(t *testing.T) {
 func TestBaseOutOfTurn(t *testing.T) {
 	var b Base
 	_ = b.Init("api", Telemetry{}, nil)
-	if _, err := b.Serve(); !errors.Is(err, ErrOutOfTurn) || err.Error() != `entrypoint "api": Serve called while new: called out of turn` {
+	if _, err := b.Serve(); !errors.Is(err, ErrOutOfTurn) || err.Error() != `entrypoint "api": Serve called while new: entrypoint: called out of turn` {
 		t.Fatalf("Serve before Bind = %v", err)
 	}
 	b.Bound()

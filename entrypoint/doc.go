@@ -60,18 +60,21 @@
 //
 // # Shared helpers
 //
-// Guard keeps an entrypoint's Phase and refuses a call out of the Host's order with
-// one error format wrapping ErrOutOfTurn. Spread closes long-lived connections or
+// Base is what every entrypoint of the module holds, written once: the call-order
+// guard under its lock (one error format wrapping ErrOutOfTurn), the rules that make
+// Drain and Stop do nothing when there is nothing to undo (Turn), and SetDefaults,
+// which takes the Host's Telemetry for what the entrypoint's WithTelemetry option
+// left nil. Spread closes long-lived connections or
 // streams a few at a time over a window, for a drain that moves clients elsewhere
-// gradually. Telemetry is the telemetry a Host hands the entrypoints that implement
-// DefaultsUser, used unless an option gave them their own.
+// gradually.
 //
 // # Writing one by hand
 //
-// Runner is the safe base for a hand-written entrypoint: it holds the Guard, runs the
+// Runner is the safe base for a hand-written entrypoint: it is a Base that runs the
 // work in a goroutine it owns, gives the work a draining channel, and implements Drain
 // (wait for the work, then for the units it admitted through the Runner's Gate), Stop
-// (cut the work's ctx; safe before Serve and twice) and InFlight. The entrypoint
+// (cut the work's ctx; safe before Serve and twice) and InFlight; Init and
+// SetDefaults hand it the telemetry the entrypoint reports through. The entrypoint
 // supplies only its Name, its Bind and its Work.
 //
 // A network entrypoint adds a conntrack.Tracker (package entrypoint/conntrack) on its

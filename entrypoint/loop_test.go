@@ -145,7 +145,7 @@ func TestNewLoop(t *testing.T) {
 	t.Run("Serve before Bind is out of turn", func(t *testing.T) {
 		r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { return nil })
 		err := r.Serve(context.Background(), nil)
-		if !errors.Is(err, ErrOutOfTurn) || err.Error() != `entrypoint "poller": Serve called while new: called out of turn` {
+		if !errors.Is(err, ErrOutOfTurn) || err.Error() != `entrypoint "poller": Serve called while new: entrypoint: called out of turn` {
 			t.Fatalf("Serve before Bind = %v", err)
 		}
 	})

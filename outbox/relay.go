@@ -144,7 +144,7 @@ func NewRelay(box *Outbox, pool *pgxpool.Pool, producer *kafkakit.Producer, cfg 
 	for _, o := range opts {
 		o(&given)
 	}
-	if err := r.Init(given, r.use); err != nil {
+	if err := r.UseTelemetry(given, r.use); err != nil {
 		l.Addf("WithTelemetry", "%v", err)
 		return nil, l.Err()
 	}

@@ -273,7 +273,7 @@ func TestLifecycle(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := sc.Serve(context.Background(), nil); !errors.Is(err, entrypoint.ErrOutOfTurn) ||
-				err.Error() != `entrypoint "cron": Serve called while new: called out of turn` {
+				err.Error() != `entrypoint "cron": Serve called while new: entrypoint: called out of turn` {
 				t.Errorf("Serve before Bind = %v, want the out-of-turn error", err)
 			}
 			if err := sc.Bind(context.Background()); err != nil {
