@@ -1,7 +1,5 @@
 package entrypoint
 
-import "reflect"
-
 // A Class says how the Gate's limiter treats a unit of work (see Gate.Admit).
 type Class uint8
 
@@ -70,18 +68,6 @@ type Limiter interface {
 	Share() float64         // the share of ordinary units under the limit admitted lately
 }
 
-// limiterOrNil is lim, or nil when lim holds a nil pointer (a nil
-// *admission.Limiter: admission off), so that the Gate tests one thing.
-func limiterOrNil(lim Limiter) Limiter {
-	if lim == nil {
-		return nil
-	}
-	if v := reflect.ValueOf(lim); v.Kind() == reflect.Pointer && v.IsNil() {
-		return nil
-	}
-	return lim
-}
-
 // limBox holds a Limiter, so that the Gate can swap it atomically.
 type limBox struct{ Limiter }
 
@@ -131,18 +117,18 @@ func (t Ticket) Detach() (leave func()) {
 }
 
 // SetLimiter makes the Gate refuse Ordinary work beyond lim's limit (see Admit). A
-// nil lim, or a nil pointer in it (a nil *admission.Limiter: admission off), the
-// zero Gate's, limits nothing. It may be called at any time; units admitted before
+// nil lim, the zero Gate's, limits nothing; pass nil itself, not a nil pointer in a
+// Limiter. It may be called at any time; units admitted before
 // it keep the limiter they were admitted under.
 func (g *Gate) SetLimiter(lim Limiter) {
-	if lim = limiterOrNil(lim); lim == nil {
+	if lim == nil {
 		g.lim.Store(nil)
 		return
 	}
 	g.lim.Store(&limBox{lim})
 }
 
-// Limiter returns what SetLimiter set, or nil (never a nil pointer in a Limiter).
+// Limiter returns what SetLimiter set, or nil.
 func (g *Gate) Limiter() Limiter {
 	if b := g.lim.Load(); b != nil {
 		return b.Limiter
@@ -192,10 +178,10 @@ func (g *Gate) Admit(c Class) (Ticket, Verdict) {
 // the Gate's own Limiter's NewClass: the unit counts against lim's limit (lim
 // counts its own units: Hold, Release) and its latency drives lim, so that routes
 // of different cost do not shed each other. Drain still counts and waits for it.
-// A nil lim (or a nil pointer in it), or the Gate's own, is Admit; so is an
+// A nil lim, or the Gate's own, is Admit; so is an
 // Exempt unit.
 func (g *Gate) AdmitTo(lim Limiter, c Class) (Ticket, Verdict) {
-	if c == Exempt || limiterOrNil(lim) == nil || lim == g.Limiter() {
+	if c == Exempt || lim == nil || lim == g.Limiter() {
 		return g.Admit(c)
 	}
 	if g.state.Load()&gateClosed != 0 {

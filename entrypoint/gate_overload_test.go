@@ -25,7 +25,9 @@ func simulateWith(t *testing.T, cfg admission.Config, rate float64, service time
 		t.Fatal(err)
 	}
 	var g Gate
-	g.SetLimiter(lim)
+	if lim != nil { // nil: admission off
+		g.SetLimiter(lim)
+	}
 	type req struct {
 		t      Ticket
 		arrive time.Time

@@ -39,7 +39,7 @@ type admissionOptions struct {
 // admissionState is the Server's part of admission.
 type admissionState struct {
 	classes map[string]entrypoint.Class   // nil: every method Ordinary
-	lims    map[string]*admission.Limiter // full method → its route class's limiter
+	lims    map[string]entrypoint.Limiter // full method → its route class's limiter
 	shed    *transport.Shed               // nil without a registerer
 }
 
@@ -109,7 +109,9 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 	l.Merge("Admission", err)
 	lim, err := admission.New(cfg)
 	l.Merge("Admission", err)
-	s.gate.SetLimiter(lim)
+	if lim != nil { // nil: admission is off
+		s.gate.SetLimiter(lim)
+	}
 	s.adm.classes = o.classes
 	for _, set := range o.routeSets {
 		class := lim.NewClass()
@@ -123,9 +125,12 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 				continue
 			}
 			if s.adm.lims == nil {
-				s.adm.lims = map[string]*admission.Limiter{}
+				s.adm.lims = map[string]entrypoint.Limiter{}
 			}
-			s.adm.lims[m] = class
+			s.adm.lims[m] = nil // admission off: the method is in a class all the same
+			if class != nil {
+				s.adm.lims[m] = class
+			}
 		}
 	}
 }

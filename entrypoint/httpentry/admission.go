@@ -90,7 +90,7 @@ type classes struct {
 // its limiter.
 type class struct {
 	c   entrypoint.Class
-	lim *admission.Limiter
+	lim entrypoint.Limiter // nil: the Server's
 }
 
 func (class) ServeHTTP(http.ResponseWriter, *http.Request) {}
@@ -102,7 +102,9 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 	l.Merge("Admission", err)
 	lim, err := admission.New(cfg)
 	l.Merge("Admission", err)
-	s.gate.SetLimiter(lim)
+	if lim != nil { // nil: admission is off
+		s.gate.SetLimiter(lim)
+	}
 	if len(o.critical)+len(o.exempt)+len(o.routeSets) == 0 {
 		return
 	}
@@ -122,7 +124,11 @@ func (s *Server) useAdmission(o admissionOptions, l *fault.Problems) {
 	add("WithCritical", class{c: entrypoint.Critical}, o.critical)
 	add("WithExempt", class{c: entrypoint.Exempt}, o.exempt)
 	for _, set := range o.routeSets {
-		add("WithRouteClass", class{c: entrypoint.Ordinary, lim: lim.NewClass()}, set)
+		c := class{c: entrypoint.Ordinary}
+		if nc := lim.NewClass(); nc != nil {
+			c.lim = nc
+		}
+		add("WithRouteClass", c, set)
 	}
 	s.classes = &classes{mux: mux}
 }
@@ -136,7 +142,7 @@ func (s *Server) admit(r *http.Request, stream bool) (entrypoint.Ticket, entrypo
 // classOf is r's admission class and the limiter of its route class (nil: the
 // Server's): Exempt for a stream, the class of the pattern of WithCritical,
 // WithExempt or WithRouteClass that matches, else Ordinary.
-func (s *Server) classOf(r *http.Request, stream bool) (entrypoint.Class, *admission.Limiter) {
+func (s *Server) classOf(r *http.Request, stream bool) (entrypoint.Class, entrypoint.Limiter) {
 	switch {
 	case stream:
 		return entrypoint.Exempt, nil
