@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -61,11 +60,11 @@ func (h *Host) Lifecycle() Lifecycle {
 	}
 	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}
-		if d, ok := e.reg.Entrypoint.(entrypoint.StatusDetailer); ok {
+		if d := e.caps.StatusDetail; d != nil {
 			es.Detail = d.StatusDetail()
 		}
 		l.Entrypoints = append(l.Entrypoints, es)
-		if lr, ok := e.reg.Entrypoint.(LeadershipReporter); ok {
+		if lr := e.caps.leadership; lr != nil {
 			for k, v := range lr.Leadership() {
 				l.Leadership[k] = v
 			}

@@ -257,8 +257,8 @@ func checkStopTimes(regs []Registration, grace time.Duration, vars budgetVars, l
 		from = ", set by " + v
 	}
 	for _, r := range regs {
-		st, ok := r.Entrypoint.(entrypoint.DrainTimer)
-		if !ok {
+		st := entrypoint.Capabilities(r.Entrypoint).DrainTimer
+		if st == nil {
 			continue
 		}
 		if need := st.StopTime(); need > grace {

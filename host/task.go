@@ -24,8 +24,7 @@ import (
 
 // finite returns e's entrypoint as a task, if it is one.
 func (e *entry) finite() (entrypoint.Finite, bool) {
-	f, ok := e.reg.Entrypoint.(entrypoint.Finite)
-	return f, ok
+	return e.caps.Finite, e.caps.Finite != nil
 }
 
 // taskDone handles a Serve that returned before the stop. It reports false when res
