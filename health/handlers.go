@@ -34,12 +34,12 @@ type funcSource func() *State
 
 func (f funcSource) Status() Status {
 	if f == nil {
-		return Unavailable
+		return StatusUnavailable
 	}
 	if s := f(); s != nil {
 		return s.Status()
 	}
-	return Unavailable
+	return StatusUnavailable
 }
 
 func (f funcSource) Started() bool {
@@ -168,7 +168,7 @@ func (h *startup) started() bool {
 	var started bool
 	err := safe.Call("health source", func() error {
 		switch h.src.Status() {
-		case Ready, Draining:
+		case StatusReady, StatusDraining:
 			started = true
 		default:
 			s, ok := h.src.(interface{ Started() bool })

@@ -15,7 +15,7 @@ import (
 // Defaults for the zero fields of MonitorConfig.
 const (
 	DefaultCheckInterval = 5 * time.Second
-	DefaultPollInterval  = 20 * time.Millisecond
+	defaultPollInterval  = 20 * time.Millisecond
 )
 
 // Notifier is a Source that tells when its Status may have changed: Changed returns a
@@ -81,7 +81,7 @@ func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	case cfg.PollInterval < 0:
 		l.Addf("PollInterval", "must not be negative, got %s", cfg.PollInterval)
 	case cfg.PollInterval == 0:
-		cfg.PollInterval = DefaultPollInterval
+		cfg.PollInterval = defaultPollInterval
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
@@ -268,7 +268,7 @@ func (m *Monitor) wait(ctx context.Context, changed, results <-chan struct{}, be
 				return true
 			}
 		case <-recheck:
-			if before == Ready {
+			if before == StatusReady {
 				return true
 			}
 		}
@@ -278,7 +278,7 @@ func (m *Monitor) wait(ctx context.Context, changed, results <-chan struct{}, be
 // evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
 // leaves before.
 func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
-	if before != Ready || len(m.e.list()) == 0 || m.e.bg.started() {
+	if before != StatusReady || len(m.e.list()) == 0 || m.e.bg.started() {
 		return m.Evaluate(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)

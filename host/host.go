@@ -185,7 +185,7 @@ func (h *Host) BeginDraining() {
 }
 
 func (h *Host) withdraw() {
-	h.state.Set(health.Draining)
+	h.state.Set(health.StatusDraining)
 	h.tel.metrics.ready.Set(0)
 }
 
@@ -200,7 +200,7 @@ type readiness struct{ h *Host }
 
 func (r readiness) Status() health.Status {
 	if r.h.shutdown.stopping().Err() != nil {
-		return health.Draining
+		return health.StatusDraining
 	}
 	return r.h.state.Status()
 }

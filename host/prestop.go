@@ -65,7 +65,7 @@ type drainAhead struct {
 // itself. It does not stop, drain or begin the shutdown of anything.
 //
 // Every call is logged with its caller. If no stop follows the first call within the
-// termination grace period (TerminationGracePeriod, or DefaultPreStopGrace when it is
+// termination grace period (TerminationGracePeriod, or 30s when it is
 // not known), a warning is logged; servicewright_prestop_pending_seconds and the
 // "prestop" field of /debug/lifecycle show it until a stop comes, so that an operator
 // can find a replica left out of rotation. Nothing restores readiness but a restart.

@@ -28,23 +28,23 @@ const PreStopHeader = "X-Servicewright-Prestop"
 // trimmed).
 const (
 	PreStopTokenEnv     = "SW_PRESTOP_TOKEN"
-	PreStopTokenFileEnv = "SW_PRESTOP_TOKEN_FILE"
+	preStopTokenFileEnv = "SW_PRESTOP_TOKEN_FILE"
 )
 
 // MinPreStopTokenLen is the shortest PreStop token accepted, in bytes: 16 random
 // characters (openssl rand -hex 16 gives 32) put guessing it out of reach.
 const MinPreStopTokenLen = 16
 
-// MaxPreStopTokenLen is the longest PreStop token accepted, in bytes: a quarter of
+// maxPreStopTokenLen is the longest PreStop token accepted, in bytes: a quarter of
 // the probe listener's header limit (probeMaxHeaderBytes), so that the header that
 // carries it always fits beside the others. A token file is read up to twice this
 // (the token and the white space around it); a larger one is refused unread.
-const MaxPreStopTokenLen = probeMaxHeaderBytes / 4
+const maxPreStopTokenLen = probeMaxHeaderBytes / 4
 
-// DefaultPreStopGrace is how long a PreStop may go without a stop following it
+// defaultPreStopGrace is how long a PreStop may go without a stop following it
 // before it is reported as pending, when TerminationGracePeriod is not known: the
 // default terminationGracePeriodSeconds of a Kubernetes pod.
-const DefaultPreStopGrace = 30 * time.Second
+const defaultPreStopGrace = 30 * time.Second
 
 // refusalLogEvery spaces the log lines of refused PreStop requests, so that a
 // client hammering the probe port cannot flood the log; every refusal is counted.
@@ -61,14 +61,14 @@ type preStopAuth struct {
 	suppressed int       // refusals since then, not logged
 }
 
-// readPreStopToken reads the token from PreStopTokenEnv or PreStopTokenFileEnv. A
+// readPreStopToken reads the token from PreStopTokenEnv or preStopTokenFileEnv. A
 // problem is recorded under the variable's name, without the value: a token too
 // short or too long for the probe port's header limit, one that is not visible ASCII
 // (a header could not carry it), both variables set, a file that cannot be read or
 // is not a regular file of a fitting size (safe.ReadFile: never a blocking open). None set: no token, and
 // the HTTP PreStop path refuses every request.
 func readPreStopToken(lookup func(string) (string, bool), l *fault.Problems) preStopAuth {
-	return readToken(lookup, PreStopTokenEnv, PreStopTokenFileEnv, PreStopHeader, l)
+	return readToken(lookup, PreStopTokenEnv, preStopTokenFileEnv, PreStopHeader, l)
 }
 
 // readToken reads a credential of the probe port from the variable env or from the
@@ -84,7 +84,7 @@ func readToken(lookup func(string) (string, bool), env, fileEnv, header string, 
 		return preStopAuth{}
 	case fromFile:
 		name = fileEnv
-		b, err := safe.ReadFile(file, 2*MaxPreStopTokenLen)
+		b, err := safe.ReadFile(file, 2*maxPreStopTokenLen)
 		if err != nil {
 			l.Addf(name, "cannot read the token file %q: %v", file, err)
 			return preStopAuth{}
@@ -99,9 +99,9 @@ func readToken(lookup func(string) (string, bool), env, fileEnv, header string, 
 		l.Addf(name, "the token must be at least %d bytes (e.g. openssl rand -hex 16), got %d",
 			MinPreStopTokenLen, len(v))
 		return preStopAuth{}
-	case len(v) > MaxPreStopTokenLen:
+	case len(v) > maxPreStopTokenLen:
 		l.Addf(name, "the token must be at most %d bytes, to fit the probe port's header limit, got %d",
-			MaxPreStopTokenLen, len(v))
+			maxPreStopTokenLen, len(v))
 		return preStopAuth{}
 	case !sendable(v):
 		l.Addf(name, "the token must be visible ASCII (no space, control character or non-ASCII byte): no HTTP header could carry it")
@@ -194,7 +194,7 @@ func (h *Host) configurePreStop(l *fault.Problems) {
 	h.registerPreStopMetrics(l)
 	if !h.ahead.auth.set && !h.spec.Probes.Disabled {
 		h.log.Info("prestop: no token configured: the probe port's " + PreStopPath + " refuses every request, " +
-			"and the drain starts with the stop (SIGTERM); set " + PreStopTokenEnv + " or " + PreStopTokenFileEnv +
+			"and the drain starts with the stop (SIGTERM); set " + PreStopTokenEnv + " or " + preStopTokenFileEnv +
 			" and send it in the " + PreStopHeader + " header from the preStop hook")
 	}
 }

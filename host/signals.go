@@ -24,7 +24,7 @@ import (
 // with ExitFailure.
 const BuildStopTimeout = 5 * time.Second
 
-// InstallSignalHandlers calls stop on the first SIGINT, SIGTERM or SIGHUP, and exits
+// installSignalHandlers calls stop on the first SIGINT, SIGTERM or SIGHUP, and exits
 // the process at once with 128+signum on the second of any of them: an operator who
 // signals twice wants the process gone, not a cleanup that may be hung. It returns a
 // remover that restores the default handling; calling the remover more than once is
@@ -46,7 +46,7 @@ const BuildStopTimeout = 5 * time.Second
 // handlers first thing, before New, and logs the first signal through the Host's
 // logger once stop was called (a signal during New: once New returned). Run and
 // Host.Run install none: a caller that brings its own ctx owns the signals.
-func InstallSignalHandlers(stop func()) (uninstall func()) {
+func installSignalHandlers(stop func()) (uninstall func()) {
 	s := newSignalHandler(os.Exit)
 	s.attach(stop, zap.NewNop())
 	return s.uninstall
@@ -180,7 +180,7 @@ func withSignals(s *signalHandler) Option { return func(o *options) { o.signals 
 // and exits with ExitCode of the result — 0 after a graceful exit, 1 for a failure,
 // 3 for a task's permanent failure, 75 for an interrupted task, 78 for invalid
 // configuration — or with 128+signum on a second signal (2 on SIGQUIT, Go's own;
-// see InstallSignalHandlers). A configuration error is always written to stderr,
+// see installSignalHandlers). A configuration error is always written to stderr,
 // even when it is the logger's own configuration that failed. It does not return.
 //
 // A stop signal while New builds the container is honoured when New returns: the

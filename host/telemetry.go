@@ -176,14 +176,14 @@ type loss struct {
 
 // flush exports what is buffered and shuts the providers down, flushes the error
 // reporter and syncs the logger, all at once and within ctx; without a deadline in
-// ctx, within DefaultStepTimeout. It returns what could not be delivered: a provider
+// ctx, within defaultStepTimeout. It returns what could not be delivered: a provider
 // or reporter that did not finish in time, an export the collector refused or failed
 // (counted by the exporter since the start), a logger that could not sync. The logger
 // stays usable, for the shutdown report.
 func (t *telemetry) flush(ctx context.Context) []loss {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultStepTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultStepTimeout)
 		defer cancel()
 	}
 	var (

@@ -41,7 +41,7 @@ func TestWorstCaseFigures(t *testing.T) {
 }
 
 func TestWorstCaseSaturates(t *testing.T) {
-	b := Budgets{DrainDelay: MaxBudget, DrainPhasesBudget: MaxBudget, DrainGrace: MaxBudget, StepTimeout: MaxBudget}
+	b := Budgets{DrainDelay: maxBudget, DrainPhasesBudget: maxBudget, DrainGrace: maxBudget, StepTimeout: maxBudget}
 	w := b.worstCase(units{entrypoints: math.MaxInt32, drainPhases: 1, preShutdown: math.MaxInt32, warmupStops: 1, container: true})
 	if w.Total <= 0 || w.Total != math.MaxInt64 {
 		t.Errorf("total = %d, want the saturated maximum", w.Total)
