@@ -21,7 +21,7 @@ const (
 	// failed, or the exit overran a budget.
 	ExitFailure = 1
 	// ExitQuit is what Go's runtime exits with on SIGQUIT, after writing every
-	// goroutine's stack to stderr; the Host leaves SIGQUIT to it (installSignalHandlers).
+	// goroutine's stack to stderr; the Host leaves SIGQUIT to it (Main's signalHandler).
 	ExitQuit   = 2
 	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by
@@ -86,7 +86,7 @@ func (e *StartupError) Unwrap() error { return e.Err }
 // 0 for nil, ExitConfig for a *fault.ConfigError, the code of an error in the chain
 // with an ExitCode() int method (a task's permanent failure is one), ExitInterrupted
 // for fault.ErrInterrupted, ExitFailure for anything else. (A second signal exits with
-// 128+signum directly; see installSignalHandlers.)
+// 128+signum directly; see signalHandler.)
 func ExitCode(err error) int {
 	var ce *fault.ConfigError
 	var coded interface{ ExitCode() int }
