@@ -108,11 +108,10 @@ type budgetVars map[string]string
 // of is the variable field's value came from, or "".
 func (v budgetVars) of(field string) string { return v[field] }
 
-// resolve applies environment overrides, checks every field and fills defaults.
-// Problems are recorded in l under the field ("Budgets.DrainGrace"), with the
-// variable when the value came from one. It returns the variables the values came
-// from.
-func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
+// withEnv applies the environment's overrides, read through lookup. A bad value is
+// recorded in l under the field ("Budgets.DrainGrace") and its variable, and the
+// field set to 0. It returns the variables the values came from.
+func (b Budgets) withEnv(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
 	fromEnv := budgetVars{}
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
@@ -135,10 +134,13 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 		}
 		*e.ptr(&b) = 0 // reported; keep the figures sane for what follows
 	}
+	return b, fromEnv
+}
+
+// resolve checks every field and fills defaults, recording each problem in l under
+// its field ("Budgets.DrainGrace"). A value withEnv took is in range already.
+func (b Budgets) resolve(l *fault.Problems) Budgets {
 	for _, e := range budgetEnv {
-		if fromEnv[e.field] != "" {
-			continue
-		}
 		switch d := *e.ptr(&b); {
 		case d < 0:
 			l.Addf("Budgets."+e.field, "must not be negative, got %s", d)
@@ -160,7 +162,7 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 	if b.WarmupTimeout == 0 {
 		b.WarmupTimeout = defaultWarmupTimeout
 	}
-	return b, fromEnv
+	return b
 }
 
 // parseDuration reads a Go duration, or whole seconds when seconds is true. A value

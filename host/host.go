@@ -106,7 +106,8 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		return nil, err
 	}
 	var problems fault.Problems
-	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
+	h.budgets, h.budgetVars = spec.Budgets.withEnv(h.opts.lookup, &problems)
+	h.budgets = h.budgets.resolve(&problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
 	h.spec.CheckInterval = checkTiming(h.opts.lookup, &h.spec, &problems) // monitor.go
 	h.shutdown = newShutdown(h.budgets.Deadline)
