@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // The environment variables the profiling token is read from, one or the other, as
@@ -35,8 +36,8 @@ const maxProfileSeconds = 60
 // configurePprof reads the profiling token and, when one is set, registers the
 // count of refused requests. New calls it; problems go to l.
 func (h *Host) configurePprof(l *fault.Problems) {
-	h.pprof.auth = readToken(h.opts.lookup, pprofTokenEnv, pprofTokenFileEnv, PprofHeader, l)
-	if !h.pprof.auth.set {
+	h.pprof.auth = prestop.ReadToken(h.opts.lookup, pprofTokenEnv, pprofTokenFileEnv, PprofHeader, maxPreStopTokenLen, l)
+	if !h.pprof.auth.Set() {
 		return
 	}
 	h.pprof.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,7 +51,7 @@ func (h *Host) configurePprof(l *fault.Problems) {
 
 // pprofState is what the profiling endpoint asks of a caller and counts.
 type pprofState struct {
-	auth    preStopAuth
+	auth    *prestop.Token
 	refused *prometheus.CounterVec
 }
 
@@ -62,20 +63,20 @@ type pprofState struct {
 // when no token is set. net/http/pprof is not imported: its init would add the same
 // handlers to http.DefaultServeMux, which a service may serve on its public port.
 func (h *Host) pprofHandler() http.Handler {
-	if !h.pprof.auth.set {
+	if !h.pprof.auth.Set() {
 		return nil
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		reason := h.pprof.auth.check(r)
+		reason := h.pprof.auth.Check(r)
 		if reason == "" && r.Method != http.MethodGet {
 			reason = "method"
 		}
 		if reason != "" {
 			h.pprof.refused.WithLabelValues(reason).Inc()
-			if ok, suppressed := h.pprof.auth.logRefusal(time.Now()); ok {
+			if ok, suppressed := h.pprof.auth.LogRefusal(time.Now()); ok {
 				h.log.Warn("pprof: refused", zap.String("reason", reason), zap.String("remote_addr", r.RemoteAddr),
-					zap.String("user_agent", clip(r.UserAgent())), zap.Int("refusals_not_logged", suppressed))
+					zap.String("user_agent", prestop.Clip(r.UserAgent())), zap.Int("refusals_not_logged", suppressed))
 			}
 			http.Error(w, `{"status":"forbidden"}`, http.StatusForbidden)
 			return

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/hookrun"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // PreStopFunc is Host.PreStop as the container sees it, so that an admin endpoint
@@ -31,8 +32,8 @@ type drainAhead struct {
 	phasesDone  chan struct{}
 	phasesRep   hookrun.PhasesReport
 
-	auth    preStopAuth     // what PreStopPath asks of a caller (prestop_auth.go)
-	metrics *preStopMetrics // nil when they could not be registered
+	auth    *prestop.Token   // what PreStopPath asks of a caller (prestop_auth.go)
+	metrics *prestop.Metrics // nil when they could not be registered
 
 	// requested is when the first PreStop was accepted, zero if never. Guarded
 	// by mu.
@@ -76,9 +77,7 @@ func (h *Host) PreStop(ctx context.Context) error {
 // acceptPreStop is PreStop for a caller described by who.
 func (h *Host) acceptPreStop(ctx context.Context, who ...zap.Field) error {
 	first := h.ahead.called.CompareAndSwap(false, true)
-	if m := h.ahead.metrics; m != nil {
-		m.accepted.Inc()
-	}
+	h.ahead.metrics.Accepted()
 	h.log.Info("prestop: accepted", append(who, zap.Bool("first", first))...)
 	if !first {
 		return nil
