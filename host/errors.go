@@ -3,13 +3,12 @@ package host
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // Exit codes: the one place they are declared. README.md's table lists each, and a
@@ -107,6 +106,5 @@ func ExitCode(err error) int {
 // fallbackLogger is the logger of last resort, for a configuration error found
 // before the Host's own logger exists: JSON on stderr, as the Host's logger writes.
 func fallbackLogger(service string) *zap.Logger {
-	core := zapcore.NewCore(encoder(logJSON, false), newLogSink(os.Stderr, logBufferBytes), zapcore.InfoLevel)
-	return zap.New(core).With(zap.String("service", service))
+	return telemetry.FallbackLogger().With(zap.String("service", service))
 }

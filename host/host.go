@@ -26,7 +26,7 @@ type Host struct {
 	budgets    Budgets
 	budgetVars budgetVars // the variables the budgets came from
 	instance   string
-	tel        *telemetry
+	tel        *outputs
 	log        *zap.Logger
 
 	scope     Scope    // the container's; nil without one

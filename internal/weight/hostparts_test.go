@@ -7,15 +7,16 @@ import (
 	"testing"
 )
 
-// TestHostPartsBelowHost: the concerns moved out of host — the PreStop endpoint and
-// its token — sit below it: they import neither host nor what host sequences
-// (entrypoint, health, hooks), so host's own package holds the sequence alone.
+// TestHostPartsBelowHost: the concerns moved out of host — the telemetry plumbing,
+// the PreStop endpoint and its token — sit below it: they import neither host nor
+// what host sequences (entrypoint, health, hooks), so host's own package holds the
+// sequence alone.
 func TestHostPartsBelowHost(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		t.Fatalf("go: %v", err)
 	}
-	parts := []string{"internal/prestop"}
+	parts := []string{"internal/prestop", "internal/telemetry"}
 	args := []string{"list", "-deps", "-f", `{{.ImportPath}}`}
 	for _, p := range parts {
 		args = append(args, module+"/"+p)
