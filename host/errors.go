@@ -20,7 +20,7 @@ const (
 	// failed, or the exit overran a budget.
 	ExitFailure = 1
 	// ExitQuit is what Go's runtime exits with on SIGQUIT, after writing every
-	// goroutine's stack to stderr; the Host leaves SIGQUIT to it (Main's signalHandler).
+	// goroutine's stack to stderr; the Host leaves SIGQUIT to it.
 	ExitQuit   = 2
 	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by

@@ -98,7 +98,9 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
 	console := false
 	if t.log == nil {
-		t.log, console, t.sink = telemetry.NewLogger(lookup, &problems)
+		level, _ := lookup("SW_LOG_LEVEL")
+		format, _ := lookup("SW_LOG_FORMAT")
+		t.log, console, t.sink = telemetry.NewLogger(level, format, &problems)
 		t.ownedLog = true
 	}
 	if console { // the console encoding drops them from every later line: say them once
@@ -113,7 +115,8 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	otelDiagnostics(t.log)
-	env := telemetry.FromEnv(service, instance, exporter, &problems)
+	vars := telemetry.Vars{Propagators: os.Getenv("OTEL_PROPAGATORS"), SDKDisabled: os.Getenv("OTEL_SDK_DISABLED")}
+	env := telemetry.FromEnv(service, instance, vars, exporter, &problems)
 	if err := problems.Err(); err != nil {
 		t.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = t.sync()

@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -20,6 +19,14 @@ import (
 // (host.WithExporter).
 type ExportFunc = func(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter, metrics sdkmetric.Reader)
 
+// Vars are the OpenTelemetry variables the Host reads from the process environment
+// itself; the OpenTelemetry packages read the others (OTEL_RESOURCE_ATTRIBUTES,
+// OTEL_SERVICE_NAME, the exporters').
+type Vars struct {
+	Propagators string // OTEL_PROPAGATORS: "" means W3C tracecontext and baggage
+	SDKDisabled string // OTEL_SDK_DISABLED: "true" exports nothing
+}
+
 // Env is what the standard OpenTelemetry variables ask for.
 type Env struct {
 	Resource   *resource.Resource
@@ -32,7 +39,7 @@ type Env struct {
 // implement the specification's environment: the resource detector and autoprop for
 // the propagators; export (host/otlp, when main asked for it) builds the exporters. The
 // SDK reads the sampler itself. Problems are recorded in l under the variable's name.
-func FromEnv(service, instance string, export ExportFunc, l *fault.Problems) Env {
+func FromEnv(service, instance string, vars Vars, export ExportFunc, l *fault.Problems) Env {
 	ctx := context.Background()
 	var env Env
 
@@ -52,7 +59,7 @@ func FromEnv(service, instance string, export ExportFunc, l *fault.Problems) Env
 	}
 	env.Resource = res
 
-	if v := os.Getenv("OTEL_PROPAGATORS"); v != "" {
+	if v := vars.Propagators; v != "" {
 		p, err := autoprop.TextMapPropagator(strings.Split(v, ",")...)
 		if err != nil {
 			l.Addf("OTEL_PROPAGATORS", "%v in %q", err, v)
@@ -62,7 +69,7 @@ func FromEnv(service, instance string, export ExportFunc, l *fault.Problems) Env
 		env.Propagator = autoprop.NewTextMapPropagator()
 	}
 
-	if disabled := os.Getenv("OTEL_SDK_DISABLED"); strings.EqualFold(strings.TrimSpace(disabled), "true") {
+	if strings.EqualFold(strings.TrimSpace(vars.SDKDisabled), "true") {
 		return env
 	}
 	if export != nil {

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"testing"
 
@@ -23,7 +24,7 @@ func withOTelEnv(t *testing.T, env map[string]string) Env {
 		t.Setenv(k, env[k])
 	}
 	var l fault.Problems
-	e := FromEnv("orders", "i-1", nil, &l)
+	e := FromEnv("orders", "i-1", osVars(), nil, &l)
 	if err := l.Err(); err != nil {
 		t.Fatalf("FromEnv: %v", err)
 	}
@@ -53,7 +54,7 @@ func TestFromEnv(t *testing.T) {
 		withOTelEnv(t, map[string]string{"OTEL_SDK_DISABLED": "true"})
 		var l fault.Problems
 		called := false
-		FromEnv("orders", "i-1", func(context.Context, *fault.Problems) (sdktrace.SpanExporter, sdkmetric.Reader) {
+		FromEnv("orders", "i-1", osVars(), func(context.Context, *fault.Problems) (sdktrace.SpanExporter, sdkmetric.Reader) {
 			called = true
 			return nil, nil
 		}, &l)
@@ -83,10 +84,15 @@ func TestFromEnv(t *testing.T) {
 		}
 		t.Setenv("OTEL_PROPAGATORS", "carrier-pigeon")
 		var l fault.Problems
-		FromEnv("orders", "i-1", nil, &l)
+		FromEnv("orders", "i-1", osVars(), nil, &l)
 		ce, ok := errors.AsType[*fault.ConfigError](l.Err())
 		if !ok || ce.Problems[0].Field != "OTEL_PROPAGATORS" {
 			t.Errorf("%v, want a problem naming OTEL_PROPAGATORS", l.Err())
 		}
 	})
+}
+
+// osVars reads Vars from the process environment, as the Host does.
+func osVars() Vars {
+	return Vars{Propagators: os.Getenv("OTEL_PROPAGATORS"), SDKDisabled: os.Getenv("OTEL_SDK_DISABLED")}
 }

@@ -26,33 +26,34 @@ const (
 	logConsole = "console"
 )
 
-// NewLogger builds the Host's own logger on stderr: the level from SW_LOG_LEVEL
-// (default info), the encoding from SW_LOG_FORMAT, or console when stderr is a
-// terminal and JSON otherwise. A bad value is recorded in l and the default used.
-// console reports the console encoding. The lines go to stderr through sink, so that
-// a stalled or vanished reader of stderr holds nothing up (Sink).
-func NewLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool, sink *Sink) {
-	level := zapcore.InfoLevel
-	if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
-		if err := level.Set(strings.ToLower(v)); err != nil {
+// NewLogger builds the Host's own logger on stderr: the level from level (the value
+// of SW_LOG_LEVEL; "" means info), the encoding from format (SW_LOG_FORMAT), or
+// console when stderr is a terminal and JSON otherwise. A bad value is recorded in l
+// under its variable and the default used. console reports the console encoding.
+// The lines go to stderr through sink, so that a stalled or vanished reader of
+// stderr holds nothing up (Sink).
+func NewLogger(level, format string, l *fault.Problems) (log *zap.Logger, console bool, sink *Sink) {
+	lvl := zapcore.InfoLevel
+	if v := level; v != "" {
+		if err := lvl.Set(strings.ToLower(v)); err != nil {
 			l.Addf("SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
 		}
 	}
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
-	format := logJSON
+	enc := logJSON
 	if tty {
-		format = logConsole
+		enc = logConsole
 	}
-	if v, ok := lookup("SW_LOG_FORMAT"); ok && v != "" {
+	if v := format; v != "" {
 		switch f := strings.ToLower(strings.TrimSpace(v)); f {
 		case logJSON, logConsole:
-			format = f
+			enc = f
 		default:
 			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
 	sink = NewSink(os.Stderr, logBufferBytes)
-	return zap.New(zapcore.NewCore(encoder(format, tty), sink, level)), format == logConsole, sink
+	return zap.New(zapcore.NewCore(encoder(enc, tty), sink, lvl)), enc == logConsole, sink
 }
 
 // encoder is the JSON encoder of the Host's logs, or the console one: the time of
