@@ -1,6 +1,8 @@
-// Package fault holds the errors a user of servicewright matches on, so that every
-// package, the user's own among them, can return and inspect them without importing
-// the Host.
+// Package fault holds what every package of servicewright shares about failure, so
+// that each package, the user's own among them, can return and inspect it without
+// importing the Host. A package's own sentinels (host.ErrShutdownTimeout,
+// lock.ErrNotHeld, …) live beside what returns them, and each one's text begins with
+// its package's name and a colon ("host: shutdown cleanup failed"), as net/http's do.
 //
 //   - *ConfigError lists every problem of a configuration, each with the field or
 //     environment variable it concerns, and a process that gets it exits 78
@@ -14,7 +16,9 @@
 //   - *PanicError is what a recovered panic in user code (an entrypoint method, a
 //     hook, a warmup step, a handler) becomes; it names the unit that panicked.
 //   - ErrAbandoned marks a call that did not return within its allowance and was left
-//     to finish on its own.
+//     to finish on its own; ErrInterrupted, a task stopped before its work was done.
+//   - Permanent marks a failure retrying cannot fix; IsPermanent finds the mark.
+//   - Secret is a string that prints as Mask wherever it is formatted.
 //   - Reporter is where errors worth a person's attention go (an error-tracking
 //     service); its implementations live in their own packages, beside their SDKs.
 //

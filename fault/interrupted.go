@@ -6,4 +6,4 @@ import "errors"
 // Shutdown.Begin) arrives before its work is done, and what the Host returns, wrapped,
 // when the service ends with a task unfinished. The exit it gives is non-zero and
 // retriable: a run cut short must never count as a success.
-var ErrInterrupted = errors.New("interrupted before the work was done")
+var ErrInterrupted = errors.New("fault: interrupted before the work was done")

@@ -23,4 +23,4 @@ func (e *PanicError) Unwrap() error {
 // ErrAbandoned is wrapped by the error of a call that did not return within its
 // allowance (its deadline plus a short grace). The call's goroutine was left to
 // finish on its own and its eventual result discarded.
-var ErrAbandoned = errors.New("abandoned: did not return in time")
+var ErrAbandoned = errors.New("fault: abandoned: did not return in time")

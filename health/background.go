@@ -114,7 +114,7 @@ func (e *evaluator) loop(ctx context.Context, c namedCheck) {
 		case <-t.C:
 		case <-c.st.poke:
 		}
-		if c.st.last.Load() != nil && e.status() == Draining {
+		if c.st.last.Load() != nil && e.status() == StatusDraining {
 			return
 		}
 		began := time.Now()

@@ -166,7 +166,7 @@ func sourceStatus(src Source, log *zap.Logger) Status {
 	})
 	if err != nil {
 		logPanic(log, "health source panicked; answering unavailable", err)
-		return Unavailable
+		return StatusUnavailable
 	}
 	return st
 }
@@ -211,8 +211,8 @@ func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown
 func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int, rep Report) {
 	rep.Checks = map[string]CheckResult{}
 	switch e.status() {
-	case Ready:
-	case Draining:
+	case StatusReady:
+	case StatusDraining:
 		rep.Status = ReportDraining
 		return 503, rep
 	default:

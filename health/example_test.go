@@ -31,9 +31,9 @@ func ExampleNewReadiness() {
 		fmt.Print(rec.Code, " ", rec.Body)
 	}
 	probe()
-	state.Set(health.Ready)
+	state.Set(health.StatusReady)
 	probe()
-	state.Set(health.Draining)
+	state.Set(health.StatusDraining)
 	probe()
 	// Output:
 	// 503 {"status":"unavailable","checks":{}}

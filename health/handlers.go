@@ -34,12 +34,12 @@ type funcSource func() *State
 
 func (f funcSource) Status() Status {
 	if f == nil {
-		return Unavailable
+		return StatusUnavailable
 	}
 	if s := f(); s != nil {
 		return s.Status()
 	}
-	return Unavailable
+	return StatusUnavailable
 }
 
 func (f funcSource) Started() bool {
@@ -98,8 +98,7 @@ type ReadinessConfig struct {
 func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 	var l fault.Problems
 	validateSource(&l, src)
-	validateTimeout(&l, cfg.CheckTimeout)
-	validateChecks(&l, cfg.Checks, cmp.Or(max(cfg.CheckTimeout, 0), DefaultCheckTimeout), DefaultCheckInterval)
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -111,6 +110,14 @@ func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 	e := newEvaluator(src, cfg.Checks, cfg.CheckTimeout, 0, cfg.Logger)
 	e.failing = failing
 	return readiness{e}, nil
+}
+
+// resolve fills c's defaults and records each problem in l under its field.
+func (c ReadinessConfig) resolve(l *fault.Problems) ReadinessConfig {
+	validateTimeout(l, c.CheckTimeout)
+	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), DefaultCheckTimeout)
+	validateChecks(l, c.Checks, c.CheckTimeout, DefaultCheckInterval)
+	return c
 }
 
 type readiness struct{ e *evaluator }
@@ -168,7 +175,7 @@ func (h *startup) started() bool {
 	var started bool
 	err := safe.Call("health source", func() error {
 		switch h.src.Status() {
-		case Ready, Draining:
+		case StatusReady, StatusDraining:
 			started = true
 		default:
 			s, ok := h.src.(interface{ Started() bool })

@@ -43,7 +43,7 @@ func newReadiness(t *testing.T, src health.Source, opts health.ReadinessConfig) 
 
 func ready() *health.State {
 	var s health.State
-	s.Set(health.Ready)
+	s.Set(health.StatusReady)
 	return &s
 }
 

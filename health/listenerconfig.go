@@ -1,6 +1,7 @@
 package health
 
 import (
+	"cmp"
 	"net"
 	"strconv"
 	"time"
@@ -25,17 +26,25 @@ type ListenerConfig struct {
 // Disabled.
 func (c ListenerConfig) Validate() error {
 	var l fault.Problems
-	validateTimeout(&l, c.CheckTimeout)
+	c.resolve(&l)
+	return l.Err()
+}
+
+// resolve fills c's defaults and records each problem in l under its field.
+func (c ListenerConfig) resolve(l *fault.Problems) ListenerConfig {
+	validateTimeout(l, c.CheckTimeout)
+	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), DefaultCheckTimeout)
 	if c.Addr == "" {
-		return l.Err()
+		c.Addr = ":8079"
+		return c
 	}
 	_, port, err := net.SplitHostPort(c.Addr)
 	if err != nil {
 		l.Addf("Addr", "must be host:port, got %q: %v", c.Addr, err)
-		return l.Err()
+		return c
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		l.Addf("Addr", "port must be a number from 0 to 65535, got %q", port)
 	}
-	return l.Err()
+	return c
 }

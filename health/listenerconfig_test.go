@@ -59,7 +59,7 @@ func TestMonitorServesTheProbe(t *testing.T) {
 	if a := get(t, m, "/readyz"); a.code != 503 || a.report.Status != health.ReportUnavailable || len(a.report.Checks) != 0 {
 		t.Errorf("before Ready: %d %s", a.code, a.body)
 	}
-	st.Set(health.Ready)
+	st.Set(health.StatusReady)
 	if err := m.AddCheck("spool", health.Gating(health.CheckFunc(ok))); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestMonitorServesTheProbe(t *testing.T) {
 	if got := failing(t, reg, "db"); got != 1 {
 		t.Errorf("servicewright_readiness_check_failing{check=\"db\"} = %v, want 1", got)
 	}
-	st.Set(health.Draining)
+	st.Set(health.StatusDraining)
 	if a := get(t, m, "/readyz"); a.code != 503 || a.report.Status != health.ReportDraining {
 		t.Errorf("draining: %d %s", a.code, a.body)
 	}

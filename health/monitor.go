@@ -15,7 +15,7 @@ import (
 // Defaults for the zero fields of MonitorConfig.
 const (
 	DefaultCheckInterval = 5 * time.Second
-	DefaultPollInterval  = 20 * time.Millisecond
+	defaultPollInterval  = 20 * time.Millisecond
 )
 
 // Notifier is a Source that tells when its Status may have changed: Changed returns a
@@ -75,14 +75,7 @@ type Monitor struct {
 func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 	var l fault.Problems
 	validateSource(&l, src)
-	cfg.CheckTimeout, cfg.CheckInterval = validateTiming(&l, cfg.CheckTimeout, cfg.CheckInterval)
-	validateChecks(&l, cfg.Checks, cfg.CheckTimeout, cfg.CheckInterval)
-	switch {
-	case cfg.PollInterval < 0:
-		l.Addf("PollInterval", "must not be negative, got %s", cfg.PollInterval)
-	case cfg.PollInterval == 0:
-		cfg.PollInterval = DefaultPollInterval
-	}
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -97,6 +90,19 @@ func NewMonitor(cfg MonitorConfig, src Source) (*Monitor, error) {
 		m.note = n
 	}
 	return m, nil
+}
+
+// resolve fills c's defaults and records each problem in l under its field.
+func (c MonitorConfig) resolve(l *fault.Problems) MonitorConfig {
+	c.CheckTimeout, c.CheckInterval = validateTiming(l, c.CheckTimeout, c.CheckInterval)
+	validateChecks(l, c.Checks, c.CheckTimeout, c.CheckInterval)
+	switch {
+	case c.PollInterval < 0:
+		l.Addf("PollInterval", "must not be negative, got %s", c.PollInterval)
+	case c.PollInterval == 0:
+		c.PollInterval = defaultPollInterval
+	}
+	return c
 }
 
 // AddCheck adds the check c under name to those the Monitor runs, as if it had been
@@ -268,7 +274,7 @@ func (m *Monitor) wait(ctx context.Context, changed, results <-chan struct{}, be
 				return true
 			}
 		case <-recheck:
-			if before == Ready {
+			if before == StatusReady {
 				return true
 			}
 		}
@@ -278,7 +284,7 @@ func (m *Monitor) wait(ctx context.Context, changed, results <-chan struct{}, be
 // evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
 // leaves before.
 func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
-	if before != Ready || len(m.e.list()) == 0 || m.e.bg.started() {
+	if before != StatusReady || len(m.e.list()) == 0 || m.e.bg.started() {
 		return m.Evaluate(ctx)
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -44,12 +44,12 @@ func TestMonitorFollowsTheStateAtOnce(t *testing.T) {
 		if r := v.next(t); r.Status != health.ReportUnavailable || r.Serving() {
 			t.Fatalf("first verdict %+v, want unavailable", r)
 		}
-		st.Set(health.Ready)
+		st.Set(health.StatusReady)
 		if r := v.next(t); !r.Serving() {
 			t.Fatalf("verdict after Ready %+v, want ok", r)
 		}
 		start := time.Now()
-		st.Set(health.Draining)
+		st.Set(health.StatusDraining)
 		if r := v.next(t); r.Status != health.ReportDraining {
 			t.Fatalf("verdict after Draining %+v, want draining", r)
 		}
@@ -84,7 +84,7 @@ func TestMonitorWithdrawalCancelsARunningCheck(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond) // the second run of the check is hanging now
 		synctest.Wait()
 		start := time.Now()
-		st.Set(health.Draining)
+		st.Set(health.StatusDraining)
 		if r := v.next(t); r.Status != health.ReportDraining {
 			t.Fatalf("verdict %+v, want draining", r)
 		}
@@ -142,7 +142,7 @@ func TestMonitorPollsOtherSources(t *testing.T) {
 			t.Fatalf("first verdict %+v", r)
 		}
 		start := time.Now()
-		st.Set(health.Draining)
+		st.Set(health.StatusDraining)
 		if r := v.next(t); r.Status != health.ReportDraining {
 			t.Fatalf("verdict %+v", r)
 		}
@@ -189,7 +189,7 @@ func TestNewMonitorRefusesBadConfig(t *testing.T) {
 func TestMonitorAddCheck(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var st health.State
-		st.Set(health.Ready)
+		st.Set(health.StatusReady)
 		m, err := health.NewMonitor(health.MonitorConfig{CheckInterval: time.Second, CheckTimeout: 500 * time.Millisecond}, &st)
 		if err != nil {
 			t.Fatal(err)

@@ -11,7 +11,7 @@ import (
 )
 
 func TestLivenessIsAlwaysOK(t *testing.T) {
-	for _, st := range []health.Status{health.Unavailable, health.Ready, health.Draining} {
+	for _, st := range []health.Status{health.StatusUnavailable, health.StatusReady, health.StatusDraining} {
 		a := get(t, health.Liveness(), "/livez")
 		if a.code != 200 || a.body != `{"status":"ok"}`+"\n" {
 			t.Fatalf("%v: got %d %s", st, a.code, a.body)
@@ -31,11 +31,11 @@ func TestStartup(t *testing.T) {
 		if a := get(t, h, "/startupz"); a.code != 503 || a.report.Status != "unavailable" {
 			t.Fatalf("before ready: %d %s", a.code, a.body)
 		}
-		s.Set(health.Ready)
+		s.Set(health.StatusReady)
 		if a := get(t, h, "/startupz"); a.code != 200 || a.body != `{"status":"ok"}`+"\n" {
 			t.Fatalf("ready: %d %s", a.code, a.body)
 		}
-		s.Set(health.Draining)
+		s.Set(health.StatusDraining)
 		if a := get(t, h, "/startupz"); a.code != 200 {
 			t.Fatalf("draining: %d %s", a.code, a.body)
 		}
@@ -43,8 +43,8 @@ func TestStartup(t *testing.T) {
 	t.Run("a Ready phase no probe saw still counts", func(t *testing.T) {
 		var s health.State
 		h := health.Startup(&s)
-		s.Set(health.Ready)
-		s.Set(health.Unavailable)
+		s.Set(health.StatusReady)
+		s.Set(health.StatusUnavailable)
 		if a := get(t, h, "/startupz"); a.code != 200 {
 			t.Fatalf("got %d %s", a.code, a.body)
 		}
@@ -52,16 +52,16 @@ func TestStartup(t *testing.T) {
 	t.Run("source without Started remembers", func(t *testing.T) {
 		var s health.State
 		h := health.Startup(statusOnly{&s})
-		s.Set(health.Ready)
+		s.Set(health.StatusReady)
 		get(t, h, "/startupz")
-		s.Set(health.Unavailable)
+		s.Set(health.StatusUnavailable)
 		if a := get(t, h, "/startupz"); a.code != 200 {
 			t.Fatalf("got %d %s", a.code, a.body)
 		}
 	})
 	t.Run("draining before ready is started", func(t *testing.T) {
 		var s health.State
-		s.Set(health.Draining)
+		s.Set(health.StatusDraining)
 		if a := get(t, health.Startup(&s), "/startupz"); a.code != 200 {
 			t.Fatalf("got %d %s", a.code, a.body)
 		}
@@ -76,13 +76,13 @@ func TestStartup(t *testing.T) {
 
 func TestStateDrainingIsFinalAndStartedSticks(t *testing.T) {
 	var s health.State
-	if s.Status() != health.Unavailable || s.Started() {
+	if s.Status() != health.StatusUnavailable || s.Started() {
 		t.Fatal("zero State must be Unavailable and not started")
 	}
-	s.Set(health.Ready)
-	s.Set(health.Draining)
-	s.Set(health.Ready)
-	if s.Status() != health.Draining || !s.Started() || s.Status().String() != "draining" {
+	s.Set(health.StatusReady)
+	s.Set(health.StatusDraining)
+	s.Set(health.StatusReady)
+	if s.Status() != health.StatusDraining || !s.Started() || s.Status().String() != "draining" {
 		t.Fatalf("status %v started %v", s.Status(), s.Started())
 	}
 }

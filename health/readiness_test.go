@@ -29,9 +29,9 @@ func TestReadinessAnswersFromStateAlone(t *testing.T) {
 		status string
 	}{
 		{"unavailable before ready", nil, 503, "unavailable"},
-		{"draining after ready", []health.Status{health.Ready, health.Draining}, 503, "draining"},
-		{"draining without ever being ready", []health.Status{health.Draining}, 503, "draining"},
-		{"draining is final", []health.Status{health.Draining, health.Ready}, 503, "draining"},
+		{"draining after ready", []health.Status{health.StatusReady, health.StatusDraining}, 503, "draining"},
+		{"draining without ever being ready", []health.Status{health.StatusDraining}, 503, "draining"},
+		{"draining is final", []health.Status{health.StatusDraining, health.StatusReady}, 503, "draining"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s health.State

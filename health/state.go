@@ -10,21 +10,21 @@ import (
 type Status int32
 
 const (
-	// Unavailable: not yet ready to take work (starting, or startup failed). The zero value.
-	Unavailable Status = iota
-	// Ready: every client is open and the entrypoints are bound.
-	Ready
-	// Draining: shutting down, or announced as leaving; still alive, not to be routed to.
-	Draining
+	// StatusUnavailable: not yet ready to take work (starting, or startup failed). The zero value.
+	StatusUnavailable Status = iota
+	// StatusReady: every client is open and the entrypoints are bound.
+	StatusReady
+	// StatusDraining: shutting down, or announced as leaving; still alive, not to be routed to.
+	StatusDraining
 )
 
 func (s Status) String() string {
 	switch s {
-	case Unavailable:
+	case StatusUnavailable:
 		return "unavailable"
-	case Ready:
+	case StatusReady:
 		return "ready"
-	case Draining:
+	case StatusDraining:
 		return "draining"
 	}
 	return fmt.Sprintf("Status(%d)", int32(s))
@@ -32,7 +32,7 @@ func (s Status) String() string {
 
 // State holds a process's Status. The Host drives it: Unavailable until startup has
 // bound every entrypoint, Ready until shutdown begins or BeginDraining is called,
-// Draining from then on. Draining is final: once set, Set(Ready) does nothing.
+// StatusDraining from then on. StatusDraining is final: once set, Set(StatusReady) does nothing.
 //
 // The zero value is Unavailable and ready to use; a State is safe for concurrent use.
 type State struct {
@@ -50,11 +50,11 @@ func (s *State) Status() Status { return Status(s.v.Load()) }
 func (s *State) Set(st Status) {
 	for {
 		cur := s.v.Load()
-		if Status(cur) == Draining {
+		if Status(cur) == StatusDraining {
 			return
 		}
 		if s.v.CompareAndSwap(cur, int32(st)) {
-			if st == Ready {
+			if st == StatusReady {
 				s.started.Store(true)
 			}
 			if cur != int32(st) {

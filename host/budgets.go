@@ -12,7 +12,7 @@ import (
 )
 
 // Budgets bound each stage of an orderly exit. A zero field takes its default; a
-// negative one, or one above MaxBudget, is a ConfigError. Each can be overridden from
+// negative one, or one above 24h, is a ConfigError. Each can be overridden from
 // the environment with the variable named beside it, as a Go duration ("5s", "250ms").
 type Budgets struct {
 	// DrainDelay is a fixed wait between readiness turning false and the first
@@ -69,16 +69,16 @@ type Budgets struct {
 // (30 s) with 10% headroom when its phases declare a MaxDuration, and within the
 // period itself when they do not (docs/budgets.md).
 const (
-	DefaultDrainPhasesBudget = 3 * time.Second
-	DefaultDrainGrace        = 10 * time.Second
-	DefaultStepTimeout       = time.Second
-	DefaultWarmupTimeout     = time.Minute
+	defaultDrainPhasesBudget = 3 * time.Second
+	defaultDrainGrace        = 10 * time.Second
+	defaultStepTimeout       = time.Second
+	defaultWarmupTimeout     = time.Minute
 )
 
-// MaxBudget is the largest value any budget may take, from the spec or the
+// maxBudget is the largest value any budget may take, from the spec or the
 // environment. A larger one is a ConfigError naming the field or variable: no exit is
 // meant to last a day, and the ceiling keeps every sum of budgets far from overflow.
-const MaxBudget = 24 * time.Hour
+const maxBudget = 24 * time.Hour
 
 // drainSlack is how long the Host waits beyond DrainGrace for a Drain to return: the
 // second a drain phase that ignores its cancellation is given (hooks.AbandonAfter),
@@ -108,11 +108,10 @@ type budgetVars map[string]string
 // of is the variable field's value came from, or "".
 func (v budgetVars) of(field string) string { return v[field] }
 
-// resolve applies environment overrides, checks every field and fills defaults.
-// Problems are recorded in l under the field ("Budgets.DrainGrace"), with the
-// variable when the value came from one. It returns the variables the values came
-// from.
-func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
+// withEnv applies the environment's overrides, read through lookup. A bad value is
+// recorded in l under the field ("Budgets.DrainGrace") and its variable, and the
+// field set to 0. It returns the variables the values came from.
+func (b Budgets) withEnv(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
 	fromEnv := budgetVars{}
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
@@ -124,43 +123,46 @@ func (b Budgets) resolve(lookup func(string) (string, bool), l *fault.Problems) 
 		field := "Budgets." + e.field
 		switch {
 		case err != nil:
-			l.AddEnvf(field, e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, MaxBudget)
+			l.AddEnvf(field, e.name, "%v (want e.g. \"5s\" or \"250ms\", at most %s)", err, maxBudget)
 		case d < 0:
 			l.AddEnvf(field, e.name, "must not be negative, got %s", d)
-		case d > MaxBudget:
-			l.AddEnvf(field, e.name, "%s is above the ceiling of %s", d, MaxBudget)
+		case d > maxBudget:
+			l.AddEnvf(field, e.name, "%s is above the ceiling of %s", d, maxBudget)
 		default:
 			*e.ptr(&b) = d
 			continue
 		}
 		*e.ptr(&b) = 0 // reported; keep the figures sane for what follows
 	}
+	return b, fromEnv
+}
+
+// resolve checks every field and fills defaults, recording each problem in l under
+// its field ("Budgets.DrainGrace"). A value withEnv took is in range already.
+func (b Budgets) resolve(l *fault.Problems) Budgets {
 	for _, e := range budgetEnv {
-		if fromEnv[e.field] != "" {
-			continue
-		}
 		switch d := *e.ptr(&b); {
 		case d < 0:
 			l.Addf("Budgets."+e.field, "must not be negative, got %s", d)
 			*e.ptr(&b) = 0
-		case d > MaxBudget:
-			l.Addf("Budgets."+e.field, "%s is above the ceiling of %s", d, MaxBudget)
+		case d > maxBudget:
+			l.Addf("Budgets."+e.field, "%s is above the ceiling of %s", d, maxBudget)
 			*e.ptr(&b) = 0
 		}
 	}
 	if b.DrainPhasesBudget == 0 {
-		b.DrainPhasesBudget = DefaultDrainPhasesBudget
+		b.DrainPhasesBudget = defaultDrainPhasesBudget
 	}
 	if b.DrainGrace == 0 {
-		b.DrainGrace = DefaultDrainGrace
+		b.DrainGrace = defaultDrainGrace
 	}
 	if b.StepTimeout == 0 {
-		b.StepTimeout = DefaultStepTimeout
+		b.StepTimeout = defaultStepTimeout
 	}
 	if b.WarmupTimeout == 0 {
-		b.WarmupTimeout = DefaultWarmupTimeout
+		b.WarmupTimeout = defaultWarmupTimeout
 	}
-	return b, fromEnv
+	return b
 }
 
 // parseDuration reads a Go duration, or whole seconds when seconds is true. A value
@@ -169,12 +171,12 @@ func parseDuration(v string, seconds bool) (time.Duration, error) {
 	v = strings.TrimSpace(v)
 	if seconds {
 		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
-			if n > int64(MaxBudget/time.Second) || n < -int64(MaxBudget/time.Second) {
-				return 0, fmt.Errorf("%s seconds is above the ceiling of %s", v, MaxBudget)
+			if n > int64(maxBudget/time.Second) || n < -int64(maxBudget/time.Second) {
+				return 0, fmt.Errorf("%s seconds is above the ceiling of %s", v, maxBudget)
 			}
 			return time.Duration(n) * time.Second, nil
 		} else if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
-			return 0, fmt.Errorf("%s seconds is above the ceiling of %s", v, MaxBudget)
+			return 0, fmt.Errorf("%s seconds is above the ceiling of %s", v, maxBudget)
 		}
 	}
 	d, err := time.ParseDuration(v)
@@ -217,8 +219,8 @@ func checkTimeoutEnv(lookup func(string) (string, bool), d time.Duration, l *fau
 		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%v (want e.g. \"2s\" or \"500ms\")", err)
 	case got <= 0:
 		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "must be positive, got %s", got)
-	case got > MaxBudget:
-		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, MaxBudget)
+	case got > maxBudget:
+		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT", "%s is above the ceiling of %s", got, maxBudget)
 	default:
 		return got
 	}

@@ -101,7 +101,7 @@ func TestConfigError(t *testing.T) {
 		}
 		b := h.Budgets()
 		if b.DrainDelay != 5*time.Second || b.TerminationGracePeriod != 45*time.Second || b.StepTimeout != 750*time.Millisecond ||
-			b.DrainGrace != host.DefaultDrainGrace {
+			b.DrainGrace != 10*time.Second {
 			t.Errorf("budgets = %+v", b)
 		}
 	})

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -15,12 +14,13 @@ type LeadershipReporter interface {
 	Leadership() map[string]lock.Status
 }
 
-// Lifecycle is the /debug/lifecycle document.
-type Lifecycle struct {
+// Snapshot is where the Host stands: the /debug/lifecycle document. (AppSpec's
+// Lifecycle is something else: the registry of hooks and drain phases.)
+type Snapshot struct {
 	Service     string                 `json:"service"`
 	Instance    string                 `json:"instance"`
 	Stage       string                 `json:"stage"`    // the Host's stage, named as in the shutdown report
-	Shutdown    string                 `json:"shutdown"` // the shutdown handle's Phase
+	Shutdown    string                 `json:"shutdown"` // not_started, started, cleanup or completed
 	Ready       bool                   `json:"ready"`
 	Draining    bool                   `json:"draining"`
 	Entrypoints []EntrypointStatus     `json:"entrypoints"`
@@ -41,19 +41,19 @@ type EntrypointStatus struct {
 	Detail   string `json:"detail,omitempty"`
 }
 
-// Lifecycle returns a snapshot of where the Host stands.
-func (h *Host) Lifecycle() Lifecycle {
+// Snapshot returns where the Host stands now, as /debug/lifecycle serves it.
+func (h *Host) Snapshot() Snapshot {
 	h.mu.Lock()
 	entries := h.entries
 	h.mu.Unlock()
 	st := h.Readiness()
-	l := Lifecycle{
+	l := Snapshot{
 		Service:     h.spec.ServiceName,
 		Instance:    h.instance,
 		Stage:       h.Stage().String(),
-		Shutdown:    h.shutdown.Phase().String(),
-		Ready:       st == health.Ready,
-		Draining:    st == health.Draining,
+		Shutdown:    h.shutdown.progress().String(),
+		Ready:       st == health.StatusReady,
+		Draining:    st == health.StatusDraining,
 		Entrypoints: make([]EntrypointStatus, 0, len(entries)),
 		Leadership:  map[string]lock.Status{},
 		PreStop:     h.preStopStatus(),
@@ -61,11 +61,11 @@ func (h *Host) Lifecycle() Lifecycle {
 	}
 	for _, e := range entries {
 		es := EntrypointStatus{Name: e.name, State: e.get().String(), InFlight: inFlight(e)}
-		if d, ok := e.reg.Entrypoint.(entrypoint.StatusDetailer); ok {
+		if d := e.caps.StatusDetail; d != nil {
 			es.Detail = d.StatusDetail()
 		}
 		l.Entrypoints = append(l.Entrypoints, es)
-		if lr, ok := e.reg.Entrypoint.(LeadershipReporter); ok {
+		if lr := e.caps.leadership; lr != nil {
 			for k, v := range lr.Leadership() {
 				l.Leadership[k] = v
 			}
@@ -78,6 +78,6 @@ func (h *Host) lifecycleHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
-		_ = json.NewEncoder(w).Encode(h.Lifecycle())
+		_ = json.NewEncoder(w).Encode(h.Snapshot())
 	})
 }

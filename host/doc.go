@@ -51,6 +51,6 @@
 // failure marked by fault.Permanent), ExitInterrupted (75: a task stopped before it was
 // done) or ExitConfig (78: invalid configuration). A budget overrun never masks the
 // failure that caused the shutdown, and the report's result (success, failure, timeout
-// or interrupted) is what Shutdown.Result says. Main adds ExitSignal+signum (128+n) for
+// or interrupted) is what Shutdown.Result says. Main adds ExitSignal+signum for
 // a second SIGINT, SIGTERM or SIGHUP; SIGQUIT is left to Go's runtime (ExitQuit, 2).
 package host

@@ -3,13 +3,12 @@ package host
 import (
 	"errors"
 	"fmt"
-	"os"
 
 	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // Exit codes: the one place they are declared. README.md's table lists each, and a
@@ -21,7 +20,7 @@ const (
 	// failed, or the exit overran a budget.
 	ExitFailure = 1
 	// ExitQuit is what Go's runtime exits with on SIGQUIT, after writing every
-	// goroutine's stack to stderr; the Host leaves SIGQUIT to it (InstallSignalHandlers).
+	// goroutine's stack to stderr; the Host leaves SIGQUIT to it.
 	ExitQuit   = 2
 	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by
@@ -42,7 +41,7 @@ var (
 	// (whether it returned late or was abandoned), or a cooperative wait ended
 	// without MarkApplicationDrained. It is returned only when nothing else failed
 	// first. The report's result is then "timeout".
-	ErrShutdownTimeout = errors.New("shutdown did not finish within its budgets")
+	ErrShutdownTimeout = errors.New("host: shutdown did not finish within its budgets")
 
 	// ErrCleanupFailed is returned by Run when a cleanup step failed — a
 	// pre_shutdown hook, a warmup step's Stop, closing the container — and nothing
@@ -50,15 +49,11 @@ var (
 	// that cannot deliver telemetry is not a failure (the report names it under
 	// telemetry_undelivered), nor is a post_shutdown hook's, which runs after the
 	// result is settled (the report names it under after_result).
-	ErrCleanupFailed = errors.New("shutdown cleanup failed")
-
-	// ErrServeReturned is the cause when an entrypoint's Serve returned nil
-	// before the Host asked it to stop.
-	ErrServeReturned = errors.New("serve returned before stop")
+	ErrCleanupFailed = errors.New("host: shutdown cleanup failed")
 
 	// ErrWarmupTimeout is wrapped by the startup error of a warmup step still
 	// running when Budgets.WarmupTimeout expired.
-	ErrWarmupTimeout = errors.New("warmup budget spent")
+	ErrWarmupTimeout = errors.New("host: warmup budget spent")
 
 	// ErrAlreadyRun is returned by a second call to Host.Run.
 	ErrAlreadyRun = errors.New("host: Run called more than once")
@@ -90,7 +85,7 @@ func (e *StartupError) Unwrap() error { return e.Err }
 // 0 for nil, ExitConfig for a *fault.ConfigError, the code of an error in the chain
 // with an ExitCode() int method (a task's permanent failure is one), ExitInterrupted
 // for fault.ErrInterrupted, ExitFailure for anything else. (A second signal exits with
-// 128+signum directly; see InstallSignalHandlers.)
+// 128+signum directly; see signalHandler.)
 func ExitCode(err error) int {
 	var ce *fault.ConfigError
 	var coded interface{ ExitCode() int }
@@ -111,6 +106,5 @@ func ExitCode(err error) int {
 // fallbackLogger is the logger of last resort, for a configuration error found
 // before the Host's own logger exists: JSON on stderr, as the Host's logger writes.
 func fallbackLogger(service string) *zap.Logger {
-	core := zapcore.NewCore(encoder(logJSON, false), newLogSink(os.Stderr, logBufferBytes), zapcore.InfoLevel)
-	return zap.New(core).With(zap.String("service", service))
+	return telemetry.FallbackLogger().With(zap.String("service", service))
 }

@@ -7,11 +7,12 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // exportFunc builds what sends the Host's telemetry out of the process (see
 // WithExporter).
-type exportFunc = func(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter, metrics sdkmetric.Reader)
+type exportFunc = telemetry.ExportFunc
 
 // WithExporter makes the Host export its telemetry through what export builds;
 // otlp.FromEnv, from the standard OTEL_* variables, is the usual one. Without it,

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
@@ -163,7 +164,7 @@ func TestFailures(t *testing.T) {
 			a := newFake("a", j)
 			a.serve = func(context.Context, <-chan struct{}) error { return nil }
 			err := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: a}}}).Wait()
-			if !errors.Is(err, host.ErrServeReturned) {
+			if !errors.Is(err, entrypoint.ErrReturnedEarly) {
 				t.Fatalf("Run = %v, want ErrServeReturned", err)
 			}
 		})
@@ -183,7 +184,7 @@ func TestFailures(t *testing.T) {
 			if s := x.Host().Stage(); s != host.StageServe {
 				t.Fatalf("stage = %s a minute after a non-essential failure, want serve", s)
 			}
-			lc := x.Host().Lifecycle()
+			lc := x.Host().Snapshot()
 			if lc.Entrypoints[1].State != "failed" || lc.Entrypoints[0].State != "serving" {
 				t.Errorf("lifecycle = %+v", lc.Entrypoints)
 			}

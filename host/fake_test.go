@@ -27,7 +27,7 @@ func (j *journal) add(format string, args ...any) {
 
 // addReady records line with the readiness at that moment.
 func (j *journal) addReady(line string) {
-	st := health.Unavailable
+	st := health.StatusUnavailable
 	j.mu.Lock()
 	h := j.h
 	j.mu.Unlock()

@@ -26,7 +26,7 @@ type Host struct {
 	budgets    Budgets
 	budgetVars budgetVars // the variables the budgets came from
 	instance   string
-	tel        *telemetry
+	tel        *outputs
 	log        *zap.Logger
 
 	scope     Scope    // the container's; nil without one
@@ -106,7 +106,8 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		return nil, err
 	}
 	var problems fault.Problems
-	h.budgets, h.budgetVars = spec.Budgets.resolve(h.opts.lookup, &problems)
+	h.budgets, h.budgetVars = spec.Budgets.withEnv(h.opts.lookup, &problems)
+	h.budgets = h.budgets.resolve(&problems)
 	h.spec.Probes.CheckTimeout = checkTimeoutEnv(h.opts.lookup, spec.Probes.CheckTimeout, &problems)
 	h.spec.CheckInterval = checkTiming(h.opts.lookup, &h.spec, &problems) // monitor.go
 	h.shutdown = newShutdown(h.budgets.Deadline)
@@ -185,7 +186,7 @@ func (h *Host) BeginDraining() {
 }
 
 func (h *Host) withdraw() {
-	h.state.Set(health.Draining)
+	h.state.Set(health.StatusDraining)
 	h.tel.metrics.ready.Set(0)
 }
 
@@ -200,7 +201,7 @@ type readiness struct{ h *Host }
 
 func (r readiness) Status() health.Status {
 	if r.h.shutdown.stopping().Err() != nil {
-		return health.Draining
+		return health.StatusDraining
 	}
 	return r.h.state.Status()
 }

@@ -120,8 +120,8 @@ func checkTiming(lookup func(string) (string, bool), spec *AppSpec, l *fault.Pro
 			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "%v (want e.g. \"5s\" or \"500ms\")", err)
 		case got <= 0:
 			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "must be positive, got %s", got)
-		case got > MaxBudget:
-			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "%s is above the ceiling of %s", got, MaxBudget)
+		case got > maxBudget:
+			l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "%s is above the ceiling of %s", got, maxBudget)
 		default:
 			interval = got
 		}

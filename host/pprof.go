@@ -13,19 +13,20 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // The environment variables the profiling token is read from, one or the other, as
 // for the PreStop token: the token itself, or a file holding it. Setting one serves
-// the runtime's profiles under PprofPath (the list) and PprofPath+"/name" on the
+// the runtime's profiles under pprofPath (the list) and pprofPath+"/name" on the
 // probe listener — never on a public
 // port — to requests that carry the token in PprofHeader; anything else there is
 // answered 403 and counted. Unset, the paths do not exist (404).
 const (
-	PprofTokenEnv     = "SW_PPROF_TOKEN"
-	PprofTokenFileEnv = "SW_PPROF_TOKEN_FILE"
+	pprofTokenEnv     = "SW_PPROF_TOKEN"
+	pprofTokenFileEnv = "SW_PPROF_TOKEN_FILE"
 	PprofHeader       = "X-Servicewright-Pprof"
-	PprofPath         = "/debug/pprof"
+	pprofPath         = "/debug/pprof"
 )
 
 // maxProfileSeconds bounds a CPU profile or an execution trace: long enough to see a
@@ -35,8 +36,8 @@ const maxProfileSeconds = 60
 // configurePprof reads the profiling token and, when one is set, registers the
 // count of refused requests. New calls it; problems go to l.
 func (h *Host) configurePprof(l *fault.Problems) {
-	h.pprof.auth = readToken(h.opts.lookup, PprofTokenEnv, PprofTokenFileEnv, PprofHeader, l)
-	if !h.pprof.auth.set {
+	h.pprof.auth = prestop.ReadToken(h.opts.lookup, pprofTokenEnv, pprofTokenFileEnv, PprofHeader, maxPreStopTokenLen, l)
+	if !h.pprof.auth.Set() {
 		return
 	}
 	h.pprof.refused = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -50,37 +51,37 @@ func (h *Host) configurePprof(l *fault.Problems) {
 
 // pprofState is what the profiling endpoint asks of a caller and counts.
 type pprofState struct {
-	auth    preStopAuth
+	auth    *prestop.Token
 	refused *prometheus.CounterVec
 }
 
 // pprofHandler serves the runtime's profiles, as net/http/pprof does, to a caller
-// with the token: PprofPath lists them; PprofPath+"/profile?seconds=N" is a CPU
-// profile and PprofPath+"/trace?seconds=N" an execution trace (N from 1 to 60,
+// with the token: pprofPath lists them; pprofPath+"/profile?seconds=N" is a CPU
+// profile and pprofPath+"/trace?seconds=N" an execution trace (N from 1 to 60,
 // default 10; one CPU profile at a time); any other name is a runtime/pprof profile
 // (heap, goroutine, allocs, block, mutex, threadcreate), with ?debug=N. It is nil
 // when no token is set. net/http/pprof is not imported: its init would add the same
 // handlers to http.DefaultServeMux, which a service may serve on its public port.
 func (h *Host) pprofHandler() http.Handler {
-	if !h.pprof.auth.set {
+	if !h.pprof.auth.Set() {
 		return nil
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "no-store")
-		reason := h.pprof.auth.check(r)
+		reason := h.pprof.auth.Check(r)
 		if reason == "" && r.Method != http.MethodGet {
 			reason = "method"
 		}
 		if reason != "" {
 			h.pprof.refused.WithLabelValues(reason).Inc()
-			if ok, suppressed := h.pprof.auth.logRefusal(time.Now()); ok {
+			if ok, suppressed := h.pprof.auth.LogRefusal(time.Now()); ok {
 				h.log.Warn("pprof: refused", zap.String("reason", reason), zap.String("remote_addr", r.RemoteAddr),
-					zap.String("user_agent", clip(r.UserAgent())), zap.Int("refusals_not_logged", suppressed))
+					zap.String("user_agent", prestop.Clip(r.UserAgent())), zap.Int("refusals_not_logged", suppressed))
 			}
 			http.Error(w, `{"status":"forbidden"}`, http.StatusForbidden)
 			return
 		}
-		serveProfile(w, r, strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, PprofPath), "/"))
+		serveProfile(w, r, strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, pprofPath), "/"))
 	})
 }
 

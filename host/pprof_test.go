@@ -44,32 +44,32 @@ func TestPprof(t *testing.T) {
 		var runs atomic.Int32
 		h, stop := preStopHost(t, &runs, prometheus.NewRegistry(), zap.NewNop())
 		defer stop()
-		if code, _ := getPprof(t, h, host.PprofPath+"/goroutine", pprofToken); code != http.StatusNotFound {
-			t.Errorf("GET %s/goroutine without a configured token = %d, want 404", host.PprofPath, code)
+		if code, _ := getPprof(t, h, "/debug/pprof"+"/goroutine", pprofToken); code != http.StatusNotFound {
+			t.Errorf("GET %s/goroutine without a configured token = %d, want 404", "/debug/pprof", code)
 		}
 	})
 	t.Run("served with the token, refused and counted without", func(t *testing.T) {
 		var runs atomic.Int32
 		reg := prometheus.NewRegistry()
-		h, stop := preStopHost(t, &runs, reg, zap.NewNop(), host.PprofTokenEnv, pprofToken, host.PreStopTokenEnv, testToken)
+		h, stop := preStopHost(t, &runs, reg, zap.NewNop(), "SW_PPROF_TOKEN", pprofToken, host.PreStopTokenEnv, testToken)
 		defer stop()
-		code, body := getPprof(t, h, host.PprofPath, pprofToken)
+		code, body := getPprof(t, h, "/debug/pprof", pprofToken)
 		if code != http.StatusOK || !bytes.Contains(body, []byte("goroutine?debug=1")) {
-			t.Errorf("GET %s = %d %q, want 200 and the list of profiles", host.PprofPath, code, body)
+			t.Errorf("GET %s = %d %q, want 200 and the list of profiles", "/debug/pprof", code, body)
 		}
-		code, body = getPprof(t, h, host.PprofPath+"/goroutine?debug=1", pprofToken)
+		code, body = getPprof(t, h, "/debug/pprof"+"/goroutine?debug=1", pprofToken)
 		if code != http.StatusOK || !bytes.Contains(body, []byte("goroutine profile:")) {
 			t.Errorf("GET goroutine?debug=1 = %d %.80q, want 200 and the profile", code, body)
 		}
-		code, body = getPprof(t, h, host.PprofPath+"/profile?seconds=1", pprofToken)
+		code, body = getPprof(t, h, "/debug/pprof"+"/profile?seconds=1", pprofToken)
 		if code != http.StatusOK || len(body) == 0 {
 			t.Errorf("GET profile?seconds=1 = %d with %d bytes, want 200 and a CPU profile", code, len(body))
 		}
-		if code, _ := getPprof(t, h, host.PprofPath+"/profile?seconds=3600", pprofToken); code != http.StatusBadRequest {
+		if code, _ := getPprof(t, h, "/debug/pprof"+"/profile?seconds=3600", pprofToken); code != http.StatusBadRequest {
 			t.Errorf("GET profile?seconds=3600 = %d, want 400", code)
 		}
 		for _, token := range []string{"", testToken} { // none, and the PreStop token
-			if code, _ := getPprof(t, h, host.PprofPath+"/heap", token); code != http.StatusForbidden {
+			if code, _ := getPprof(t, h, "/debug/pprof"+"/heap", token); code != http.StatusForbidden {
 				t.Errorf("GET heap with %q = %d, want 403", token, code)
 			}
 		}
@@ -78,10 +78,10 @@ func TestPprof(t *testing.T) {
 		}
 	})
 	t.Run("a bad token is a ConfigError naming the variable", func(t *testing.T) {
-		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet()}, env(host.PprofTokenEnv, "short"))
+		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet()}, env("SW_PPROF_TOKEN", "short"))
 		var ce *fault.ConfigError
-		if !errors.As(err, &ce) || !strings.Contains(err.Error(), host.PprofTokenEnv) {
-			t.Fatalf("New with a short profiling token = %v, want a ConfigError naming %s", err, host.PprofTokenEnv)
+		if !errors.As(err, &ce) || !strings.Contains(err.Error(), "SW_PPROF_TOKEN") {
+			t.Fatalf("New with a short profiling token = %v, want a ConfigError naming %s", err, "SW_PPROF_TOKEN")
 		}
 	})
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/hookrun"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // PreStopFunc is Host.PreStop as the container sees it, so that an admin endpoint
@@ -31,8 +32,8 @@ type drainAhead struct {
 	phasesDone  chan struct{}
 	phasesRep   hookrun.PhasesReport
 
-	auth    preStopAuth     // what PreStopPath asks of a caller (prestop_auth.go)
-	metrics *preStopMetrics // nil when they could not be registered
+	auth    *prestop.Token   // what PreStopPath asks of a caller (prestop_auth.go)
+	metrics *prestop.Metrics // nil when they could not be registered
 
 	// requested is when the first PreStop was accepted, zero if never. Guarded
 	// by mu.
@@ -65,7 +66,7 @@ type drainAhead struct {
 // itself. It does not stop, drain or begin the shutdown of anything.
 //
 // Every call is logged with its caller. If no stop follows the first call within the
-// termination grace period (TerminationGracePeriod, or DefaultPreStopGrace when it is
+// termination grace period (TerminationGracePeriod, or 30s when it is
 // not known), a warning is logged; servicewright_prestop_pending_seconds and the
 // "prestop" field of /debug/lifecycle show it until a stop comes, so that an operator
 // can find a replica left out of rotation. Nothing restores readiness but a restart.
@@ -76,9 +77,7 @@ func (h *Host) PreStop(ctx context.Context) error {
 // acceptPreStop is PreStop for a caller described by who.
 func (h *Host) acceptPreStop(ctx context.Context, who ...zap.Field) error {
 	first := h.ahead.called.CompareAndSwap(false, true)
-	if m := h.ahead.metrics; m != nil {
-		m.accepted.Inc()
-	}
+	h.ahead.metrics.Accepted()
 	h.log.Info("prestop: accepted", append(who, zap.Bool("first", first))...)
 	if !first {
 		return nil

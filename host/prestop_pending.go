@@ -16,7 +16,7 @@ type PreStopStatus struct {
 	// Overdue is true while the grace period has passed with no stop: the replica
 	// is out of rotation and nothing will put it back but a stop or a restart.
 	Overdue bool   `json:"overdue"`
-	Grace   string `json:"grace"` // TerminationGracePeriod, or DefaultPreStopGrace
+	Grace   string `json:"grace"` // TerminationGracePeriod, or 30s
 }
 
 // preStopGrace is how long a stop may take to follow an accepted PreStop: in
@@ -26,7 +26,7 @@ func (h *Host) preStopGrace() time.Duration {
 	if g := h.budgets.TerminationGracePeriod; g > 0 {
 		return g
 	}
-	return DefaultPreStopGrace
+	return defaultPreStopGrace
 }
 
 // stopFollowed reports whether a stop came since: one was requested, or the run

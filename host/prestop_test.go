@@ -47,7 +47,7 @@ func TestPreStop(t *testing.T) {
 			returned := make(chan error)
 			go func() { returned <- h.PreStop(context.Background()) }()
 			synctest.Wait()
-			if h.Readiness() != health.Draining {
+			if h.Readiness() != health.StatusDraining {
 				t.Errorf("readiness %s right after PreStop, want draining", h.Readiness())
 			}
 			if err := <-returned; err != nil || time.Since(began) != 6*time.Second {
@@ -111,7 +111,7 @@ func TestPreStop(t *testing.T) {
 			if err := x.Host().PreStop(context.Background()); err != nil || time.Since(began) != 0 {
 				t.Errorf("PreStop = %v after %s, want nil at once", err, time.Since(began))
 			}
-			if x.Host().Readiness() != health.Draining {
+			if x.Host().Readiness() != health.StatusDraining {
 				t.Errorf("readiness %s", x.Host().Readiness())
 			}
 			x.Stop() // before the warmup returns: startup never finishes
@@ -219,7 +219,7 @@ func TestPreStopFromContainer(t *testing.T) {
 		spec.Container = hostfx.Container(fx.Invoke(func(p host.PreStopFunc) { preStop = p }))
 		x := start(t, j, spec)
 		x.WaitStage(host.StageServe)
-		if err := preStop(context.Background()); err != nil || x.Host().Readiness() != health.Draining {
+		if err := preStop(context.Background()); err != nil || x.Host().Readiness() != health.StatusDraining {
 			t.Errorf("PreStopFunc = %v, readiness %s; want nil and draining", err, x.Host().Readiness())
 		}
 		if !slices.Contains(names(j), "phase") {

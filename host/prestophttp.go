@@ -5,6 +5,8 @@ import (
 	"net/http"
 
 	"go.uber.org/zap"
+
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // PreStopPath is where the probe listener serves Host.PreStop, for GET and POST: the
@@ -21,30 +23,16 @@ import (
 // string changes nothing.
 const PreStopPath = "/prestop"
 
-// preStopHandler serves PreStopPath. Other methods are answered 405; a request
-// without the right token 403 (see PreStopPath). Refusals are counted in
-// servicewright_prestop_refused_total and logged with their caller, at most one line
-// every 10 s; an accepted request is always logged with its caller.
-//
-// The drain runs detached from the request: a client that goes away, or a kubelet
-// whose hook gives up, does not cut the drain phases half-way; PreStop is bounded by
-// DrainDelay and DrainPhasesBudget itself. A drain longer than the probe listener's
-// write timeout (30s + CheckTimeout) still completes, though its client sees the
-// connection closed without an answer.
+// preStopHandler serves PreStopPath (prestop.Endpoint): GET and POST with the token
+// run acceptPreStop detached from the request; anything else is refused, counted and
+// logged. A drain longer than the probe listener's write timeout (30s +
+// CheckTimeout) still completes, though its client sees the connection closed
+// without an answer.
 func (h *Host) preStopHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet && r.Method != http.MethodPost {
-			h.refusePreStop(w, r, "method", http.StatusMethodNotAllowed)
-			return
-		}
-		if reason := h.ahead.auth.check(r); reason != "" {
-			h.refusePreStop(w, r, reason, http.StatusForbidden)
-			return
-		}
-		_ = h.acceptPreStop(context.WithoutCancel(r.Context()), zap.String("caller", "http"),
-			zap.String("remote_addr", r.RemoteAddr), zap.String("user_agent", clip(r.UserAgent())))
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Cache-Control", "no-store")
-		_, _ = w.Write([]byte(`{"status":"draining"}` + "\n"))
-	})
+	return &prestop.Endpoint{
+		Token:   h.ahead.auth,
+		Metrics: h.ahead.metrics,
+		Log:     h.log,
+		Accept:  func(ctx context.Context, who ...zap.Field) { _ = h.acceptPreStop(ctx, who...) },
+	}
 }

@@ -95,7 +95,7 @@ func TestPreStopEndpoint(t *testing.T) {
 	if code, _ := call(t, h, http.MethodDelete, host.PreStopPath, testToken); code != http.StatusMethodNotAllowed {
 		t.Errorf("DELETE %s = %d, want 405", host.PreStopPath, code)
 	}
-	if h.Readiness() != health.Ready {
+	if h.Readiness() != health.StatusReady {
 		t.Errorf("readiness %s after a refused DELETE, want ready", h.Readiness())
 	}
 	for _, method := range []string{http.MethodPost, http.MethodGet} {
@@ -104,7 +104,7 @@ func TestPreStopEndpoint(t *testing.T) {
 			t.Errorf("%s %s = %d %q", method, host.PreStopPath, code, body)
 		}
 	}
-	if h.Readiness() != health.Draining || runs.Load() != 1 || h.Stage() != host.StageServe {
+	if h.Readiness() != health.StatusDraining || runs.Load() != 1 || h.Stage() != host.StageServe {
 		t.Errorf("after /prestop: readiness %s, %d phase runs, stage %s; want draining, 1, serve",
 			h.Readiness(), runs.Load(), h.Stage())
 	}
@@ -155,9 +155,9 @@ func TestPreStopRefused(t *testing.T) {
 					t.Errorf("%s = %d %q, want 403", method, code, body)
 				}
 			}
-			if h.Readiness() != health.Ready || runs.Load() != 0 || h.Lifecycle().PreStop != nil {
+			if h.Readiness() != health.StatusReady || runs.Load() != 0 || h.Snapshot().PreStop != nil {
 				t.Errorf("after refused calls: readiness %s, %d phase runs, prestop %+v; want nothing changed",
-					h.Readiness(), runs.Load(), h.Lifecycle().PreStop)
+					h.Readiness(), runs.Load(), h.Snapshot().PreStop)
 			}
 			if n := testutil.ToFloat64(mustCounter(t, reg, tc.reason)); n != 3 {
 				t.Errorf("servicewright_prestop_refused_total{reason=%q} = %v, want 3", tc.reason, n)
@@ -210,9 +210,9 @@ func TestPreStopToken(t *testing.T) {
 	}
 	t.Run("from a file, trimmed", func(t *testing.T) {
 		var runs atomic.Int32
-		h, stop := preStopHost(t, &runs, nil, zap.NewNop(), host.PreStopTokenFileEnv, file)
+		h, stop := preStopHost(t, &runs, nil, zap.NewNop(), "SW_PRESTOP_TOKEN_FILE", file)
 		defer stop()
-		if code, _ := call(t, h, http.MethodGet, host.PreStopPath, testToken); code != 200 || h.Readiness() != health.Draining {
+		if code, _ := call(t, h, http.MethodGet, host.PreStopPath, testToken); code != 200 || h.Readiness() != health.StatusDraining {
 			t.Errorf("/prestop with the file's token = %d, readiness %s", code, h.Readiness())
 		}
 	})
@@ -222,9 +222,9 @@ func TestPreStopToken(t *testing.T) {
 		field string
 	}{
 		{"too short", []string{host.PreStopTokenEnv, "tiny-secret"}, host.PreStopTokenEnv},
-		{"too short in a file", []string{host.PreStopTokenFileEnv, short}, host.PreStopTokenFileEnv},
-		{"both", []string{host.PreStopTokenEnv, testToken, host.PreStopTokenFileEnv, file}, host.PreStopTokenEnv + ", " + host.PreStopTokenFileEnv},
-		{"an unreadable file", []string{host.PreStopTokenFileEnv, filepath.Join(dir, "missing")}, host.PreStopTokenFileEnv},
+		{"too short in a file", []string{"SW_PRESTOP_TOKEN_FILE", short}, "SW_PRESTOP_TOKEN_FILE"},
+		{"both", []string{host.PreStopTokenEnv, testToken, "SW_PRESTOP_TOKEN_FILE", file}, host.PreStopTokenEnv + ", " + "SW_PRESTOP_TOKEN_FILE"},
+		{"an unreadable file", []string{"SW_PRESTOP_TOKEN_FILE", filepath.Join(dir, "missing")}, "SW_PRESTOP_TOKEN_FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet()}, env(tc.env...))
@@ -250,8 +250,8 @@ func TestPreStopPending(t *testing.T) {
 			Budgets: host.Budgets{DrainDelay: time.Second}}, env("TERMINATION_GRACE_PERIOD", "20"))
 		x.WaitStage(host.StageServe)
 		h := x.Host()
-		if h.Lifecycle().PreStop != nil {
-			t.Errorf("/debug/lifecycle has a prestop before any: %+v", h.Lifecycle().PreStop)
+		if h.Snapshot().PreStop != nil {
+			t.Errorf("/debug/lifecycle has a prestop before any: %+v", h.Snapshot().PreStop)
 		}
 		if err := h.PreStop(context.Background()); err != nil { // returns after the 1s drain delay
 			t.Fatal(err)
@@ -259,8 +259,8 @@ func TestPreStopPending(t *testing.T) {
 		pending := func() float64 { return gauge(t, reg, "servicewright_prestop_pending_seconds") }
 		time.Sleep(18 * time.Second)
 		synctest.Wait()
-		if n := logs.FilterMessageSnippet("no stop followed").Len(); n != 0 || pending() != 19 || h.Lifecycle().PreStop.Overdue {
-			t.Errorf("19s after PreStop: %d warnings, pending %v, %+v; want none yet, 19, not overdue", n, pending(), h.Lifecycle().PreStop)
+		if n := logs.FilterMessageSnippet("no stop followed").Len(); n != 0 || pending() != 19 || h.Snapshot().PreStop.Overdue {
+			t.Errorf("19s after PreStop: %d warnings, pending %v, %+v; want none yet, 19, not overdue", n, pending(), h.Snapshot().PreStop)
 		}
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -268,7 +268,7 @@ func TestPreStopPending(t *testing.T) {
 		if len(warn) != 1 || warn[0].Level != zap.WarnLevel {
 			t.Fatalf("at the 20s grace: %v, want one warning", warn)
 		}
-		doc, _ := json.Marshal(h.Lifecycle())
+		doc, _ := json.Marshal(h.Snapshot())
 		if !strings.Contains(string(doc), `"prestop":{"requested_at":`) || !strings.Contains(string(doc), `"pending_seconds":20,"overdue":true,"grace":"20s"`) {
 			t.Errorf("/debug/lifecycle = %s, want the pending PreStop", doc)
 		}
@@ -276,7 +276,7 @@ func TestPreStopPending(t *testing.T) {
 		if err := x.Wait(); err != nil {
 			t.Fatal(err)
 		}
-		if p := h.Lifecycle().PreStop; pending() != 0 || p.PendingSeconds != 0 || p.Overdue {
+		if p := h.Snapshot().PreStop; pending() != 0 || p.PendingSeconds != 0 || p.Overdue {
 			t.Errorf("after the stop: pending %v, %+v; want 0, not overdue", pending(), p)
 		}
 	})

@@ -87,8 +87,8 @@ func newProbeListener(cfg health.ListenerConfig, routes probeRoutes, log *zap.Lo
 	mux.Handle("/debug/lifecycle", routes.lifecycle)
 	mux.Handle(PreStopPath, routes.prestop)
 	if routes.pprof != nil {
-		mux.Handle(PprofPath, routes.pprof)
-		mux.Handle(PprofPath+"/", routes.pprof)
+		mux.Handle(pprofPath, routes.pprof)
+		mux.Handle(pprofPath+"/", routes.pprof)
 	}
 	checkTimeout := cfg.CheckTimeout
 	if checkTimeout <= 0 {

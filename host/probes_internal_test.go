@@ -90,17 +90,17 @@ func TestProbeListenerServesEveryProbe(t *testing.T) {
 		code int
 		body string
 	}{
-		{"readyz before ready", health.Unavailable, "/readyz", 503, `{"status":"unavailable","checks":{}}` + "\n"},
-		{"startupz before ready", health.Unavailable, "/startupz", 503, `{"status":"unavailable"}` + "\n"},
-		{"livez before ready", health.Unavailable, "/livez", 200, `{"status":"ok"}` + "\n"},
-		{"readyz when ready", health.Ready, "/readyz", 200, `{"status":"ok","checks":{"db":{"ok":true,"detail":"ok"}}}` + "\n"},
-		{"readyz exclude", health.Ready, "/readyz?exclude=db", 200, `{"status":"ok","checks":{}}` + "\n"},
-		{"metrics", health.Ready, "/metrics", 200, "servicewright_up 1\n"},
-		{"lifecycle", health.Ready, "/debug/lifecycle", 200, `{"phase":"serve"}`},
-		{"prestop", health.Ready, PreStopPath, 200, "drained"},
-		{"readyz draining", health.Draining, "/readyz", 503, `{"status":"draining","checks":{}}` + "\n"},
-		{"livez draining", health.Draining, "/livez", 200, `{"status":"ok"}` + "\n"},
-		{"startupz draining", health.Draining, "/startupz", 200, `{"status":"ok"}` + "\n"},
+		{"readyz before ready", health.StatusUnavailable, "/readyz", 503, `{"status":"unavailable","checks":{}}` + "\n"},
+		{"startupz before ready", health.StatusUnavailable, "/startupz", 503, `{"status":"unavailable"}` + "\n"},
+		{"livez before ready", health.StatusUnavailable, "/livez", 200, `{"status":"ok"}` + "\n"},
+		{"readyz when ready", health.StatusReady, "/readyz", 200, `{"status":"ok","checks":{"db":{"ok":true,"detail":"ok"}}}` + "\n"},
+		{"readyz exclude", health.StatusReady, "/readyz?exclude=db", 200, `{"status":"ok","checks":{}}` + "\n"},
+		{"metrics", health.StatusReady, "/metrics", 200, "servicewright_up 1\n"},
+		{"lifecycle", health.StatusReady, "/debug/lifecycle", 200, `{"phase":"serve"}`},
+		{"prestop", health.StatusReady, PreStopPath, 200, "drained"},
+		{"readyz draining", health.StatusDraining, "/readyz", 503, `{"status":"draining","checks":{}}` + "\n"},
+		{"livez draining", health.StatusDraining, "/livez", 200, `{"status":"ok"}` + "\n"},
+		{"startupz draining", health.StatusDraining, "/startupz", 200, `{"status":"ok"}` + "\n"},
 	} {
 		p.st.Set(step.set)
 		if code, body := probeGet(t, p.url(step.path)); code != step.code || body != step.body {
@@ -184,7 +184,7 @@ func TestProbeListenerClose(t *testing.T) {
 			<-release
 			return nil
 		})}, probeRoutes{})
-		p.st.Set(health.Ready)
+		p.st.Set(health.StatusReady)
 		got := make(chan int, 1)
 		go func() {
 			resp, err := probeClient().Get(p.url("/readyz"))

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/internal/hookrun"
+	"github.com/servicewright/servicewright/internal/telemetry"
 	"go.uber.org/zap"
 )
 
@@ -131,5 +132,5 @@ func (r *report) log(h *Host, res Result, err, cause error, total time.Duration)
 	if cause != nil {
 		fields = append(fields, zap.NamedError("cause", cause))
 	}
-	h.log.Info("shutdown report", fields...)
+	h.log.Info(telemetry.ReportMessage, fields...)
 }

@@ -14,7 +14,7 @@ import (
 // report sends err to the error reporter, when there is one, tagged with the
 // service, the instance, stage, the entrypoint when known, and the trace and span
 // ids of the span in ctx.
-func (t *telemetry) report(ctx context.Context, err error, stage Stage, entrypoint string) {
+func (t *outputs) report(ctx context.Context, err error, stage Stage, entrypoint string) {
 	if t.reporter == nil || err == nil {
 		return
 	}

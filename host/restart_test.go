@@ -178,7 +178,7 @@ func (o *once) Drain(context.Context) error { o.Guard.Drain(); return nil }
 func (o *once) Stop(context.Context) error  { o.Guard.Stop(); return nil }
 
 func lifecycleState(h *host.Host, name string) string {
-	for _, e := range h.Lifecycle().Entrypoints {
+	for _, e := range h.Snapshot().Entrypoints {
 		if e.Name == name {
 			return e.State
 		}

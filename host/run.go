@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/hooks"
@@ -309,8 +310,8 @@ func (r *run) postStart(ctx context.Context) error {
 	if err := h.monitor.AwaitFirst(ctx); err != nil {
 		return fmt.Errorf("first readiness checks: %w", err)
 	}
-	h.state.Set(health.Ready)
-	r.wasReady = h.Readiness() == health.Ready
+	h.state.Set(health.StatusReady)
+	r.wasReady = h.Readiness() == health.StatusReady
 	if r.wasReady {
 		h.tel.metrics.ready.Set(1)
 	}
@@ -352,7 +353,7 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 			}
 			err := res.err
 			if err == nil {
-				err = ErrServeReturned
+				err = entrypoint.ErrReturnedEarly
 			}
 			res.e.set(entryFailed)
 			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()

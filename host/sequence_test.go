@@ -96,7 +96,7 @@ func TestSequence(t *testing.T) {
 			if got := x.Stages(); !slices.Equal(got, wantStages) {
 				t.Errorf("stages:\n got %v\nwant %v", got, wantStages)
 			}
-			if p := x.Host().Shutdown().Phase(); p != host.PhaseCompleted {
+			if p := host.ShutdownProgress(x.Host().Shutdown()); p != "completed" {
 				t.Errorf("shutdown phase = %s, want completed", p)
 			}
 		})

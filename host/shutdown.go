@@ -9,35 +9,35 @@ import (
 	"time"
 )
 
-// Phase is how far a shutdown has got. The constants are prefixed, so that
-// host.PhaseStarted does not read as Shutdown.Started, the channel.
-type Phase int32
+// progress is how far a shutdown has got, for /debug/lifecycle's "shutdown". A
+// program reads the same from Started, CleanupStarted and Done.
+type progress int32
 
 const (
-	// PhaseNotStarted: no stop has been requested.
-	PhaseNotStarted Phase = iota
-	// PhaseStarted: readiness is withdrawn; the entrypoints drain and stop, and in
+	// progressNotStarted: no stop has been requested.
+	progressNotStarted progress = iota
+	// progressStarted: readiness is withdrawn; the entrypoints drain and stop, and in
 	// cooperative mode the Host waits for MarkApplicationDrained.
-	PhaseStarted
-	// PhaseCleanup: shutdown hooks run, warmup steps stop, the container closes and
+	progressStarted
+	// progressCleanup: shutdown hooks run, warmup steps stop, the container closes and
 	// telemetry flushes. Clients from the container must not be used after it.
-	PhaseCleanup
-	// PhaseCompleted: cleanup has finished, whether or not every step succeeded.
-	PhaseCompleted
+	progressCleanup
+	// progressCompleted: cleanup has finished, whether or not every step succeeded.
+	progressCompleted
 )
 
-func (p Phase) String() string {
+func (p progress) String() string {
 	switch p {
-	case PhaseNotStarted:
+	case progressNotStarted:
 		return "not_started"
-	case PhaseStarted:
+	case progressStarted:
 		return "started"
-	case PhaseCleanup:
+	case progressCleanup:
 		return "cleanup"
-	case PhaseCompleted:
+	case progressCompleted:
 		return "completed"
 	}
-	return fmt.Sprintf("Phase(%d)", int32(p))
+	return fmt.Sprintf("progress(%d)", int32(p))
 }
 
 // Result is how a shutdown ended: success, timeout, failure or interrupted. Its
@@ -94,9 +94,9 @@ func (r Result) ExitCode() int {
 // waiting for the end of a shutdown nobody began would wait for the next signal.
 var ErrNotBegun = errors.New("host: shutdown not begun")
 
-// ErrStopRequested is the context.Cause of the stop signal when Begin,
+// errStopRequested is the context.Cause of the stop signal when Begin,
 // BeginCooperative or ForceCleanup started the shutdown.
-var ErrStopRequested = errors.New("stop requested")
+var errStopRequested = errors.New("host: stop requested")
 
 // Shutdown is a service's shutdown handle. The Host owns it and supplies it to the
 // container, so application code can start, observe or hurry the exit. Every caller
@@ -141,7 +141,7 @@ func newShutdown(deadline time.Duration) *Shutdown {
 
 // Begin requests a graceful stop and returns at once. It is what the first SIGTERM
 // does. The Deadline, if any, starts counting at the first call; later calls do nothing.
-func (s *Shutdown) Begin() { s.begin(false, ErrStopRequested) }
+func (s *Shutdown) Begin() { s.begin(false, errStopRequested) }
 
 // BeginCooperative is Begin for an application that started work of its own outside
 // the entrypoints: the entrypoints drain and stop as usual, but cleanup — which closes
@@ -152,7 +152,7 @@ func (s *Shutdown) Begin() { s.begin(false, ErrStopRequested) }
 // does not (ForceCleanup never makes the result a timeout). Only the first Begin
 // chooses the mode; a cooperative call after a plain Begin does not make it
 // cooperative.
-func (s *Shutdown) BeginCooperative() { s.begin(true, ErrStopRequested) }
+func (s *Shutdown) BeginCooperative() { s.begin(true, errStopRequested) }
 
 // begin cancels the stop signal with cause; the first call decides the mode.
 func (s *Shutdown) begin(cooperative bool, cause error) {
@@ -162,7 +162,7 @@ func (s *Shutdown) begin(cooperative bool, cause error) {
 		return
 	}
 	s.cooperative = cooperative
-	s.phase.CompareAndSwap(int32(PhaseNotStarted), int32(PhaseStarted))
+	s.phase.CompareAndSwap(int32(progressNotStarted), int32(progressStarted))
 	if s.deadline > 0 {
 		s.timer = time.AfterFunc(s.deadline, s.expire)
 	}
@@ -171,7 +171,7 @@ func (s *Shutdown) begin(cooperative bool, cause error) {
 
 // expire is the Deadline firing.
 func (s *Shutdown) expire() {
-	if Phase(s.phase.Load()) == PhaseCompleted {
+	if progress(s.phase.Load()) == progressCompleted {
 		return
 	}
 	s.timedOut.Store(true)
@@ -198,12 +198,12 @@ func (s *Shutdown) MarkApplicationDrained() {
 // past its own limit still is, whoever cut the waits.) It does not stop code that is
 // still running: that code may fail as its clients close.
 func (s *Shutdown) ForceCleanup() {
-	s.begin(false, ErrStopRequested)
+	s.begin(false, errStopRequested)
 	s.cancelForce(errors.New("ForceCleanup called"))
 }
 
-// Phase reports how far the shutdown has got.
-func (s *Shutdown) Phase() Phase { return Phase(s.phase.Load()) }
+// progress reports how far the shutdown has got.
+func (s *Shutdown) progress() progress { return progress(s.phase.Load()) }
 
 // Started is closed when the shutdown begins.
 //
@@ -218,7 +218,7 @@ func (s *Shutdown) Started() <-chan struct{} { return s.stop.Done() }
 // as Started is.
 func (s *Shutdown) CleanupStarted() <-chan struct{} { return s.cleanup }
 
-// Done is closed when cleanup has finished and the Phase is PhaseCompleted. Before a
+// Done is closed when cleanup has finished (the shutdown is complete). Before a
 // stop it is open, as Started is.
 func (s *Shutdown) Done() <-chan struct{} { return s.done }
 
@@ -302,7 +302,7 @@ func (s *Shutdown) isCooperative() bool {
 func (s *Shutdown) startCleanup() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.phase.CompareAndSwap(int32(PhaseStarted), int32(PhaseCleanup)) {
+	if s.phase.CompareAndSwap(int32(progressStarted), int32(progressCleanup)) {
 		close(s.cleanup)
 	}
 }
@@ -314,9 +314,9 @@ func (s *Shutdown) complete() {
 	if s.timer != nil {
 		s.timer.Stop()
 	}
-	if Phase(s.phase.Load()) != PhaseCleanup {
+	if progress(s.phase.Load()) != progressCleanup {
 		close(s.cleanup)
 	}
-	s.phase.Store(int32(PhaseCompleted))
+	s.phase.Store(int32(progressCompleted))
 	close(s.done)
 }

@@ -78,8 +78,8 @@ func TestShutdownHandle(t *testing.T) {
 				Budgets: host.Budgets{DrainDelay: time.Second, Deadline: 10 * time.Second}})
 			x.WaitStage(host.StageServe)
 			sd := x.Host().Shutdown()
-			if sd.Phase() != host.PhaseNotStarted {
-				t.Fatalf("phase = %s before Begin", sd.Phase())
+			if host.ShutdownProgress(sd) != "not_started" {
+				t.Fatalf("phase = %s before Begin", host.ShutdownProgress(sd))
 			}
 			began := time.Now()
 			sd.Begin()
@@ -90,8 +90,8 @@ func TestShutdownHandle(t *testing.T) {
 			if d := time.Since(began); d != time.Second {
 				t.Errorf("exit took %s, want the 1s delay once", d)
 			}
-			if drains != 1 || sd.Result() != host.ResultSuccess || sd.Phase() != host.PhaseCompleted {
-				t.Errorf("drains=%d result=%s phase=%s", drains, sd.Result(), sd.Phase())
+			if drains != 1 || sd.Result() != host.ResultSuccess || host.ShutdownProgress(sd) != "completed" {
+				t.Errorf("drains=%d result=%s phase=%s", drains, sd.Result(), host.ShutdownProgress(sd))
 			}
 			if err := x.Wait(); err != nil {
 				t.Error(err)
@@ -144,8 +144,8 @@ func TestShutdownHandle(t *testing.T) {
 			sd.BeginCooperative()
 			time.Sleep(time.Hour)
 			synctest.Wait()
-			if sd.Phase() != host.PhaseStarted || slices.Contains(names(j), "pre_shutdown") {
-				t.Fatalf("phase = %s; cleanup must wait for the application", sd.Phase())
+			if host.ShutdownProgress(sd) != "started" || slices.Contains(names(j), "pre_shutdown") {
+				t.Fatalf("phase = %s; cleanup must wait for the application", host.ShutdownProgress(sd))
 			}
 			sd.MarkApplicationDrained()
 			if err := x.Wait(); err != nil {
@@ -276,7 +276,7 @@ func TestOneStopSignal(t *testing.T) {
 			if r := x.Host().Readiness().String(); r != "draining" {
 				t.Errorf("readiness %s right after Begin, want draining with no goroutine hop", r)
 			}
-			if lc := x.Host().Lifecycle(); !lc.Draining || lc.Ready {
+			if lc := x.Host().Snapshot(); !lc.Draining || lc.Ready {
 				t.Errorf("/debug/lifecycle = %+v", lc)
 			}
 			_ = x.Wait()
@@ -300,7 +300,7 @@ func TestOneStopSignal(t *testing.T) {
 			if err := <-done; err != nil {
 				t.Fatal(err)
 			}
-			if p := h.Shutdown().Phase(); p != host.PhaseCompleted {
+			if p := host.ShutdownProgress(h.Shutdown()); p != "completed" {
 				t.Errorf("phase %s", p)
 			}
 			if got := names(j); !slices.Equal(got, []string{"a.Bind", "a.Drain", "a.Stop"}) {

@@ -24,11 +24,11 @@ import (
 // with ExitFailure.
 const BuildStopTimeout = 5 * time.Second
 
-// InstallSignalHandlers calls stop on the first SIGINT, SIGTERM or SIGHUP, and exits
-// the process at once with 128+signum on the second of any of them: an operator who
-// signals twice wants the process gone, not a cleanup that may be hung. It returns a
-// remover that restores the default handling; calling the remover more than once is
-// harmless.
+// signalHandler is Main's handling of the process's signals. It calls stop on the
+// first SIGINT, SIGTERM or SIGHUP, and exits the process at once with 128+signum on
+// the second of any of them: an operator who signals twice wants the process gone,
+// not a cleanup that may be hung. uninstall restores the default handling; calling it
+// more than once is harmless.
 //
 // SIGHUP is a graceful stop, as SIGTERM: a container runtime or a closing terminal
 // sends it to end the process, and Go's default for it — exit at once, with no
@@ -46,14 +46,9 @@ const BuildStopTimeout = 5 * time.Second
 // handlers first thing, before New, and logs the first signal through the Host's
 // logger once stop was called (a signal during New: once New returned). Run and
 // Host.Run install none: a caller that brings its own ctx owns the signals.
-func InstallSignalHandlers(stop func()) (uninstall func()) {
-	s := newSignalHandler(os.Exit)
-	s.attach(stop, zap.NewNop())
-	return s.uninstall
-}
-
-// signalHandler is Main's handling of the process's signals, installed before the
-// Host exists: attach tells it what the first signal stops and where it is logged.
+//
+// A signalHandler is installed before the Host exists: attach tells it what the first
+// signal stops and where it is logged.
 type signalHandler struct {
 	exit     func(int)
 	ch       chan os.Signal
@@ -180,7 +175,7 @@ func withSignals(s *signalHandler) Option { return func(o *options) { o.signals 
 // and exits with ExitCode of the result — 0 after a graceful exit, 1 for a failure,
 // 3 for a task's permanent failure, 75 for an interrupted task, 78 for invalid
 // configuration — or with 128+signum on a second signal (2 on SIGQUIT, Go's own;
-// see InstallSignalHandlers). A configuration error is always written to stderr,
+// see signalHandler). A configuration error is always written to stderr,
 // even when it is the logger's own configuration that failed. It does not return.
 //
 // A stop signal while New builds the container is honoured when New returns: the

@@ -105,7 +105,7 @@ type Step struct {
 	Start func(ctx context.Context) error
 	// Backend names what Start waits on, as a type and an address ("postgres
 	// db.internal:5432"), for the warning logged while Start has not returned (after
-	// WarmupWaitLogAfter, then at a backoff) and for the error when the warmup budget
+	// 2s, then at a backoff) and for the error when the warmup budget
 	// runs out. Never a URL with its credentials. Empty: the step is named alone.
 	Backend string
 	// Stop, when not nil, runs at cleanup in reverse order of Start, and only for
@@ -257,8 +257,8 @@ func checkStopTimes(regs []Registration, grace time.Duration, vars budgetVars, l
 		from = ", set by " + v
 	}
 	for _, r := range regs {
-		st, ok := r.Entrypoint.(entrypoint.DrainTimer)
-		if !ok {
+		st := entrypoint.Capabilities(r.Entrypoint).DrainTimer
+		if st == nil {
 			continue
 		}
 		if need := st.StopTime(); need > grace {

@@ -13,7 +13,7 @@ import (
 // work ends. The rules, beside the rest of the sequence:
 //
 //   - A task's Serve returning nil before the stop means "done", not
-//     ErrServeReturned. When every task is done the Host begins the shutdown itself,
+//     entrypoint.ErrReturnedEarly. When every task is done the Host begins the shutdown itself,
 //     and the orderly exit runs as after a SIGTERM; Run returns nil (exit 0).
 //   - A task's failure always ends the service, whatever its Registration says; Run
 //     returns the *EntrypointError, and ExitCode honours the task's own code (1, or
@@ -24,8 +24,7 @@ import (
 
 // finite returns e's entrypoint as a task, if it is one.
 func (e *entry) finite() (entrypoint.Finite, bool) {
-	f, ok := e.reg.Entrypoint.(entrypoint.Finite)
-	return f, ok
+	return e.caps.Finite, e.caps.Finite != nil
 }
 
 // taskDone handles a Serve that returned before the stop. It reports false when res

@@ -11,7 +11,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/hookrun"
@@ -288,7 +287,7 @@ func (r *run) drain(force context.Context) time.Time {
 		e, o := r.bound[i], &out[i]
 		o.left = inFlight(e)
 		var detail string
-		if dr, ok := e.reg.Entrypoint.(entrypoint.DrainReporter); ok {
+		if dr := e.caps.DrainReport; dr != nil {
 			detail = dr.DrainReport()
 		}
 		r.report.drained(e.name, o.before, o.left, o.took, o.err, detail)

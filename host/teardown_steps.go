@@ -8,7 +8,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/internal/hookrun"
@@ -68,7 +67,7 @@ func ctxErr(err error) bool {
 }
 
 func inFlight(e *entry) int {
-	if f, ok := e.reg.Entrypoint.(entrypoint.InFlighter); ok {
+	if f := e.caps.InFlight; f != nil {
 		return f.InFlight()
 	}
 	return 0

@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // TelemetryConfig sets up what the Host builds before anything else, so that every
@@ -61,8 +62,8 @@ type TelemetryConfig struct {
 	Reporter fault.Reporter
 }
 
-// telemetry is what the Host built from a TelemetryConfig.
-type telemetry struct {
+// outputs is what the Host built from a TelemetryConfig.
+type outputs struct {
 	log      *zap.Logger
 	reg      *prometheus.Registry
 	tp       *sdktrace.TracerProvider
@@ -80,7 +81,7 @@ type telemetry struct {
 	ownedLog  bool
 	// sink is the output of the logger the Host built (nil for TelemetryConfig.Logger):
 	// it never blocks, and counts what it could not write.
-	sink *logSink
+	sink *telemetry.Sink
 	// spans counts the exporter's failures, so that a collector that refuses is
 	// seen as well as one that hangs; nil when nothing is exported.
 	spans *countedSpans
@@ -91,13 +92,15 @@ type telemetry struct {
 
 // newTelemetry builds the logger first, then the rest. A problem with the
 // environment is a *fault.ConfigError, logged before it is returned.
-func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter exportFunc) (*telemetry, error) {
+func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter exportFunc) (*outputs, error) {
 	var problems fault.Problems
-	t := &telemetry{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
+	t := &outputs{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
 	console := false
 	if t.log == nil {
-		t.log, console, t.sink = newLogger(lookup, &problems)
+		level, _ := lookup("SW_LOG_LEVEL")
+		format, _ := lookup("SW_LOG_FORMAT")
+		t.log, console, t.sink = telemetry.NewLogger(level, format, &problems)
 		t.ownedLog = true
 	}
 	if console { // the console encoding drops them from every later line: say them once
@@ -105,29 +108,30 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 	}
 	t.log = t.log.With(zap.String("service", service))
 	if t.sink != nil {
-		t.sink.setReporter(t.log)
+		t.sink.SetReporter(t.log)
 	}
 	if t.reg == nil {
 		t.reg = prometheus.NewRegistry()
 		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	otelDiagnostics(t.log)
-	env := fromEnv(service, instance, exporter, &problems)
+	vars := telemetry.Vars{Propagators: os.Getenv("OTEL_PROPAGATORS"), SDKDisabled: os.Getenv("OTEL_SDK_DISABLED")}
+	env := telemetry.FromEnv(service, instance, vars, exporter, &problems)
 	if err := problems.Err(); err != nil {
 		t.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		_ = t.sync()
 		return nil, err
 	}
-	t.prop = env.propagator
-	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(env.resource)}
+	t.prop = env.Propagator
+	opts := []sdktrace.TracerProviderOption{sdktrace.WithResource(env.Resource)}
 	for _, p := range cfg.SpanProcessors {
 		opts = append(opts, sdktrace.WithSpanProcessor(p))
 	}
-	if env.spans != nil {
-		t.spans = &countedSpans{SpanExporter: env.spans}
+	if env.Spans != nil {
+		t.spans = &countedSpans{SpanExporter: env.Spans}
 		opts = append(opts, sdktrace.WithBatcher(t.spans))
 	}
-	t.receiving = env.spans != nil || len(cfg.SpanProcessors) > 0
+	t.receiving = env.Spans != nil || len(cfg.SpanProcessors) > 0
 	if !t.receiving && os.Getenv("OTEL_TRACES_SAMPLER") == "" {
 		// Nothing receives spans: record none but those an upstream service sampled, so
 		// its decision travels on. A root span still gets a trace id, for the logs.
@@ -139,9 +143,9 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 	if err != nil {
 		return nil, err
 	}
-	mopts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithResource(env.resource)}
-	if env.metrics != nil {
-		mopts = append(mopts, sdkmetric.WithReader(env.metrics))
+	mopts := []sdkmetric.Option{sdkmetric.WithReader(exp), sdkmetric.WithResource(env.Resource)}
+	if env.Metrics != nil {
+		mopts = append(mopts, sdkmetric.WithReader(env.Metrics))
 	}
 	t.mp = sdkmetric.NewMeterProvider(mopts...)
 	t.metrics, err = newLifecycleMetrics(t.reg)
@@ -149,14 +153,14 @@ func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(str
 		return nil, err
 	}
 	if t.sink != nil {
-		for _, c := range t.sink.collectors() {
+		for _, c := range t.sink.Collectors() {
 			if err := t.reg.Register(c); err != nil {
 				return nil, err
 			}
 		}
 	}
-	if env.spans != nil {
-		t.log.Info("exporting spans", zap.String("exporter", fmt.Sprintf("%T", env.spans)))
+	if env.Spans != nil {
+		t.log.Info("exporting spans", zap.String("exporter", fmt.Sprintf("%T", env.Spans)))
 	}
 	return t, nil
 }
@@ -176,14 +180,14 @@ type loss struct {
 
 // flush exports what is buffered and shuts the providers down, flushes the error
 // reporter and syncs the logger, all at once and within ctx; without a deadline in
-// ctx, within DefaultStepTimeout. It returns what could not be delivered: a provider
+// ctx, within defaultStepTimeout. It returns what could not be delivered: a provider
 // or reporter that did not finish in time, an export the collector refused or failed
 // (counted by the exporter since the start), a logger that could not sync. The logger
 // stays usable, for the shutdown report.
-func (t *telemetry) flush(ctx context.Context) []loss {
+func (t *outputs) flush(ctx context.Context) []loss {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, DefaultStepTimeout)
+		ctx, cancel = context.WithTimeout(ctx, defaultStepTimeout)
 		defer cancel()
 	}
 	var (
@@ -213,7 +217,7 @@ func (t *telemetry) flush(ctx context.Context) []loss {
 
 // flushReporter flushes the error reporter alone, within ctx, for what was reported
 // after flush.
-func (t *telemetry) flushReporter(ctx context.Context) []loss {
+func (t *outputs) flushReporter(ctx context.Context) []loss {
 	if t.reporter == nil {
 		return nil
 	}
@@ -225,7 +229,7 @@ func (t *telemetry) flushReporter(ctx context.Context) []loss {
 
 // lostAll is what a flush abandoned past its timeout (err) lost: everything it was
 // sending.
-func (t *telemetry) lostAll(err error) []loss {
+func (t *outputs) lostAll(err error) []loss {
 	lost := []loss{{"metrics", err}}
 	if t.spans != nil {
 		lost = append(lost, loss{"spans", err})
@@ -237,7 +241,7 @@ func (t *telemetry) lostAll(err error) []loss {
 }
 
 // reported is how many failures were sent to the reporter so far.
-func (t *telemetry) reported() uint64 { return t.reports.Load() }
+func (t *outputs) reported() uint64 { return t.reports.Load() }
 
 // countedSpans is the span exporter, counting the exports that failed: a collector
 // that refuses the connection fails each export at once, which the batch processor
@@ -268,10 +272,27 @@ func (c *countedSpans) failed() error {
 
 // sync flushes the logger; stderr and stdout refuse fsync on some systems, which is not
 // a failure.
-func (t *telemetry) sync() error {
+func (t *outputs) sync() error {
 	err := t.log.Sync()
 	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTTY) || errors.Is(err, syscall.EBADF) {
 		return nil
 	}
 	return err
 }
+
+// LoggerFor returns log with the trace_id and span_id of the span in ctx, so every
+// line written inside a traced operation can be found from its trace. Without a
+// valid span in ctx it returns log unchanged.
+func LoggerFor(ctx context.Context, log *zap.Logger) *zap.Logger {
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return log
+	}
+	return log.With(zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
+}
+
+// LogDurationSuffix ends the key of every duration in the Host's JSON logs, whose
+// value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
+// 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
+// "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
+const LogDurationSuffix = telemetry.DurationSuffix

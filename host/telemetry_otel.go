@@ -16,7 +16,7 @@ func otelDiagnostics(log *zap.Logger) { otlpenv.Diagnostics(log) }
 // install makes the Host's tracer provider and propagator OpenTelemetry's global
 // ones, for libraries instrumented through the globals. Only Main calls it: the
 // globals belong to the process.
-func (t *telemetry) install() {
+func (t *outputs) install() {
 	otel.SetTracerProvider(t.tp)
 	otel.SetTextMapPropagator(t.prop)
 }

@@ -29,8 +29,8 @@ func TestVerdict(t *testing.T) {
 			sd.BeginCooperative()
 			time.Sleep(time.Second)
 			synctest.Wait()
-			if sd.Phase() != host.PhaseStarted {
-				t.Fatalf("phase = %s, want started: the cooperative wait", sd.Phase())
+			if host.ShutdownProgress(sd) != "started" {
+				t.Fatalf("phase = %s, want started: the cooperative wait", host.ShutdownProgress(sd))
 			}
 			sd.ForceCleanup()
 			err := x.Wait()

@@ -34,7 +34,7 @@ func TestOneVocabulary(t *testing.T) {
 			Telemetry:   host.TelemetryConfig{Logger: zap.New(core)},
 		})
 		x.WaitStage(host.StageServe)
-		if got := x.Host().Lifecycle().Stage; got != host.StageServe.String() {
+		if got := x.Host().Snapshot().Stage; got != host.StageServe.String() {
 			t.Errorf("/debug/lifecycle stage = %q", got)
 		}
 		x.Stop()

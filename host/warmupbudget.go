@@ -17,10 +17,10 @@ import (
 )
 
 // How a warmup step that has not answered is reported: a first line after about
-// WarmupWaitLogAfter, then one at each step of a jittered backoff that doubles up to
+// warmupWaitLogAfter, then one at each step of a jittered backoff that doubles up to
 // warmupWaitLogMax, until it returns or its ctx ends.
 const (
-	WarmupWaitLogAfter = 2 * time.Second
+	warmupWaitLogAfter = 2 * time.Second
 	warmupWaitLogMax   = 30 * time.Second
 )
 
@@ -50,7 +50,7 @@ func (r *run) warmupStep(ctx context.Context, s Step) error {
 func (r *run) waitingOn(ctx context.Context, s Step, done <-chan struct{}) {
 	began := time.Now()
 	deadline, _ := ctx.Deadline()
-	b := wait.Backoff{Initial: WarmupWaitLogAfter, Max: warmupWaitLogMax}
+	b := wait.Backoff{Initial: warmupWaitLogAfter, Max: warmupWaitLogMax}
 	for {
 		t := time.NewTimer(b.Next())
 		select {

@@ -59,7 +59,7 @@ func TestWarmupBudget(t *testing.T) {
 
 	t.Run("the default is a minute; SW_WARMUP_TIMEOUT overrides it; negative is a ConfigError", func(t *testing.T) {
 		x := hosttest.New(t, host.AppSpec{ServiceName: "x"})
-		if got := x.Host().Budgets().WarmupTimeout; got != host.DefaultWarmupTimeout {
+		if got := x.Host().Budgets().WarmupTimeout; got != time.Minute {
 			t.Errorf("default %s", got)
 		}
 		h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(), Telemetry: quiet()}, env("SW_WARMUP_TIMEOUT", "5s"))

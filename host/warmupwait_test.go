@@ -45,10 +45,10 @@ func TestWarmupNamesItsBackend(t *testing.T) {
 				}
 				waits := logs.FilterMessage("warmup step has not answered yet; still waiting").FilterField(zap.String("step", "schema")).All()
 				if len(waits) < 4 || len(waits) > 8 {
-					t.Fatalf("%d waiting lines in a minute, want one within %s and then at a doubling backoff", len(waits), host.WarmupWaitLogAfter)
+					t.Fatalf("%d waiting lines in a minute, want one within %s and then at a doubling backoff", len(waits), 2*time.Second)
 				}
-				if first := waits[0].Time.Sub(began); first > host.WarmupWaitLogAfter {
-					t.Errorf("first waiting line after %s, want within %s", first, host.WarmupWaitLogAfter)
+				if first := waits[0].Time.Sub(began); first > 2*time.Second {
+					t.Errorf("first waiting line after %s, want within %s", first, 2*time.Second)
 				}
 				for _, w := range waits {
 					if w.ContextMap()["backend"] != tc.want {

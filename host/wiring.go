@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 )
@@ -83,9 +82,14 @@ func (h *Host) adopt(regs []Registration) error {
 		old[e.name] = e
 	}
 	var problems fault.Problems
-	for _, r := range regs {
+	found := make([]caps, len(regs))
+	for i, r := range regs {
 		name := r.Entrypoint.Name()
-		if du, ok := r.Entrypoint.(entrypoint.DefaultsUser); ok && old[name] == nil {
+		if old[name] != nil {
+			continue
+		}
+		found[i] = probe(r.Entrypoint)
+		if du := found[i].Defaults; du != nil {
 			if err := du.SetDefaults(h.defaults()); err != nil {
 				problems.Addf(fmt.Sprintf("Entrypoints[%q]", name), "cannot take the Host's telemetry: %v", err)
 			}
@@ -96,16 +100,16 @@ func (h *Host) adopt(regs []Registration) error {
 	}
 	h.regs = regs
 	h.entries = h.entries[:0:0]
-	for _, r := range regs {
+	for i, r := range regs {
 		name := r.Entrypoint.Name()
 		if e, ok := old[name]; ok {
 			h.entries = append(h.entries, e)
 			continue
 		}
-		if mu, ok := r.Entrypoint.(health.MonitorUser); ok {
+		if mu := found[i].monitor; mu != nil {
 			mu.UseMonitor(h.monitor)
 		}
-		e := &entry{reg: r, name: name}
+		e := &entry{reg: r, name: name, caps: found[i]}
 		h.entries = append(h.entries, e)
 		h.tel.metrics.failures.WithLabelValues(name) // exported at 0 from the start
 		h.restarts.WithLabelValues(name)

@@ -102,7 +102,7 @@ func TestPlainWiring(t *testing.T) {
 			if !errors.As(err, &ce) || len(ce.Problems) != 2 {
 				t.Fatalf("Register = %v, want two problems at once", err)
 			}
-			if len(h.Lifecycle().Entrypoints) != 0 || api.log != nil {
+			if len(h.Snapshot().Entrypoints) != 0 || api.log != nil {
 				t.Fatal("a refused Register added something")
 			}
 			if err := h.Register(host.Registration{Entrypoint: api}); err != nil {

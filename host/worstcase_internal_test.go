@@ -41,7 +41,7 @@ func TestWorstCaseFigures(t *testing.T) {
 }
 
 func TestWorstCaseSaturates(t *testing.T) {
-	b := Budgets{DrainDelay: MaxBudget, DrainPhasesBudget: MaxBudget, DrainGrace: MaxBudget, StepTimeout: MaxBudget}
+	b := Budgets{DrainDelay: maxBudget, DrainPhasesBudget: maxBudget, DrainGrace: maxBudget, StepTimeout: maxBudget}
 	w := b.worstCase(units{entrypoints: math.MaxInt32, drainPhases: 1, preShutdown: math.MaxInt32, warmupStops: 1, container: true})
 	if w.Total <= 0 || w.Total != math.MaxInt64 {
 		t.Errorf("total = %d, want the saturated maximum", w.Total)
@@ -69,12 +69,13 @@ func TestBudgetOverflow(t *testing.T) {
 	} {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
 			var l fault.Problems
-			b, _ := Budgets{}.resolve(func(k string) (string, bool) {
+			b, _ := Budgets{}.withEnv(func(k string) (string, bool) {
 				if k == c.env {
 					return c.value, true
 				}
 				return "", false
 			}, &l)
+			b = b.resolve(&l)
 			err := l.Err()
 			if c.bad {
 				ce, ok := errors.AsType[*fault.ConfigError](err)
@@ -103,7 +104,7 @@ func TestBudgetOverflow(t *testing.T) {
 	}
 	t.Run("spec fields above the ceiling name the field", func(t *testing.T) {
 		var l fault.Problems
-		_, _ = Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(func(string) (string, bool) { return "", false }, &l)
+		_ = Budgets{StepTimeout: 1000000 * time.Hour, DrainGrace: -1}.resolve(&l)
 		err := l.Err()
 		if err == nil || !strings.Contains(err.Error(), "Budgets.StepTimeout") || !strings.Contains(err.Error(), "Budgets.DrainGrace") {
 			t.Errorf("resolve = %v", err)

@@ -42,7 +42,7 @@ func Example_service() {
 // service follows readiness, and Drain ends with nothing in flight.
 func Example() {
 	var ready health.State
-	ready.Set(health.Ready)
+	ready.Set(health.StatusReady)
 	monitor, err := health.NewMonitor(health.MonitorConfig{}, &ready)
 	if err != nil {
 		fmt.Println(err)
@@ -75,7 +75,7 @@ func Example() {
 	r, _ := watch.Recv()
 	fmt.Println("ready:", r.GetStatus())
 
-	ready.Set(health.Draining) // the Host withdraws readiness at SIGTERM
+	ready.Set(health.StatusDraining) // the Host withdraws readiness at SIGTERM
 	r, _ = watch.Recv()
 	fmt.Println("announced:", r.GetStatus())
 

@@ -60,13 +60,13 @@ func serving(t *testing.T, got <-chan healthpb.HealthCheckResponse_ServingStatus
 // while the server still serves RPCs.
 func TestHealthFollowsReadinessWithin50ms(t *testing.T) {
 	var st health.State
-	st.Set(health.Ready)
+	st.Set(health.StatusReady)
 	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(monitor(t, &st, health.MonitorConfig{})))
 	ctx := ctxT(t)
 	got, _ := x.watch(ctx)
 	serving(t, got)
 	start := time.Now()
-	st.Set(health.Draining) // the announcement: BeginDraining, or the stop
+	st.Set(health.StatusDraining) // the announcement: BeginDraining, or the stop
 	if s := waitFor(t, got, "answer after the announcement"); s != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("answer %v, want NOT_SERVING", s)
 	}
@@ -86,7 +86,7 @@ func TestHealthFollowsReadinessWithin50ms(t *testing.T) {
 // it passes.
 func TestHealthNotServingWhileDegraded(t *testing.T) {
 	var st health.State
-	st.Set(health.Ready)
+	st.Set(health.StatusReady)
 	var down atomic.Bool
 	check := health.CheckFunc(func(context.Context) error {
 		if down.Load() {

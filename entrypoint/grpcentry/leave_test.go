@@ -86,7 +86,7 @@ func TestMovesClientsOff(t *testing.T) {
 
 	t.Run("the Monitor's draining moves them before the stop", func(t *testing.T) {
 		var state health.State
-		state.Set(health.Ready)
+		state.Set(health.StatusReady)
 		m, err := health.NewMonitor(health.MonitorConfig{}, &state)
 		if err != nil {
 			t.Fatal(err)
@@ -96,7 +96,7 @@ func TestMovesClientsOff(t *testing.T) {
 		if _, err := x.client.EmptyCall(ctx, &testpb.Empty{}); err != nil {
 			t.Fatal(err)
 		}
-		state.Set(health.Draining) // Host.BeginDraining, PreStop: Serve still runs
+		state.Set(health.StatusDraining) // Host.BeginDraining, PreStop: Serve still runs
 		if !x.conn.WaitForStateChange(ctx, connectivity.Ready) {
 			t.Fatal("the client's connection stayed READY: it was sent no GOAWAY")
 		}

@@ -18,7 +18,7 @@ import (
 func TestMovesClientsOff(t *testing.T) {
 	t.Run("from the Monitor's draining on, before the stop, every answer closes its connection", func(t *testing.T) {
 		var state health.State
-		state.Set(health.Ready)
+		state.Set(health.StatusReady)
 		m, err := health.NewMonitor(health.MonitorConfig{}, &state)
 		if err != nil {
 			t.Fatal(err)
@@ -28,7 +28,7 @@ func TestMovesClientsOff(t *testing.T) {
 		if resp, _ := kept.do("GET", "/ok", ""); resp.StatusCode != 200 || resp.Close {
 			t.Fatalf("while ready: %d close=%v, want 200 kept alive", resp.StatusCode, resp.Close)
 		}
-		state.Set(health.Draining) // Host.BeginDraining, PreStop: Serve still runs
+		state.Set(health.StatusDraining) // Host.BeginDraining, PreStop: Serve still runs
 
 		// The subscription hands the verdict over on its own goroutine: the first
 		// answers may still keep their connection; each is a new connection.

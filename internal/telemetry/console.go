@@ -1,4 +1,4 @@
-package host
+package telemetry
 
 import (
 	"encoding/json"
@@ -17,8 +17,9 @@ import (
 // the output is a terminal; and the shutdown report is a block with one figure a
 // line instead of a single long line.
 
-// reportMessage is the message of the shutdown report's log entry.
-const reportMessage = "shutdown report"
+// ReportMessage is the message of the shutdown report's log entry, which the console
+// encoding lays out as a block.
+const ReportMessage = "shutdown report"
 
 // constantFields are the fields the Host binds to its logger for every line; the
 // console encoding drops them from the logger's context.
@@ -47,7 +48,7 @@ func (e consoleEncoder) AddString(key, value string) {
 // EncodeEntry writes the shutdown report as a block: its message line, then each of
 // its fields indented on a line of its own. Every other entry is zap's console line.
 func (e consoleEncoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (*buffer.Buffer, error) {
-	if ent.Message != reportMessage {
+	if ent.Message != ReportMessage {
 		return e.Encoder.EncodeEntry(ent, fields)
 	}
 	buf, err := e.Encoder.EncodeEntry(ent, nil)

@@ -1,4 +1,4 @@
-package host
+package telemetry
 
 import (
 	"errors"
@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// Bounds of the Host's own log output (logSink).
+// Bounds of the Host's own log output (Sink).
 const (
 	// logBufferBytes is how much log output waits for a slow destination before
 	// new lines are dropped.
@@ -27,7 +27,7 @@ const (
 // within logSyncTimeout.
 var errLogStalled = errors.New("the log destination is not reading")
 
-// logSink is the Host's log output when it writes to stderr: a write never waits for
+// Sink is the Host's log output when it writes to stderr: a write never waits for
 // the destination. A line is copied into a bounded buffer and written out by a
 // goroutine that runs only while there is something to write, so that a destination
 // that stops reading (a stalled log shipper, a full pipe) or goes away (its reader
@@ -39,7 +39,7 @@ var errLogStalled = errors.New("the log destination is not reading")
 //
 // It does not make the destination itself faster, and a write already blocked in
 // the kernel stays blocked until the destination reads or the process exits.
-type logSink struct {
+type Sink struct {
 	out io.Writer
 	max int
 
@@ -56,16 +56,16 @@ type logSink struct {
 	reporting atomic.Bool
 }
 
-// newLogSink returns a sink writing to out, buffering at most max bytes.
-func newLogSink(out io.Writer, max int) *logSink {
+// NewSink returns a sink writing to out, buffering at most max bytes.
+func NewSink(out io.Writer, max int) *Sink {
 	idle := make(chan struct{})
 	close(idle)
-	return &logSink{out: out, max: max, idle: idle}
+	return &Sink{out: out, max: max, idle: idle}
 }
 
 // Write queues a copy of p and returns at once; it never fails. When the buffer
 // cannot take p, p is dropped and counted.
-func (s *logSink) Write(p []byte) (int, error) {
+func (s *Sink) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	if s.size+len(p) > s.max {
 		s.mu.Unlock()
@@ -85,7 +85,7 @@ func (s *logSink) Write(p []byte) (int, error) {
 
 // drain writes what is pending until nothing is, then closes idle and returns.
 // Sync waits on idle, bounded.
-func (s *logSink) drain(idle chan struct{}) {
+func (s *Sink) drain(idle chan struct{}) {
 	for {
 		s.mu.Lock()
 		batch := s.pending
@@ -113,7 +113,7 @@ func (s *logSink) drain(idle chan struct{}) {
 
 // reportLoss calls report with what was lost since the last report, once the
 // destination takes lines again; the line it logs goes through Write like any other.
-func (s *logSink) reportLoss() {
+func (s *Sink) reportLoss() {
 	d, f := s.dropped.Load(), s.failed.Load()
 	s.mu.Lock()
 	report := s.report
@@ -130,7 +130,7 @@ func (s *logSink) reportLoss() {
 // but no longer than logSyncTimeout; then it returns errLogStalled with how much is
 // still waiting. It does not sync the destination itself (stderr has nothing to
 // sync).
-func (s *logSink) Sync() error {
+func (s *Sink) Sync() error {
 	s.mu.Lock()
 	idle := s.idle
 	s.mu.Unlock()
@@ -150,7 +150,7 @@ func (s *logSink) Sync() error {
 // collectors are the sink's metrics: servicewright_log_lines_lost_total{reason},
 // "dropped" (the buffer was full: the destination stalled) or "failed" (the write
 // failed: the destination went away).
-func (s *logSink) collectors() []prometheus.Collector {
+func (s *Sink) Collectors() []prometheus.Collector {
 	const name, help = "servicewright_log_lines_lost_total",
 		"Log lines of the Host's own output that never reached stderr: dropped (the destination stopped reading and the buffer was full) or failed (the write failed, e.g. EPIPE)."
 	return []prometheus.Collector{
@@ -161,9 +161,9 @@ func (s *logSink) collectors() []prometheus.Collector {
 	}
 }
 
-// setReporter makes log the logger of the line that reports lost lines: "log lines
+// SetReporter makes log the logger of the line that reports lost lines: "log lines
 // lost; the destination stalled or went away", with the totals since the start.
-func (s *logSink) setReporter(log *zap.Logger) {
+func (s *Sink) SetReporter(log *zap.Logger) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.report = func(dropped, failed uint64) {

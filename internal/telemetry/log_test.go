@@ -1,4 +1,4 @@
-package host
+package telemetry
 
 import (
 	"bytes"
@@ -12,7 +12,7 @@ import (
 )
 
 // TestJSONDurations: in the JSON encoding every duration is a number of seconds under
-// its key plus LogDurationSuffix — a line's fields and a logger's With fields — and
+// its key plus DurationSuffix — a line's fields and a logger's With fields — and
 // a nested one is a number of seconds; the console encoding keeps "622µs".
 func TestJSONDurations(t *testing.T) {
 	var out bytes.Buffer

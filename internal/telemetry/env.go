@@ -1,8 +1,7 @@
-package host
+package telemetry
 
 import (
 	"context"
-	"os"
 	"runtime/debug"
 	"strings"
 
@@ -16,21 +15,33 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// otelEnv is what the standard OpenTelemetry variables ask for.
-type otelEnv struct {
-	resource   *resource.Resource
-	propagator propagation.TextMapPropagator
-	spans      sdktrace.SpanExporter // nil: export nothing
-	metrics    sdkmetric.Reader      // nil: Prometheus only
+// ExportFunc builds what sends the Host's telemetry out of the process
+// (host.WithExporter).
+type ExportFunc = func(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter, metrics sdkmetric.Reader)
+
+// Vars are the OpenTelemetry variables the Host reads from the process environment
+// itself; the OpenTelemetry packages read the others (OTEL_RESOURCE_ATTRIBUTES,
+// OTEL_SERVICE_NAME, the exporters').
+type Vars struct {
+	Propagators string // OTEL_PROPAGATORS: "" means W3C tracecontext and baggage
+	SDKDisabled string // OTEL_SDK_DISABLED: "true" exports nothing
 }
 
-// fromEnv reads the OTEL_* variables through the OpenTelemetry packages that
+// Env is what the standard OpenTelemetry variables ask for.
+type Env struct {
+	Resource   *resource.Resource
+	Propagator propagation.TextMapPropagator
+	Spans      sdktrace.SpanExporter // nil: export nothing
+	Metrics    sdkmetric.Reader      // nil: Prometheus only
+}
+
+// FromEnv reads the OTEL_* variables through the OpenTelemetry packages that
 // implement the specification's environment: the resource detector and autoprop for
 // the propagators; export (host/otlp, when main asked for it) builds the exporters. The
 // SDK reads the sampler itself. Problems are recorded in l under the variable's name.
-func fromEnv(service, instance string, export exportFunc, l *fault.Problems) otelEnv {
+func FromEnv(service, instance string, vars Vars, export ExportFunc, l *fault.Problems) Env {
 	ctx := context.Background()
-	var env otelEnv
+	var env Env
 
 	attrs := []attribute.KeyValue{
 		attribute.String("service.name", service),
@@ -46,23 +57,23 @@ func fromEnv(service, instance string, export exportFunc, l *fault.Problems) ote
 		l.Addf("OTEL_RESOURCE_ATTRIBUTES", "%v", err)
 		res = resource.NewSchemaless(attrs...)
 	}
-	env.resource = res
+	env.Resource = res
 
-	if v := os.Getenv("OTEL_PROPAGATORS"); v != "" {
+	if v := vars.Propagators; v != "" {
 		p, err := autoprop.TextMapPropagator(strings.Split(v, ",")...)
 		if err != nil {
 			l.Addf("OTEL_PROPAGATORS", "%v in %q", err, v)
 		}
-		env.propagator = p
+		env.Propagator = p
 	} else {
-		env.propagator = autoprop.NewTextMapPropagator()
+		env.Propagator = autoprop.NewTextMapPropagator()
 	}
 
-	if disabled := os.Getenv("OTEL_SDK_DISABLED"); strings.EqualFold(strings.TrimSpace(disabled), "true") {
+	if strings.EqualFold(strings.TrimSpace(vars.SDKDisabled), "true") {
 		return env
 	}
 	if export != nil {
-		env.spans, env.metrics = export(ctx, l)
+		env.Spans, env.Metrics = export(ctx, l)
 	}
 	return env
 }

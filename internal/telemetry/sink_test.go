@@ -1,4 +1,4 @@
-package host
+package telemetry
 
 import (
 	"errors"
@@ -39,9 +39,9 @@ func (w *gatedWriter) text() string {
 	return strings.Join(w.lines, "")
 }
 
-func sinkLogger(s *logSink) *zap.Logger {
+func sinkLogger(s *Sink) *zap.Logger {
 	log := zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(zap.NewProductionEncoderConfig()), s, zapcore.DebugLevel))
-	s.setReporter(log)
+	s.SetReporter(log)
 	return log
 }
 
@@ -53,7 +53,7 @@ func TestLogSink(t *testing.T) {
 	t.Run("a stalled destination", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := &gatedWriter{gate: make(chan struct{})}
-			s := newLogSink(w, 1024)
+			s := NewSink(w, 1024)
 			log := sinkLogger(s)
 			for range 100 {
 				log.Info("a line of about a hundred bytes once encoded, to fill the buffer")
@@ -82,7 +82,7 @@ func TestLogSink(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			w := &gatedWriter{gate: make(chan struct{}), fail: true}
 			close(w.gate)
-			s := newLogSink(w, 1<<20)
+			s := NewSink(w, 1<<20)
 			log := sinkLogger(s)
 			log.Info("one")
 			log.Info("two")

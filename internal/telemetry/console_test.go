@@ -1,4 +1,4 @@
-package host
+package telemetry
 
 import (
 	"bytes"
@@ -51,8 +51,10 @@ func TestConsoleEncoding(t *testing.T) {
 
 	t.Run("the shutdown report is a block, a figure a line", func(t *testing.T) {
 		log, buf := consoleLogger(false)
-		log.Info(reportMessage, zap.String("result", "success"), zap.Int("exit_code", 0), zap.String("drain", "1.2s"),
-			zap.Any("drains", []drainRecord{{Entrypoint: "http"}}), zap.Strings("overran", []string{"a", "b"}))
+		log.Info(ReportMessage, zap.String("result", "success"), zap.Int("exit_code", 0), zap.String("drain", "1.2s"),
+			zap.Any("drains", []struct {
+				Entrypoint string `json:"entrypoint"`
+			}{{Entrypoint: "http"}}), zap.Strings("overran", []string{"a", "b"}))
 		out := buf.String()
 		for _, want := range []string{"\n    result: success\n", "\n    exit_code: 0\n", "\n    drain: 1.2s\n", `- {"entrypoint":"http"`, "    overran:\n      - a\n      - b"} {
 			if !strings.Contains(out, want) {

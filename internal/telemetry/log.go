@@ -1,13 +1,11 @@
-package host
+package telemetry
 
 import (
-	"context"
 	"os"
 	"slices"
 	"strings"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/buffer"
 	"go.uber.org/zap/zapcore"
@@ -16,11 +14,11 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// LogDurationSuffix ends the key of every duration in the Host's JSON logs, whose
+// DurationSuffix (host.LogDurationSuffix) ends the key of every duration in the Host's JSON logs, whose
 // value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
 // 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
 // "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
-const LogDurationSuffix = "_seconds"
+const DurationSuffix = "_seconds"
 
 // Log encodings for SW_LOG_FORMAT.
 const (
@@ -28,38 +26,39 @@ const (
 	logConsole = "console"
 )
 
-// newLogger builds the Host's own logger on stderr: the level from SW_LOG_LEVEL
-// (default info), the encoding from SW_LOG_FORMAT, or console when stderr is a
-// terminal and JSON otherwise. A bad value is recorded in l and the default used.
-// console reports the console encoding. The lines go to stderr through sink, so that
-// a stalled or vanished reader of stderr holds nothing up (telemetry_logwriter.go).
-func newLogger(lookup func(string) (string, bool), l *fault.Problems) (log *zap.Logger, console bool, sink *logSink) {
-	level := zapcore.InfoLevel
-	if v, ok := lookup("SW_LOG_LEVEL"); ok && v != "" {
-		if err := level.Set(strings.ToLower(v)); err != nil {
+// NewLogger builds the Host's own logger on stderr: the level from level (the value
+// of SW_LOG_LEVEL; "" means info), the encoding from format (SW_LOG_FORMAT), or
+// console when stderr is a terminal and JSON otherwise. A bad value is recorded in l
+// under its variable and the default used. console reports the console encoding.
+// The lines go to stderr through sink, so that a stalled or vanished reader of
+// stderr holds nothing up (Sink).
+func NewLogger(level, format string, l *fault.Problems) (log *zap.Logger, console bool, sink *Sink) {
+	lvl := zapcore.InfoLevel
+	if v := level; v != "" {
+		if err := lvl.Set(strings.ToLower(v)); err != nil {
 			l.Addf("SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
 		}
 	}
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
-	format := logJSON
+	enc := logJSON
 	if tty {
-		format = logConsole
+		enc = logConsole
 	}
-	if v, ok := lookup("SW_LOG_FORMAT"); ok && v != "" {
+	if v := format; v != "" {
 		switch f := strings.ToLower(strings.TrimSpace(v)); f {
 		case logJSON, logConsole:
-			format = f
+			enc = f
 		default:
 			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
-	sink = newLogSink(os.Stderr, logBufferBytes)
-	return zap.New(zapcore.NewCore(encoder(format, tty), sink, level)), format == logConsole, sink
+	sink = NewSink(os.Stderr, logBufferBytes)
+	return zap.New(zapcore.NewCore(encoder(enc, tty), sink, lvl)), enc == logConsole, sink
 }
 
 // encoder is the JSON encoder of the Host's logs, or the console one: the time of
 // day, the level (coloured when colour is set: the output is a terminal), the service
-// and instance once (telemetry_console.go), and the shutdown report as a block.
+// and instance once (console.go), and the shutdown report as a block.
 func encoder(format string, colour bool) zapcore.Encoder {
 	enc := zap.NewProductionEncoderConfig()
 	enc.TimeKey = "ts"
@@ -79,13 +78,13 @@ func encoder(format string, colour bool) zapcore.Encoder {
 }
 
 // secondsEncoder is the JSON encoder with each duration field written as a number of
-// seconds under its key plus LogDurationSuffix: the fields of a line and those a
+// seconds under its key plus DurationSuffix: the fields of a line and those a
 // logger was given With. A duration inside an object or an array is a number of
 // seconds too, its key left as it is.
 type secondsEncoder struct{ zapcore.Encoder }
 
 func (e secondsEncoder) AddDuration(key string, d time.Duration) {
-	e.Encoder.AddFloat64(key+LogDurationSuffix, d.Seconds())
+	e.Encoder.AddFloat64(key+DurationSuffix, d.Seconds())
 }
 
 func (e secondsEncoder) Clone() zapcore.Encoder { return secondsEncoder{e.Encoder.Clone()} }
@@ -99,18 +98,14 @@ func (e secondsEncoder) EncodeEntry(ent zapcore.Entry, fields []zapcore.Field) (
 		if !copied {
 			fields, copied = slices.Clone(fields), true
 		}
-		fields[i] = zap.Float64(f.Key+LogDurationSuffix, time.Duration(f.Integer).Seconds())
+		fields[i] = zap.Float64(f.Key+DurationSuffix, time.Duration(f.Integer).Seconds())
 	}
 	return e.Encoder.EncodeEntry(ent, fields)
 }
 
-// LoggerFor returns log with the trace_id and span_id of the span in ctx, so every
-// line written inside a traced operation can be found from its trace. Without a
-// valid span in ctx it returns log unchanged.
-func LoggerFor(ctx context.Context, log *zap.Logger) *zap.Logger {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return log
-	}
-	return log.With(zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
+// FallbackLogger is the logger of last resort, for a configuration error found
+// before the Host's own logger exists: JSON on stderr at info, as the Host's logger
+// writes.
+func FallbackLogger() *zap.Logger {
+	return zap.New(zapcore.NewCore(encoder(logJSON, false), NewSink(os.Stderr, logBufferBytes), zapcore.InfoLevel))
 }

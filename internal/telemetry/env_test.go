@@ -1,8 +1,9 @@
-package host
+package telemetry
 
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"testing"
 
@@ -17,22 +18,22 @@ var otelVars = []string{"OTEL_TRACES_EXPORTER", "OTEL_METRICS_EXPORTER", "OTEL_E
 	"OTEL_PROPAGATORS", "OTEL_SDK_DISABLED", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"}
 
 // withOTelEnv clears the OTEL_* variables, then sets env, for the length of the test.
-func withOTelEnv(t *testing.T, env map[string]string) otelEnv {
+func withOTelEnv(t *testing.T, env map[string]string) Env {
 	t.Helper()
 	for _, k := range otelVars {
 		t.Setenv(k, env[k])
 	}
 	var l fault.Problems
-	e := fromEnv("orders", "i-1", nil, &l)
+	e := FromEnv("orders", "i-1", osVars(), nil, &l)
 	if err := l.Err(); err != nil {
-		t.Fatalf("fromEnv: %v", err)
+		t.Fatalf("FromEnv: %v", err)
 	}
 	t.Cleanup(func() {
-		if e.spans != nil {
-			_ = e.spans.Shutdown(context.Background())
+		if e.Spans != nil {
+			_ = e.Spans.Shutdown(context.Background())
 		}
-		if e.metrics != nil {
-			_ = e.metrics.Shutdown(context.Background())
+		if e.Metrics != nil {
+			_ = e.Metrics.Shutdown(context.Background())
 		}
 	})
 	return e
@@ -41,10 +42,10 @@ func withOTelEnv(t *testing.T, env map[string]string) otelEnv {
 func TestFromEnv(t *testing.T) {
 	t.Run("nothing set: nothing exported, W3C propagation", func(t *testing.T) {
 		e := withOTelEnv(t, nil)
-		if e.spans != nil || e.metrics != nil {
-			t.Errorf("exporters %v %v, want none", e.spans, e.metrics)
+		if e.Spans != nil || e.Metrics != nil {
+			t.Errorf("exporters %v %v, want none", e.Spans, e.Metrics)
 		}
-		if f := e.propagator.Fields(); !slices.Contains(f, "traceparent") || !slices.Contains(f, "baggage") {
+		if f := e.Propagator.Fields(); !slices.Contains(f, "traceparent") || !slices.Contains(f, "baggage") {
 			t.Errorf("propagator fields %v, want tracecontext and baggage", f)
 		}
 	})
@@ -53,7 +54,7 @@ func TestFromEnv(t *testing.T) {
 		withOTelEnv(t, map[string]string{"OTEL_SDK_DISABLED": "true"})
 		var l fault.Problems
 		called := false
-		fromEnv("orders", "i-1", func(context.Context, *fault.Problems) (sdktrace.SpanExporter, sdkmetric.Reader) {
+		FromEnv("orders", "i-1", osVars(), func(context.Context, *fault.Problems) (sdktrace.SpanExporter, sdkmetric.Reader) {
 			called = true
 			return nil, nil
 		}, &l)
@@ -66,7 +67,7 @@ func TestFromEnv(t *testing.T) {
 		e := withOTelEnv(t, map[string]string{"OTEL_SERVICE_NAME": "orders-eu",
 			"OTEL_RESOURCE_ATTRIBUTES": "deployment.environment.name=prod"})
 		got := map[string]string{}
-		for _, kv := range e.resource.Attributes() {
+		for _, kv := range e.Resource.Attributes() {
 			got[string(kv.Key)] = kv.Value.String()
 		}
 		for k, v := range map[string]string{"service.name": "orders-eu", "service.instance.id": "i-1",
@@ -83,10 +84,15 @@ func TestFromEnv(t *testing.T) {
 		}
 		t.Setenv("OTEL_PROPAGATORS", "carrier-pigeon")
 		var l fault.Problems
-		fromEnv("orders", "i-1", nil, &l)
+		FromEnv("orders", "i-1", osVars(), nil, &l)
 		ce, ok := errors.AsType[*fault.ConfigError](l.Err())
 		if !ok || ce.Problems[0].Field != "OTEL_PROPAGATORS" {
 			t.Errorf("%v, want a problem naming OTEL_PROPAGATORS", l.Err())
 		}
 	})
+}
+
+// osVars reads Vars from the process environment, as the Host does.
+func osVars() Vars {
+	return Vars{Propagators: os.Getenv("OTEL_PROPAGATORS"), SDKDisabled: os.Getenv("OTEL_SDK_DISABLED")}
 }

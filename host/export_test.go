@@ -1,0 +1,5 @@
+package host
+
+// ShutdownProgress is how far s has got, as /debug/lifecycle's "shutdown" names it:
+// not_started, started, cleanup or completed.
+func ShutdownProgress(s *Shutdown) string { return s.progress().String() }
