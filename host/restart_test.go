@@ -123,7 +123,7 @@ func TestRestartRefused(t *testing.T) {
 		x := hosttest.New(t, host.AppSpec{ServiceName: "orders",
 			Entrypoints: []host.Registration{
 				{Entrypoint: newFake("api", &journal{})},
-				{Entrypoint: &once{Guard: entrypoint.NewGuard("once")}, NonEssential: true},
+				{Entrypoint: newOnce(), NonEssential: true},
 			},
 			Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
 		})
@@ -155,27 +155,47 @@ func TestGatesReadinessNeedsNonEssential(t *testing.T) {
 }
 
 // once serves once and fails; a second Serve is out of turn, as for any entrypoint
-// whose Guard was not rearmed.
+// whose Base was not rearmed.
 type once struct {
-	entrypoint.Guard
+	base entrypoint.Base
 }
 
-func (o *once) Name() string { return "once" }
+func newOnce() *once {
+	o := &once{}
+	_ = o.base.Init("once", entrypoint.Telemetry{}, nil)
+	return o
+}
+
+func (o *once) Name() string { return o.base.Name() }
 func (o *once) Bind(context.Context) error {
-	if err := o.Guard.Bind(); err != nil {
+	o.base.Lock()
+	defer o.base.Unlock()
+	if err := o.base.Bind(); err != nil {
 		return err
 	}
-	o.Bound()
+	o.base.Bound()
 	return nil
 }
 func (o *once) Serve(context.Context, <-chan struct{}) error {
-	if _, err := o.Guard.Serve(); err != nil {
+	o.base.Lock()
+	defer o.base.Unlock()
+	if _, err := o.base.Serve(); err != nil {
 		return err
 	}
 	return errors.New("lost its backend")
 }
-func (o *once) Drain(context.Context) error { o.Guard.Drain(); return nil }
-func (o *once) Stop(context.Context) error  { o.Guard.Stop(); return nil }
+func (o *once) Drain(context.Context) error {
+	o.base.Lock()
+	defer o.base.Unlock()
+	o.base.Drain()
+	return nil
+}
+func (o *once) Stop(context.Context) error {
+	o.base.Lock()
+	defer o.base.Unlock()
+	o.base.Stop()
+	return nil
+}
 
 func lifecycleState(h *host.Host, name string) string {
 	for _, e := range h.Snapshot().Entrypoints {
