@@ -23,11 +23,11 @@ func Example() {
 		fmt.Println("pre_shutdown: final event sent")
 		return nil
 	})
-	reg.AddDrainPhase(hooks.DrainPhase{Name: "close-streams", Order: 20, Run: func(_ context.Context, allowed time.Duration) error {
+	reg.AddDrainHook(hooks.DrainHook{Name: "close-streams", Order: 20, Run: func(_ context.Context, allowed time.Duration) error {
 		fmt.Println("close-streams may take", allowed.Round(time.Second))
 		return nil
 	}})
-	reg.AddDrainPhase(hooks.DrainPhase{Name: "hand-over", Order: 10, MaxDuration: 2 * time.Second,
+	reg.AddDrainHook(hooks.DrainHook{Name: "hand-over", Order: 10, MaxDuration: 2 * time.Second,
 		Run: func(_ context.Context, allowed time.Duration) error {
 			fmt.Println("hand-over may take", allowed)
 			return nil
@@ -38,7 +38,7 @@ func Example() {
 			fmt.Println(k, h.Name)
 		}
 	}
-	for _, p := range reg.DrainPhases() { // in Order: the Host runs them so
+	for _, p := range reg.DrainHooks() { // in Order: the Host runs them so
 		fmt.Println("drain phase", p.Name)
 	}
 	// Output:

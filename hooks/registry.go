@@ -52,9 +52,9 @@ type Hook struct {
 	Marks fleet.Marks
 }
 
-// DrainPhase is work run once while the replica still serves but no longer receives new
+// DrainHook is work run once while the replica still serves but no longer receives new
 // routing; the package documentation says how the Host splits their shared budget.
-type DrainPhase struct {
+type DrainHook struct {
 	Name  string // names the phase in logs and in the report; must be non-empty
 	Order int    // phases run in ascending Order; equal Orders run in registration order
 	// MaxDuration caps this phase's share of the budget. 0 means it may take whatever
@@ -77,7 +77,7 @@ type DrainPhase struct {
 type Registry struct {
 	mu     sync.Mutex
 	hooks  map[Kind][]Hook
-	phases []DrainPhase
+	phases []DrainHook
 }
 
 // AddPreStart registers a hook run after warmup, before Bind. Only the first marks value
@@ -123,8 +123,8 @@ func (r *Registry) Add(kind Kind, h Hook) {
 	r.hooks[kind] = append(r.hooks[kind], h)
 }
 
-// AddDrainPhase registers a drain phase.
-func (r *Registry) AddDrainPhase(p DrainPhase) {
+// AddDrainHook registers a drain phase.
+func (r *Registry) AddDrainHook(p DrainHook) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.phases = append(r.phases, p)
@@ -137,12 +137,12 @@ func (r *Registry) Hooks(kind Kind) []Hook {
 	return slices.Clone(r.hooks[kind])
 }
 
-// DrainPhases returns a copy of the drain phases sorted by ascending Order; phases with
+// DrainHooks returns a copy of the drain phases sorted by ascending Order; phases with
 // the same Order keep their registration order.
-func (r *Registry) DrainPhases() []DrainPhase {
+func (r *Registry) DrainHooks() []DrainHook {
 	r.mu.Lock()
 	ps := slices.Clone(r.phases)
 	r.mu.Unlock()
-	slices.SortStableFunc(ps, func(a, b DrainPhase) int { return cmp.Compare(a.Order, b.Order) })
+	slices.SortStableFunc(ps, func(a, b DrainHook) int { return cmp.Compare(a.Order, b.Order) })
 	return ps
 }

@@ -21,8 +21,8 @@ func names[T any](xs []T, name func(T) string) []string {
 }
 
 func hookNames(hs []Hook) []string { return names(hs, func(h Hook) string { return h.Name }) }
-func phaseNames(ps []DrainPhase) []string {
-	return names(ps, func(p DrainPhase) string { return p.Name })
+func phaseNames(ps []DrainHook) []string {
+	return names(ps, func(p DrainHook) string { return p.Name })
 }
 func equal(a, b []string) bool { return fmt.Sprint(a) == fmt.Sprint(b) }
 
@@ -40,7 +40,7 @@ func TestKindString(t *testing.T) {
 func TestRegistry(t *testing.T) {
 	t.Run("zero value is empty and usable", func(t *testing.T) {
 		var r Registry
-		if hs, ps := r.Hooks(PreStart), r.DrainPhases(); len(hs) != 0 || len(ps) != 0 {
+		if hs, ps := r.Hooks(PreStart), r.DrainHooks(); len(hs) != 0 || len(ps) != 0 {
 			t.Fatalf("got %d hooks, %d phases; want none", len(hs), len(ps))
 		}
 		r.AddPreStart("a", nop)
@@ -82,12 +82,12 @@ func TestRegistry(t *testing.T) {
 	t.Run("registration stores invalid input as given, without panicking", func(t *testing.T) {
 		var r Registry
 		r.AddPostStart("", nil)
-		r.AddDrainPhase(DrainPhase{MaxDuration: -time.Second})
+		r.AddDrainHook(DrainHook{MaxDuration: -time.Second})
 		if hs := r.Hooks(PostStart); len(hs) != 1 || hs[0].Run != nil {
 			t.Fatalf("Hooks = %+v", hs)
 		}
-		if ps := r.DrainPhases(); len(ps) != 1 || ps[0].MaxDuration != -time.Second {
-			t.Fatalf("DrainPhases = %+v", ps)
+		if ps := r.DrainHooks(); len(ps) != 1 || ps[0].MaxDuration != -time.Second {
+			t.Fatalf("DrainHooks = %+v", ps)
 		}
 	})
 
@@ -103,27 +103,27 @@ func TestRegistry(t *testing.T) {
 		}
 	})
 
-	t.Run("DrainPhases sorts ascending by Order, stable for equal Order", func(t *testing.T) {
+	t.Run("DrainHooks sorts ascending by Order, stable for equal Order", func(t *testing.T) {
 		var r Registry
-		for _, p := range []DrainPhase{
+		for _, p := range []DrainHook{
 			{Name: "c20", Order: 20}, {Name: "a10", Order: 10}, {Name: "m-5", Order: -5},
 			{Name: "b10", Order: 10}, {Name: "d20", Order: 20}, {Name: "e10", Order: 10},
 		} {
-			r.AddDrainPhase(p)
+			r.AddDrainHook(p)
 		}
 		want := []string{"m-5", "a10", "b10", "e10", "c20", "d20"}
-		if got := phaseNames(r.DrainPhases()); !equal(got, want) {
-			t.Fatalf("DrainPhases = %v, want %v", got, want)
+		if got := phaseNames(r.DrainHooks()); !equal(got, want) {
+			t.Fatalf("DrainHooks = %v, want %v", got, want)
 		}
 	})
 
-	t.Run("DrainPhases returns a copy", func(t *testing.T) {
+	t.Run("DrainHooks returns a copy", func(t *testing.T) {
 		var r Registry
-		r.AddDrainPhase(DrainPhase{Name: "b", Order: 2})
-		r.AddDrainPhase(DrainPhase{Name: "a", Order: 1})
-		ps := r.DrainPhases()
+		r.AddDrainHook(DrainHook{Name: "b", Order: 2})
+		r.AddDrainHook(DrainHook{Name: "a", Order: 1})
+		ps := r.DrainHooks()
 		ps[0].Name = "changed"
-		if got := phaseNames(r.DrainPhases()); !equal(got, []string{"a", "b"}) {
+		if got := phaseNames(r.DrainHooks()); !equal(got, []string{"a", "b"}) {
 			t.Fatalf("registry changed through the copy: %v", got)
 		}
 	})
@@ -140,9 +140,9 @@ func TestRegistry(t *testing.T) {
 					r.AddPostStart(name, nop)
 					r.AddPreShutdown(name, nop)
 					r.AddPostShutdown(name, nop)
-					r.AddDrainPhase(DrainPhase{Name: name, Order: i % 3})
+					r.AddDrainHook(DrainHook{Name: name, Order: i % 3})
 					_ = r.Hooks(PreStart)
-					_ = r.DrainPhases()
+					_ = r.DrainHooks()
 				}
 			})
 		}
@@ -152,8 +152,8 @@ func TestRegistry(t *testing.T) {
 				t.Errorf("Hooks(%s) has %d, want %d", k, n, workers*each)
 			}
 		}
-		if n := len(r.DrainPhases()); n != workers*each {
-			t.Errorf("DrainPhases has %d, want %d", n, workers*each)
+		if n := len(r.DrainHooks()); n != workers*each {
+			t.Errorf("DrainHooks has %d, want %d", n, workers*each)
 		}
 	})
 }

@@ -67,10 +67,10 @@ func (h hangs) spec(j *journal, n int, b host.Budgets, release chan struct{}) ho
 	}
 	if h.capped {
 		for i := range 3 {
-			reg.AddDrainPhase(hooks.DrainPhase{Name: fmt.Sprint("capped", i), Order: i, MaxDuration: 200 * time.Millisecond, Run: phase})
+			reg.AddDrainHook(hooks.DrainHook{Name: fmt.Sprint("capped", i), Order: i, MaxDuration: 200 * time.Millisecond, Run: phase})
 		}
 	} else {
-		reg.AddDrainPhase(hooks.DrainPhase{Name: "phase", Run: phase})
+		reg.AddDrainHook(hooks.DrainHook{Name: "phase", Run: phase})
 	}
 	reg.AddPreShutdown("pre", pick(h.preShutdown))
 	reg.AddPostShutdown("post", pick(h.postShutdown))
@@ -87,7 +87,7 @@ func TestEveryExitIsBounded(t *testing.T) {
 		all := hangs{true, true, true, true, true, true, true, true, true, true, false}
 		for _, n := range []int{1, 3} {
 			synctest.Test(t, func(t *testing.T) {
-				measureExit(t, all, n, host.Budgets{DrainDelay: 3 * time.Second, DrainPhasesBudget: 2 * time.Second,
+				measureExit(t, all, n, host.Budgets{DrainDelay: 3 * time.Second, DrainHooksBudget: 2 * time.Second,
 					DrainGrace: 4 * time.Second, StepTimeout: time.Second})
 			})
 		}
@@ -98,7 +98,7 @@ func TestEveryExitIsBounded(t *testing.T) {
 	t.Run("with capped phases hung, the exit fits the logged worst case", func(t *testing.T) {
 		for _, h := range []hangs{{phase: true, capped: true}, {true, true, true, true, true, true, true, true, true, true, true}} {
 			synctest.Test(t, func(t *testing.T) {
-				measureExit(t, h, 1, host.Budgets{DrainPhasesBudget: 10 * time.Second, DrainGrace: time.Second,
+				measureExit(t, h, 1, host.Budgets{DrainHooksBudget: 10 * time.Second, DrainGrace: time.Second,
 					StepTimeout: 100 * time.Millisecond})
 			})
 		}
@@ -113,7 +113,7 @@ func TestEveryExitIsBounded(t *testing.T) {
 				&h.warmupStop, &h.scope, &h.flush, &h.cooperative, &h.capped} {
 				*p = rng.IntN(2) == 0
 			}
-			b := host.Budgets{DrainDelay: d(), DrainPhasesBudget: d() + time.Millisecond, DrainGrace: d() + time.Millisecond,
+			b := host.Budgets{DrainDelay: d(), DrainHooksBudget: d() + time.Millisecond, DrainGrace: d() + time.Millisecond,
 				StepTimeout: d() + time.Millisecond}
 			if rng.IntN(3) == 0 {
 				b.Deadline = d() + time.Millisecond

@@ -23,16 +23,16 @@ func TestBudgetsFit(t *testing.T) {
 		}
 		return 0
 	}
-	phase := func(name string, max time.Duration) hooks.DrainPhase {
-		return hooks.DrainPhase{Name: name, MaxDuration: max, Run: func(context.Context, time.Duration) error { return nil }}
+	phase := func(name string, max time.Duration) hooks.DrainHook {
+		return hooks.DrainHook{Name: name, MaxDuration: max, Run: func(context.Context, time.Duration) error { return nil }}
 	}
-	build := func(t *testing.T, phases ...hooks.DrainPhase) *host.Host {
+	build := func(t *testing.T, phases ...hooks.DrainHook) *host.Host {
 		lc := &hooks.Registry{}
 		for _, p := range phases {
-			lc.AddDrainPhase(p)
+			lc.AddDrainHook(p)
 		}
 		h, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(), Lifecycle: lc,
-			Budgets:   host.Budgets{DrainPhasesBudget: 20 * time.Second},
+			Budgets:   host.Budgets{DrainHooksBudget: 20 * time.Second},
 			Telemetry: host.TelemetryConfig{Logger: zap.NewNop()}}, env())
 		if err != nil {
 			t.Fatal(err)
@@ -81,11 +81,11 @@ func TestBudgetsFit(t *testing.T) {
 		// ticker), one drain phase, a post_start and a pre_shutdown hook, an fx
 		// container, an error reporter and the probe listener; every budget left at
 		// its default, no DrainDelay.
-		shaped := func(p hooks.DrainPhase) host.WorstCase {
+		shaped := func(p hooks.DrainHook) host.WorstCase {
 			lc := &hooks.Registry{}
 			lc.AddPostStart("print-hints", func(context.Context) error { return nil })
 			lc.AddPreShutdown("final-report", func(context.Context) error { return nil })
-			lc.AddDrainPhase(p)
+			lc.AddDrainHook(p)
 			var regs []host.Registration
 			for _, name := range []string{"http", "grpc", "kafka", "cron", "leader", "ticker"} {
 				regs = append(regs, host.Registration{Entrypoint: newFake(name, &journal{})})

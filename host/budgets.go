@@ -22,9 +22,9 @@ type Budgets struct {
 	// probe's period × failure threshold plus the balancer's own lag; under
 	// Kubernetes, 0 drops requests during rollouts. Default 0. SW_DRAIN_DELAY.
 	DrainDelay time.Duration
-	// DrainPhasesBudget is shared by all drain phases, in order. Default 3s.
-	// SW_DRAIN_PHASES_BUDGET.
-	DrainPhasesBudget time.Duration
+	// DrainHooksBudget is shared by all drain hooks, in order. Default 3s.
+	// SW_DRAIN_HOOKS_BUDGET.
+	DrainHooksBudget time.Duration
 	// DrainGrace is the window in which the entrypoints finish their in-flight
 	// work. Every entrypoint's Drain starts at the same moment and each gets the
 	// whole window, so one slow drain never shortens another's and the worst
@@ -69,7 +69,7 @@ type Budgets struct {
 // (30 s) with 10% headroom when its phases declare a MaxDuration, and within the
 // period itself when they do not (docs/budgets.md).
 const (
-	defaultDrainPhasesBudget = 3 * time.Second
+	defaultDrainHooksBudget = 3 * time.Second
 	defaultDrainGrace        = 10 * time.Second
 	defaultStepTimeout       = time.Second
 	defaultWarmupTimeout     = time.Minute
@@ -92,7 +92,7 @@ var budgetEnv = []struct {
 	ptr   func(*Budgets) *time.Duration
 }{
 	{"SW_DRAIN_DELAY", "DrainDelay", func(b *Budgets) *time.Duration { return &b.DrainDelay }},
-	{"SW_DRAIN_PHASES_BUDGET", "DrainPhasesBudget", func(b *Budgets) *time.Duration { return &b.DrainPhasesBudget }},
+	{"SW_DRAIN_HOOKS_BUDGET", "DrainHooksBudget", func(b *Budgets) *time.Duration { return &b.DrainHooksBudget }},
 	{"SW_DRAIN_GRACE", "DrainGrace", func(b *Budgets) *time.Duration { return &b.DrainGrace }},
 	{"SW_STEP_TIMEOUT", "StepTimeout", func(b *Budgets) *time.Duration { return &b.StepTimeout }},
 	{"SW_DEADLINE", "Deadline", func(b *Budgets) *time.Duration { return &b.Deadline }},
@@ -150,8 +150,8 @@ func (b Budgets) resolve(l *fault.Problems) Budgets {
 			*e.ptr(&b) = 0
 		}
 	}
-	if b.DrainPhasesBudget == 0 {
-		b.DrainPhasesBudget = defaultDrainPhasesBudget
+	if b.DrainHooksBudget == 0 {
+		b.DrainHooksBudget = defaultDrainHooksBudget
 	}
 	if b.DrainGrace == 0 {
 		b.DrainGrace = defaultDrainGrace

@@ -31,7 +31,7 @@ func TestConfigError(t *testing.T) {
 	t.Run("every problem is listed at once with its field, and nothing starts", func(t *testing.T) {
 		j := &journal{}
 		reg := &hooks.Registry{}
-		reg.AddDrainPhase(hooks.DrainPhase{MaxDuration: -time.Second, Run: func(context.Context, time.Duration) error { return nil }})
+		reg.AddDrainHook(hooks.DrainHook{MaxDuration: -time.Second, Run: func(context.Context, time.Duration) error { return nil }})
 		reg.AddPreStart("", nil)
 		spec := host.AppSpec{
 			ServiceName: "orders",
@@ -60,7 +60,7 @@ func TestConfigError(t *testing.T) {
 		for _, want := range []string{
 			"SW_DRAIN_DELAY Budgets.DrainDelay", "SW_DEADLINE Budgets.Deadline",
 			"TERMINATION_GRACE_PERIOD Budgets.TerminationGracePeriod", "Budgets.DrainGrace", "Budgets.StepTimeout",
-			`Entrypoints["http"]`, "Entrypoints[2]", "Lifecycle.DrainPhases[0]", "Lifecycle.DrainPhases[0].MaxDuration",
+			`Entrypoints["http"]`, "Entrypoints[2]", "Lifecycle.DrainHooks[0]", "Lifecycle.DrainHooks[0].MaxDuration",
 			"Lifecycle.pre_start[0]",
 		} {
 			if !fields[want] {

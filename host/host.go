@@ -232,7 +232,7 @@ func (h *Host) ProbeAddr() string {
 
 // WorstCase sums, figure by figure, the longest orderly exit of this service, from
 // the stop (or from PreStop): the drain delay followed by the wait for Serve to
-// return, the drain phases (each MaxDuration + 1 s, at most DrainPhasesBudget + 1 s),
+// return, the drain phases (each MaxDuration + 1 s, at most DrainHooksBudget + 1 s),
 // one DrainGrace window plus 1 s shared by every Drain, then StepTimeout (plus the
 // short grace before an abandonment) for each entrypoint's Stop, the wait for Serve,
 // each shutdown hook, each warmup Stop, closing the container, flushing telemetry

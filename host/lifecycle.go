@@ -17,7 +17,7 @@ import (
 // startup reaches pre_start.
 type lifecycle struct {
 	hooks  map[hooks.Kind][]hooks.Hook
-	phases []hooks.DrainPhase
+	phases []hooks.DrainHook
 }
 
 var hookKinds = []hooks.Kind{hooks.PreStart, hooks.PostStart, hooks.PreShutdown, hooks.PostShutdown}
@@ -33,9 +33,9 @@ func (h *Host) currentLifecycle() lifecycle {
 		for _, k := range hookKinds {
 			lc.hooks[k] = append(lc.hooks[k], reg.Hooks(k)...)
 		}
-		lc.phases = append(lc.phases, reg.DrainPhases()...)
+		lc.phases = append(lc.phases, reg.DrainHooks()...)
 	}
-	slices.SortStableFunc(lc.phases, func(a, b hooks.DrainPhase) int { return cmp.Compare(a.Order, b.Order) })
+	slices.SortStableFunc(lc.phases, func(a, b hooks.DrainHook) int { return cmp.Compare(a.Order, b.Order) })
 	return lc
 }
 

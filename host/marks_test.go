@@ -77,10 +77,10 @@ func TestMarksOneWay(t *testing.T) {
 		reg := &hooks.Registry{}
 		mut := fleet.Marks{MutatesSharedState: true}
 		reg.AddPreStart("migrate", func(context.Context) error { return nil }, mut)
-		reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", Marks: mut, Run: func(context.Context, time.Duration) error { return nil }})
+		reg.AddDrainHook(hooks.DrainHook{Name: "handover", Marks: mut, Run: func(context.Context, time.Duration) error { return nil }})
 		p := problems(t, host.AppSpec{Profile: fleet.Fleet, Lifecycle: reg,
 			Warmups: []host.Step{{Name: "seed", Start: func(context.Context) error { return nil }, Marks: mut}}})
-		for _, f := range []string{`Warmups["seed"]`, `Lifecycle.pre_start["migrate"]`, `Lifecycle.DrainPhases["handover"]`} {
+		for _, f := range []string{`Warmups["seed"]`, `Lifecycle.pre_start["migrate"]`, `Lifecycle.DrainHooks["handover"]`} {
 			if !strings.Contains(p[f], "leader.NewSingleton") {
 				t.Errorf("%s: %q, want the fleet singleton named", f, p[f])
 			}

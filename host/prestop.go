@@ -45,7 +45,7 @@ type drainAhead struct {
 //
 // Steps: readiness is withdrawn (the probe answers "draining"), the DrainDelay passes
 // with every entrypoint still accepting so load balancers stop routing here, then the
-// drain phases run once, sharing DrainPhasesBudget. PreStop returns when they are done
+// drain phases run once, sharing DrainHooksBudget. PreStop returns when they are done
 // and the entrypoints go on serving until the stop arrives (Kubernetes sends SIGTERM
 // once preStop returns). The shutdown then skips what already ran: it waits only what
 // is left of the DrainDelay, does not run the phases again, and goes on with Drain.
@@ -136,7 +136,7 @@ func (h *Host) drainDelayLeft() time.Duration {
 // drainPhasesOnce runs the drain phases registered so far, once per run: the first
 // caller runs them under ctx, a concurrent one waits for it, and later ones get the
 // first run's report.
-func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainPhase) hookrun.PhasesReport {
+func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainHook) hookrun.PhasesReport {
 	a := &h.ahead
 	a.mu.Lock()
 	if a.phasesBegun {
@@ -147,14 +147,14 @@ func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainPhase) h
 	a.phasesBegun = true
 	a.phasesDone = make(chan struct{})
 	a.mu.Unlock()
-	a.phasesRep = hookrun.DrainPhases(ctx, phases, h.budgets.DrainPhasesBudget, h.log)
+	a.phasesRep = hookrun.DrainHooks(ctx, phases, h.budgets.DrainHooksBudget, h.log)
 	close(a.phasesDone)
 	return a.phasesRep
 }
 
 // settledPhases are the drain phases of this run: those settled when startup reached
 // pre_start (PreStop acts only on a serving service, so they are settled by then).
-func (h *Host) settledPhases() []hooks.DrainPhase {
+func (h *Host) settledPhases() []hooks.DrainHook {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.settled == nil {

@@ -19,13 +19,13 @@ import (
 // budget far above the Deadline.
 func slowPhaseSpec(j *journal, b host.Budgets) (host.AppSpec, *observer.ObservedLogs) {
 	lc := &hooks.Registry{}
-	lc.AddDrainPhase(hooks.DrainPhase{Name: "hand-over", Run: func(ctx context.Context, _ time.Duration) error {
+	lc.AddDrainHook(hooks.DrainHook{Name: "hand-over", Run: func(ctx context.Context, _ time.Duration) error {
 		j.addReady("phase")
 		<-ctx.Done()
 		return ctx.Err()
 	}})
 	core, logs := observer.New(zap.InfoLevel)
-	b.DrainPhasesBudget = 30 * time.Second
+	b.DrainHooksBudget = 30 * time.Second
 	return host.AppSpec{
 		Entrypoints: []host.Registration{{Entrypoint: newFake("http", j)}},
 		Lifecycle:   lc,
@@ -136,11 +136,11 @@ func TestPreStopPathFitsTheWorstCase(t *testing.T) {
 		b    host.Budgets
 	}{
 		// The example's budgets under its manifest.
-		{"example", 6, host.Budgets{DrainDelay: 5 * time.Second, DrainPhasesBudget: 500 * time.Millisecond,
+		{"example", 6, host.Budgets{DrainDelay: 5 * time.Second, DrainHooksBudget: 500 * time.Millisecond,
 			DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond}},
-		{"delay below StepTimeout", 1, host.Budgets{DrainDelay: time.Second, DrainPhasesBudget: 2 * time.Second,
+		{"delay below StepTimeout", 1, host.Budgets{DrainDelay: time.Second, DrainHooksBudget: 2 * time.Second,
 			DrainGrace: 4 * time.Second, StepTimeout: 3 * time.Second}},
-		{"no delay", 2, host.Budgets{DrainPhasesBudget: time.Second, DrainGrace: 2 * time.Second, StepTimeout: time.Second}},
+		{"no delay", 2, host.Budgets{DrainHooksBudget: time.Second, DrainGrace: 2 * time.Second, StepTimeout: time.Second}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

@@ -24,7 +24,7 @@ import (
 // phaseSpec is a service with one entrypoint and one drain phase that records its runs.
 func phaseSpec(j *journal) host.AppSpec {
 	lc := &hooks.Registry{}
-	lc.AddDrainPhase(hooks.DrainPhase{Name: "hand-over", Run: func(context.Context, time.Duration) error {
+	lc.AddDrainHook(hooks.DrainHook{Name: "hand-over", Run: func(context.Context, time.Duration) error {
 		time.Sleep(time.Second)
 		j.addReady("phase")
 		return nil
@@ -139,7 +139,7 @@ func TestPreStop(t *testing.T) {
 	})
 }
 
-func TestStartupRegisteredDrainPhase(t *testing.T) {
+func TestStartupRegisteredDrainHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		j := &journal{}
 		lc := &hooks.Registry{}
@@ -150,7 +150,7 @@ func TestStartupRegisteredDrainPhase(t *testing.T) {
 			Telemetry:   host.TelemetryConfig{Logger: zap.New(core)},
 			// The seed's pattern: a step registers its phase when it starts.
 			Warmups: []host.Step{{Name: "consumer", Start: func(context.Context) error {
-				lc.AddDrainPhase(hooks.DrainPhase{Name: "release", Run: func(context.Context, time.Duration) error {
+				lc.AddDrainHook(hooks.DrainHook{Name: "release", Run: func(context.Context, time.Duration) error {
 					j.addReady("release")
 					return nil
 				}})

@@ -34,7 +34,7 @@ const testToken = "0123456789abcdef-token"
 func preStopHost(t *testing.T, runs *atomic.Int32, reg *prometheus.Registry, log *zap.Logger, kv ...string) (*host.Host, func()) {
 	t.Helper()
 	lc := &hooks.Registry{}
-	lc.AddDrainPhase(hooks.DrainPhase{Name: "hand-over", Run: func(context.Context, time.Duration) error {
+	lc.AddDrainHook(hooks.DrainHook{Name: "hand-over", Run: func(context.Context, time.Duration) error {
 		runs.Add(1)
 		return nil
 	}})

@@ -42,7 +42,7 @@ func TestSequence(t *testing.T) {
 			reg.AddPostStart("post-start", recordHook(j, "post_start"))
 			reg.AddPreShutdown("pre-shutdown", recordHook(j, "pre_shutdown"))
 			reg.AddPostShutdown("post-shutdown", recordHook(j, "post_shutdown"))
-			reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", Run: func(context.Context, time.Duration) error {
+			reg.AddDrainHook(hooks.DrainHook{Name: "handover", Run: func(context.Context, time.Duration) error {
 				j.addReady("phase")
 				return nil
 			}})
@@ -91,7 +91,7 @@ func TestSequence(t *testing.T) {
 			}
 			wantStages := []host.Stage{host.StageBootstrap, host.StageOpenScope, host.StageWarmup,
 				host.StagePreStart, host.StageBind, host.StagePostStart, host.StageServe, host.StageDrainDelay,
-				host.StageDrainPhases, host.StageDrain, host.StageStop, host.StagePreShutdown,
+				host.StageDrainHooks, host.StageDrain, host.StageStop, host.StagePreShutdown,
 				host.StageWarmupStop, host.StageCloseScope, host.StageFlush, host.StagePostShutdown, host.StageStopped}
 			if got := x.Stages(); !slices.Equal(got, wantStages) {
 				t.Errorf("stages:\n got %v\nwant %v", got, wantStages)

@@ -233,14 +233,14 @@ func TestShutdownHandle(t *testing.T) {
 			reg := &hooks.Registry{}
 			runs := 0
 			var allowedSeen time.Duration
-			reg.AddDrainPhase(hooks.DrainPhase{Name: "spread", MaxDuration: time.Minute, Run: func(ctx context.Context, allowed time.Duration) error {
+			reg.AddDrainHook(hooks.DrainHook{Name: "spread", MaxDuration: time.Minute, Run: func(ctx context.Context, allowed time.Duration) error {
 				runs++
 				allowedSeen = allowed
 				<-ctx.Done()
 				return nil
 			}})
 			x := start(t, j, host.AppSpec{Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}}, Lifecycle: reg,
-				Budgets: host.Budgets{DrainPhasesBudget: 3 * time.Second}})
+				Budgets: host.Budgets{DrainHooksBudget: 3 * time.Second}})
 			x.WaitStage(host.StageServe)
 			x.Stop()
 			_ = x.Wait()

@@ -287,9 +287,9 @@ func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 		}
 	}
 	for i, p := range lc.phases {
-		field := fmt.Sprintf("Lifecycle.DrainPhases[%d]", i)
+		field := fmt.Sprintf("Lifecycle.DrainHooks[%d]", i)
 		if p.Name != "" {
-			field = fmt.Sprintf("Lifecycle.DrainPhases[%q]", p.Name)
+			field = fmt.Sprintf("Lifecycle.DrainHooks[%q]", p.Name)
 		}
 		if p.Name == "" {
 			l.Addf(field, "drain phase has an empty name")

@@ -56,7 +56,7 @@ func (r *run) teardown(cause error) error {
 
 	// Drain phases, once, and only after a complete startup.
 	if r.complete && len(r.lc.phases) > 0 {
-		r.enter(StageDrainPhases)
+		r.enter(StageDrainHooks)
 		r.report.phases = h.drainPhasesOnce(force, r.drainPhases()) // prestop.go: not again if PreStop ran them
 		for _, p := range r.report.phases.Phases {
 			if p.Outcome == hookrun.Abandoned { // hung: it ignored its cancellation

@@ -73,7 +73,7 @@ func (r *run) tracedHooks(kind hooks.Kind) []hooks.Hook {
 }
 
 // drainPhases returns the run's drain phases, each traced and its panics reported.
-func (r *run) drainPhases() []hooks.DrainPhase {
+func (r *run) drainPhases() []hooks.DrainHook {
 	ps := slices.Clone(r.lc.phases)
 	for i, p := range ps {
 		run := p.Run

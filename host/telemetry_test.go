@@ -72,7 +72,7 @@ func TestTelemetry(t *testing.T) {
 				}
 				return nil
 			})
-			reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", Run: func(context.Context, time.Duration) error { return nil }})
+			reg.AddDrainHook(hooks.DrainHook{Name: "handover", Run: func(context.Context, time.Duration) error { return nil }})
 			x := start(t, j, host.AppSpec{
 				Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}},
 				Warmups: []host.Step{{Name: "prime", Start: func(context.Context) error { return nil },

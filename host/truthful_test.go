@@ -116,7 +116,7 @@ func TestHooksRunOnlyForStagesThatBegan(t *testing.T) {
 			j := &journal{}
 			reg := &hooks.Registry{}
 			reg.AddPostStart("announce", func(context.Context) error { return errors.New("no") })
-			reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", Run: func(context.Context, time.Duration) error {
+			reg.AddDrainHook(hooks.DrainHook{Name: "handover", Run: func(context.Context, time.Duration) error {
 				j.add("phase")
 				return nil
 			}})
@@ -141,11 +141,11 @@ func TestRegistrationAfterNew(t *testing.T) {
 				Lifecycle:   reg,
 				Entrypoints: []host.Registration{{Entrypoint: newFake("a", j)}},
 				Warmups: []host.Step{{Name: "late", Start: func(context.Context) error {
-					reg.AddDrainPhase(hooks.DrainPhase{Name: "handover", MaxDuration: 30 * time.Second,
+					reg.AddDrainHook(hooks.DrainHook{Name: "handover", MaxDuration: 30 * time.Second,
 						Run: func(ctx context.Context, _ time.Duration) error { j.add("phase"); <-ctx.Done(); return nil }})
 					return nil
 				}}},
-				Budgets:   host.Budgets{DrainPhasesBudget: 20 * time.Second},
+				Budgets:   host.Budgets{DrainHooksBudget: 20 * time.Second},
 				Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
 			})
 			x.WaitStage(host.StageServe)

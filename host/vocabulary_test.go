@@ -24,7 +24,7 @@ func TestOneVocabulary(t *testing.T) {
 		ok := func(context.Context) error { return nil }
 		reg.AddPreShutdown("pre", ok)
 		reg.AddPostShutdown("post", ok)
-		reg.AddDrainPhase(hooks.DrainPhase{Name: "p", Run: func(context.Context, time.Duration) error { return nil }})
+		reg.AddDrainHook(hooks.DrainHook{Name: "p", Run: func(context.Context, time.Duration) error { return nil }})
 		x := start(t, &journal{}, host.AppSpec{
 			Entrypoints: []host.Registration{{Entrypoint: newFake("a", &journal{})}},
 			Warmups:     []host.Step{{Name: "w", Start: ok, Stop: ok}},

@@ -65,7 +65,7 @@ func (w WorstCase) Fits(grace time.Duration) bool {
 //     it is counted only when there are no drain phases;
 //   - drain_phases: each phase costs its window plus the second it is given when it
 //     ignores its cancellation: the sum, over the phases, of MaxDuration + 1s, but
-//     never more than DrainPhasesBudget + 1s, since no phase starts once the budget
+//     never more than DrainHooksBudget + 1s, since no phase starts once the budget
 //     is spent and each is given at most what is left of it;
 //   - drain: one DrainGrace window shared by every Drain, which run concurrently,
 //     plus the slack before one is abandoned; a cooperative wait ends with the
@@ -103,11 +103,11 @@ func (b Budgets) worstCase(u units) WorstCase {
 		add(StageDrainDelay, b.DrainDelay, "DrainDelay")
 	}
 	if u.drainPhases > 0 {
-		whole := addSat(b.DrainPhasesBudget, hooks.AbandonAfter)
+		whole := addSat(b.DrainHooksBudget, hooks.AbandonAfter)
 		if capped := phasesCost(u.phasesMax); capped > 0 && capped < whole {
-			add(StageDrainPhases, capped, fmt.Sprintf("MaxDuration + 1s for each of %d phases, each of which may ignore cancellation", u.drainPhases))
+			add(StageDrainHooks, capped, fmt.Sprintf("MaxDuration + 1s for each of %d phases, each of which may ignore cancellation", u.drainPhases))
 		} else {
-			add(StageDrainPhases, whole, "DrainPhasesBudget + 1s for the last phase, which may ignore cancellation")
+			add(StageDrainHooks, whole, "DrainHooksBudget + 1s for the last phase, which may ignore cancellation")
 		}
 	} else if u.startSteps > 0 {
 		w.Figures = append(w.Figures, Figure{"start_unwind", hooks.AbandonAfter,
@@ -149,7 +149,7 @@ func b2i(b bool) int {
 }
 
 // phasesMax lists the phases' MaxDuration, for phasesCost.
-func phasesMax(phases []hooks.DrainPhase) []time.Duration {
+func phasesMax(phases []hooks.DrainHook) []time.Duration {
 	out := make([]time.Duration, len(phases))
 	for i, p := range phases {
 		out[i] = p.MaxDuration

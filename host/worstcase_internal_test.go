@@ -11,7 +11,7 @@ import (
 )
 
 func TestWorstCaseFigures(t *testing.T) {
-	b := Budgets{DrainDelay: 5 * time.Second, DrainPhasesBudget: 3 * time.Second, DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second}
+	b := Budgets{DrainDelay: 5 * time.Second, DrainHooksBudget: 3 * time.Second, DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second}
 	step := 2*time.Second + courtesy
 	hook := 2*time.Second + 100*time.Millisecond
 	w2 := b.worstCase(units{entrypoints: 2, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
@@ -41,7 +41,7 @@ func TestWorstCaseFigures(t *testing.T) {
 }
 
 func TestWorstCaseSaturates(t *testing.T) {
-	b := Budgets{DrainDelay: maxBudget, DrainPhasesBudget: maxBudget, DrainGrace: maxBudget, StepTimeout: maxBudget}
+	b := Budgets{DrainDelay: maxBudget, DrainHooksBudget: maxBudget, DrainGrace: maxBudget, StepTimeout: maxBudget}
 	w := b.worstCase(units{entrypoints: math.MaxInt32, drainPhases: 1, preShutdown: math.MaxInt32, warmupStops: 1, container: true})
 	if w.Total <= 0 || w.Total != math.MaxInt64 {
 		t.Errorf("total = %d, want the saturated maximum", w.Total)
@@ -154,7 +154,7 @@ func TestWorstCasePhasesAndStartUnwind(t *testing.T) {
 		{time.Second, capped, 2 * time.Second}, // the budget + 1s is the smaller bound
 		{10 * time.Second, []time.Duration{200 * time.Millisecond, 0}, 11 * time.Second},
 	} {
-		w := Budgets{DrainPhasesBudget: c.budget, DrainGrace: time.Second, StepTimeout: time.Second}.
+		w := Budgets{DrainHooksBudget: c.budget, DrainGrace: time.Second, StepTimeout: time.Second}.
 			worstCase(units{entrypoints: 1, drainPhases: len(c.maxes), phasesMax: c.maxes, startSteps: 1})
 		if got := figureOf(w, "drain_phases"); got != c.want {
 			t.Errorf("budget %s, phases %v: drain_phases = %s, want %s", c.budget, c.maxes, got, c.want)

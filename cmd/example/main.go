@@ -70,7 +70,7 @@ func spec(k knobs) host.AppSpec {
 	// A drain phase: work done once the replica is out of rotation and still serving
 	// (here, telling nobody that it leaves). Host.PreStop, served at /prestop on the
 	// probe port, runs it ahead of the stop; the shutdown then does not run it again.
-	lc.AddDrainPhase(hooks.DrainPhase{Name: "deregister", MaxDuration: 500 * time.Millisecond,
+	lc.AddDrainHook(hooks.DrainHook{Name: "deregister", MaxDuration: 500 * time.Millisecond,
 		Run: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
 	var entrypoints []host.Registration
 	if k.failAfter > 0 {
@@ -101,7 +101,7 @@ func spec(k knobs) host.AppSpec {
 		// headroom (testdata/k8s/orders.yaml, held to it by k8s_test.go); the startup
 		// log lists it figure by figure.
 		Budgets: host.Budgets{DrainGrace: 6 * time.Second, StepTimeout: 1500 * time.Millisecond,
-			DrainPhasesBudget: 500 * time.Millisecond},
+			DrainHooksBudget: 500 * time.Millisecond},
 	}
 }
 

@@ -17,7 +17,7 @@ import (
 // min(StreamDrainWindow, allowed), while the server still admits and serves every
 // request, so that streaming clients move to other replicas a few at a time before
 // Drain. Its signature is that of a drain phase's Run, so it can be registered as
-// one (hooks.DrainPhase{Name: "http-streams", Run: srv.DrainStreams}).
+// one (hooks.DrainHook{Name: "http-streams", Run: srv.DrainStreams}).
 //
 // First it disables keep-alives, so that a client whose stream ends reconnects
 // through its load balancer rather than on the same connection: an HTTP/1

@@ -66,7 +66,7 @@ func ExampleServer_DrainStreams() {
 		fmt.Println(err)
 		return
 	}
-	// With the hooks package: hooks.DrainPhase{Name: "http-streams", Run: srv.DrainStreams}.
+	// With the hooks package: hooks.DrainHook{Name: "http-streams", Run: srv.DrainStreams}.
 	var phase func(ctx context.Context, allowed time.Duration) error = srv.DrainStreams
 	fmt.Println(phase(context.Background(), time.Second)) // not serving: nothing to do
 	// Output:

@@ -1,5 +1,5 @@
 // Package hostfx wires an fx application into a Host: Container makes an fx
-// application the Host's host.Container, and Provide, Warmup, Hook, DrainPhase and
+// application the Host's host.Container, and Provide, Warmup, Hook, DrainHook and
 // Check add entrypoints, warmup steps, hooks, drain phases and readiness checks built
 // by fx constructors. fx stays here, in the wiring: package host links no container
 // and uses no reflection.
@@ -45,7 +45,7 @@ import (
 //	container's too)
 //
 // and its groups are collected: "entrypoints" (Provide), "warmups" (Warmup), "hooks"
-// (Hook, DrainPhase) and "checks" (Check).
+// (Hook, DrainHook) and "checks" (Check).
 //
 // A graph error — a missing type, a cycle, a constructor of the wrong shape — and a
 // constructor's own *fault.ConfigError make New fail with a *fault.ConfigError (exit
@@ -62,11 +62,11 @@ type container []fx.Option
 type Instance string
 
 // hookRegistration is a hook or drain phase that arrives through the fx group
-// "hooks"; see Hook and DrainPhase.
+// "hooks"; see Hook and DrainHook.
 type hookRegistration struct {
 	Kind  hooks.Kind
 	Hook  hooks.Hook
-	Phase *hooks.DrainPhase // set for a drain phase; Kind and Hook are then unused
+	Phase *hooks.DrainHook // set for a drain phase; Kind and Hook are then unused
 }
 
 // NamedCheck is a readiness check that arrives through the fx group "checks"; see Check.
@@ -128,7 +128,7 @@ func (c container) Build(b *host.Builder) (host.Scope, error) {
 	b.Warmup(units.Warmups...)
 	for _, hr := range units.Hooks {
 		if hr.Phase != nil {
-			b.Lifecycle().AddDrainPhase(*hr.Phase)
+			b.Lifecycle().AddDrainHook(*hr.Phase)
 			continue
 		}
 		b.Lifecycle().Add(hr.Kind, hr.Hook)
@@ -270,17 +270,17 @@ func Hook(kind hooks.Kind, name string, ctor any, marks ...fleet.Marks) fx.Optio
 	}, hookRegistration{})
 }
 
-// DrainPhase adds a drain phase whose function is built by an fx constructor: p
+// DrainHook adds a drain phase whose function is built by an fx constructor: p
 // gives its Name, Order, MaxDuration and Marks (p.Run is ignored), and ctor takes
 // dependencies from the container and returns the phase's Run — a
 // func(ctx context.Context, allowed time.Duration) error — optionally with an
-// error. The phase runs as one added to hooks.Registry.AddDrainPhase does: after
+// error. The phase runs as one added to hooks.Registry.AddDrainHook does: after
 // the drain delay, before the entrypoints drain, or ahead of the stop by PreStop.
-func DrainPhase(p hooks.DrainPhase, ctor any) fx.Option {
+func DrainHook(p hooks.DrainHook, ctor any) fx.Option {
 	return provideInto("hooks", ctor, func(v any) (any, error) {
 		run, ok := v.(func(context.Context, time.Duration) error)
 		if !ok {
-			return nil, fault.Invalid("", "hostfx.DrainPhase %q: constructor returns %T, want func(context.Context, time.Duration) error", p.Name, v)
+			return nil, fault.Invalid("", "hostfx.DrainHook %q: constructor returns %T, want func(context.Context, time.Duration) error", p.Name, v)
 		}
 		phase := p
 		phase.Run = run

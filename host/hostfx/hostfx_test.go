@@ -105,7 +105,7 @@ func TestContainerErrors(t *testing.T) {
 	})
 }
 
-func TestDrainPhase(t *testing.T) {
+func TestDrainHook(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ran []string
 		x := hosttest.Start(t, host.AppSpec{
@@ -113,7 +113,7 @@ func TestDrainPhase(t *testing.T) {
 			Container: hostfx.Container(
 				fx.Supply(&pool{}),
 				hostfx.Provide(newLoop, 1),
-				hostfx.DrainPhase(hooks.DrainPhase{Name: "deregister", MaxDuration: time.Second},
+				hostfx.DrainHook(hooks.DrainHook{Name: "deregister", MaxDuration: time.Second},
 					func(*pool) func(context.Context, time.Duration) error {
 						return func(_ context.Context, allowed time.Duration) error {
 							ran = append(ran, "deregister")

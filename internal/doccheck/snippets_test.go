@@ -57,7 +57,7 @@ func hooksSnippet(spec *host.AppSpec) {
 	lc.AddPostStart("announce", announce)      // after readiness turns true; fail-fast
 	lc.AddPreShutdown("flush-outbox", flush)   // after entrypoints stopped, container still open; best-effort
 	lc.AddPostShutdown("final-report", report) // after the container closed; best-effort
-	lc.AddDrainPhase(hooks.DrainPhase{         // while still serving, before Drain
+	lc.AddDrainHook(hooks.DrainHook{         // while still serving, before Drain
 		Name: "hand-over", Order: 10, MaxDuration: 5 * time.Second,
 		Run: func(ctx context.Context, allowed time.Duration) error { return handOver(ctx, allowed) },
 	})
@@ -86,7 +86,7 @@ func fxSnippet(spec *host.AppSpec) {
 		hostfx.Provide(newConsumer, 20), // an entrypoint, bound at order 20
 		hostfx.Warmup(func(db *DB) host.Step { return host.Step{Name: "ping-db", Start: db.Ping} }),
 		hostfx.Hook(hooks.PreShutdown, "flush", func(o *Outbox) hooks.Func { return o.Flush }),
-		hostfx.DrainPhase(hooks.DrainPhase{Name: "hand-over", MaxDuration: 5 * time.Second},
+		hostfx.DrainHook(hooks.DrainHook{Name: "hand-over", MaxDuration: 5 * time.Second},
 			func(o *Outbox) func(context.Context, time.Duration) error { return o.HandOver }),
 	)
 }

@@ -62,7 +62,7 @@ type PhaseResult struct {
 	Outcome Outcome
 	// Allowed is the time the phase was given (0 when skipped).
 	Allowed time.Duration
-	// Duration is how long DrainPhases spent on it, up to its return or its
+	// Duration is how long DrainHooks spent on it, up to its return or its
 	// abandonment (0 when skipped).
 	Duration time.Duration
 	// Err is nil for Completed. Otherwise: Failed — the phase's error or a
@@ -73,17 +73,17 @@ type PhaseResult struct {
 	Err error
 }
 
-// PhasesReport is what DrainPhases did, one entry per phase in the order given.
+// PhasesReport is what DrainHooks did, one entry per phase in the order given.
 type PhasesReport struct {
 	Phases   []PhaseResult
 	Duration time.Duration // from start to return, abandon waits included
 }
 
-// DrainPhases runs phases one after the other, in the order given (pass
-// hooks.Registry.DrainPhases, sorted by Order), sharing budget, and reports what became of
+// DrainHooks runs phases one after the other, in the order given (pass
+// hooks.Registry.DrainHooks, sorted by Order), sharing budget, and reports what became of
 // each. A phase that fails does not stop the next.
 //
-// The time left is budget minus the time elapsed since DrainPhases started, read
+// The time left is budget minus the time elapsed since DrainHooks started, read
 // from the clock, so an abandoned phase's extra wait counts against it too. Each phase
 // is given allowed = min(MaxDuration, left) — all that is left when MaxDuration is 0 —
 // further shortened to ctx's own deadline if that comes sooner; it is called with that
@@ -97,13 +97,13 @@ type PhasesReport struct {
 //
 // When ctx is done (forced cleanup, the overall deadline) the running phase's ctx is
 // cancelled with it, it gets hooks.AbandonAfter to return (Interrupted) or is Abandoned, and
-// every later phase is Skipped. So DrainPhases returns within budget, plus
+// every later phase is Skipped. So DrainHooks returns within budget, plus
 // hooks.AbandonAfter when the last phase it ran ignored its cancellation.
 //
-// Every outcome is logged with the phase's name. DrainPhases neither sorts nor
+// Every outcome is logged with the phase's name. DrainHooks neither sorts nor
 // validates phases, and it does not remember having run: running phases at most once
 // is the caller's job. A nil log is allowed.
-func DrainPhases(ctx context.Context, phases []hooks.DrainPhase, budget time.Duration, log *zap.Logger) PhasesReport {
+func DrainHooks(ctx context.Context, phases []hooks.DrainHook, budget time.Duration, log *zap.Logger) PhasesReport {
 	log = orNop(log)
 	start := time.Now()
 	rep := PhasesReport{Phases: make([]PhaseResult, 0, len(phases))}
@@ -116,7 +116,7 @@ func DrainPhases(ctx context.Context, phases []hooks.DrainPhase, budget time.Dur
 	return rep
 }
 
-func runPhase(ctx context.Context, p hooks.DrainPhase, left time.Duration) PhaseResult {
+func runPhase(ctx context.Context, p hooks.DrainHook, left time.Duration) PhaseResult {
 	res := PhaseResult{Name: p.Name}
 	if ctx.Err() != nil {
 		res.Err = context.Cause(ctx)

@@ -40,8 +40,8 @@ func (r *recorder) call(name string) call {
 func newRecorder() *recorder { return &recorder{start: time.Now(), calls: map[string]call{}} }
 
 // phase returns a phase that records its call and then does body.
-func (r *recorder) phase(name string, max time.Duration, body func(ctx context.Context) error) hooks.DrainPhase {
-	return hooks.DrainPhase{Name: name, MaxDuration: max, Run: func(ctx context.Context, allowed time.Duration) error {
+func (r *recorder) phase(name string, max time.Duration, body func(ctx context.Context) error) hooks.DrainHook {
+	return hooks.DrainHook{Name: name, MaxDuration: max, Run: func(ctx context.Context, allowed time.Duration) error {
 		d, _ := ctx.Deadline()
 		r.mu.Lock()
 		r.calls[name] = call{at: time.Since(r.start), allowed: allowed, deadline: time.Until(d)}
@@ -63,7 +63,7 @@ func check(t *testing.T, r PhaseResult, name string, o Outcome, took time.Durati
 	}
 }
 
-func TestDrainPhases(t *testing.T) {
+func TestDrainHooks(t *testing.T) {
 	t.Run("runs phases in the order given, as hooks.Registry sorts them", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var reg hooks.Registry
@@ -72,12 +72,12 @@ func TestDrainPhases(t *testing.T) {
 				name  string
 				order int
 			}{{"c", 3}, {"a1", 1}, {"b", 2}, {"a2", 1}} {
-				reg.AddDrainPhase(hooks.DrainPhase{Name: p.name, Order: p.order, Run: func(context.Context, time.Duration) error {
+				reg.AddDrainHook(hooks.DrainHook{Name: p.name, Order: p.order, Run: func(context.Context, time.Duration) error {
 					ran = append(ran, p.name)
 					return nil
 				}})
 			}
-			rep := DrainPhases(context.Background(), reg.DrainPhases(), 10*time.Second, nil)
+			rep := DrainHooks(context.Background(), reg.DrainHooks(), 10*time.Second, nil)
 			want := []string{"a1", "a2", "b", "c"}
 			if !equal(ran, want) || !equal(resultNames(rep.Phases), want) {
 				t.Fatalf("ran %v, reported %v; want %v", ran, resultNames(rep.Phases), want)
@@ -88,12 +88,12 @@ func TestDrainPhases(t *testing.T) {
 	t.Run("allowed is min of MaxDuration and budget left, and equals the ctx deadline", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("capped", 3*time.Second, sleep(time.Second)),       // min(3s, 10s)
 				rec.phase("cap-above", 20*time.Second, sleep(2*time.Second)), // min(20s, 9s)
 				rec.phase("last", 4*time.Second, sleep(0)),                   // min(4s, 7s)
 			}
-			rep := DrainPhases(context.Background(), phases, 10*time.Second, nil)
+			rep := DrainHooks(context.Background(), phases, 10*time.Second, nil)
 			for i, want := range []time.Duration{3 * time.Second, 9 * time.Second, 4 * time.Second} {
 				c := rec.call(phases[i].Name)
 				if c.allowed != want || c.deadline != want || rep.Phases[i].Allowed != want {
@@ -113,11 +113,11 @@ func TestDrainPhases(t *testing.T) {
 	t.Run("phase without MaxDuration takes all that is left", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("first", 0, sleep(1500*time.Millisecond)),
 				rec.phase("second", 0, sleep(0)),
 			}
-			DrainPhases(context.Background(), phases, 5*time.Second, nil)
+			DrainHooks(context.Background(), phases, 5*time.Second, nil)
 			if c := rec.call("first"); c.allowed != 5*time.Second || c.deadline != 5*time.Second {
 				t.Errorf("first: %+v, want all 5s", c)
 			}
@@ -131,7 +131,7 @@ func TestDrainPhases(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rec := newRecorder()
 			var cause error
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("slow", 3*time.Second, func(ctx context.Context) error {
 					<-ctx.Done()
 					cause = context.Cause(ctx)
@@ -140,7 +140,7 @@ func TestDrainPhases(t *testing.T) {
 				rec.phase("quiet-overrun", 2*time.Second, func(ctx context.Context) error { <-ctx.Done(); return nil }),
 				rec.phase("next", 0, sleep(0)),
 			}
-			rep := DrainPhases(context.Background(), phases, 10*time.Second, nil)
+			rep := DrainHooks(context.Background(), phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "slow", Overran, 3*time.Second)
 			check(t, rep.Phases[1], "quiet-overrun", Overran, 2*time.Second)
 			check(t, rep.Phases[2], "next", Completed, 0)
@@ -161,11 +161,11 @@ func TestDrainPhases(t *testing.T) {
 			release := make(chan struct{})
 			defer close(release) // the abandoned goroutine must end inside the bubble
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("deaf", 2*time.Second, func(context.Context) error { <-release; return nil }),
 				rec.phase("next", 0, sleep(0)),
 			}
-			rep := DrainPhases(context.Background(), phases, 10*time.Second, nil)
+			rep := DrainHooks(context.Background(), phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "deaf", Abandoned, 2*time.Second+hooks.AbandonAfter)
 			if err := rep.Phases[0].Err; !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `drain phase "deaf"`) {
 				t.Errorf("err = %v", err)
@@ -180,7 +180,7 @@ func TestDrainPhases(t *testing.T) {
 	t.Run("less than hooks.MinPhaseTime left is skipped, exactly hooks.MinPhaseTime runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			called := false
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				{Name: "long", Run: func(context.Context, time.Duration) error { time.Sleep(900 * time.Millisecond); return nil }},
 				{Name: "just-enough", Run: func(_ context.Context, allowed time.Duration) error {
 					if allowed != hooks.MinPhaseTime {
@@ -191,7 +191,7 @@ func TestDrainPhases(t *testing.T) {
 				}},
 				{Name: "too-late", Run: func(context.Context, time.Duration) error { called = true; return nil }},
 			}
-			rep := DrainPhases(context.Background(), phases, time.Second, nil)
+			rep := DrainHooks(context.Background(), phases, time.Second, nil)
 			check(t, rep.Phases[1], "just-enough", Completed, 50*time.Millisecond)
 			check(t, rep.Phases[2], "too-late", Skipped, 0)
 			if called || !errors.Is(rep.Phases[2].Err, ErrBudgetSpent) || rep.Phases[2].Allowed != 0 {
@@ -201,7 +201,7 @@ func TestDrainPhases(t *testing.T) {
 	})
 
 	t.Run("zero budget skips every phase", func(t *testing.T) {
-		rep := DrainPhases(context.Background(), []hooks.DrainPhase{{Name: "a"}, {Name: "b"}}, 0, nil)
+		rep := DrainHooks(context.Background(), []hooks.DrainHook{{Name: "a"}, {Name: "b"}}, 0, nil)
 		for _, r := range rep.Phases {
 			if r.Outcome != Skipped || !errors.Is(r.Err, ErrBudgetSpent) {
 				t.Errorf("%+v", r)
@@ -213,11 +213,11 @@ func TestDrainPhases(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			errHandOver := errors.New("peer refused the lease")
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("hand-over", 0, func(context.Context) error { time.Sleep(time.Second); return errHandOver }),
 				rec.phase("next", 0, sleep(0)),
 			}
-			rep := DrainPhases(context.Background(), phases, 4*time.Second, nil)
+			rep := DrainHooks(context.Background(), phases, 4*time.Second, nil)
 			check(t, rep.Phases[0], "hand-over", Failed, time.Second)
 			check(t, rep.Phases[1], "next", Completed, 0)
 			if !errors.Is(rep.Phases[0].Err, errHandOver) || rec.call("next").allowed != 3*time.Second {
@@ -229,11 +229,11 @@ func TestDrainPhases(t *testing.T) {
 	t.Run("panicking phase fails with a PanicError naming it and the next runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("explode", 0, func(context.Context) error { panic("boom") }),
 				rec.phase("next", 0, sleep(0)),
 			}
-			rep := DrainPhases(context.Background(), phases, 4*time.Second, nil)
+			rep := DrainHooks(context.Background(), phases, 4*time.Second, nil)
 			check(t, rep.Phases[0], "explode", Failed, 0)
 			check(t, rep.Phases[1], "next", Completed, 0)
 			var pe *fault.PanicError
@@ -249,12 +249,12 @@ func TestDrainPhases(t *testing.T) {
 			defer cancel()
 			time.AfterFunc(time.Second, cancel)
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				rec.phase("running", 5*time.Second, waitCtx),
 				rec.phase("later", 0, sleep(0)),
 				rec.phase("last", 0, sleep(0)),
 			}
-			rep := DrainPhases(ctx, phases, 10*time.Second, nil)
+			rep := DrainHooks(ctx, phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "running", Interrupted, time.Second)
 			check(t, rep.Phases[1], "later", Skipped, 0)
 			check(t, rep.Phases[2], "last", Skipped, 0)
@@ -274,11 +274,11 @@ func TestDrainPhases(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			time.AfterFunc(time.Second, cancel)
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				{Name: "deaf", Run: func(context.Context, time.Duration) error { <-release; return nil }},
 				{Name: "later", Run: func(context.Context, time.Duration) error { return nil }},
 			}
-			rep := DrainPhases(ctx, phases, 10*time.Second, nil)
+			rep := DrainHooks(ctx, phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "deaf", Abandoned, time.Second+hooks.AbandonAfter)
 			check(t, rep.Phases[1], "later", Skipped, 0)
 		})
@@ -287,7 +287,7 @@ func TestDrainPhases(t *testing.T) {
 	t.Run("parent already cancelled skips every phase", func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		rep := DrainPhases(ctx, []hooks.DrainPhase{{Name: "a"}, {Name: "b"}}, time.Minute, nil)
+		rep := DrainHooks(ctx, []hooks.DrainHook{{Name: "a"}, {Name: "b"}}, time.Minute, nil)
 		for _, r := range rep.Phases {
 			if r.Outcome != Skipped || !errors.Is(r.Err, context.Canceled) {
 				t.Errorf("%+v", r)
@@ -300,8 +300,8 @@ func TestDrainPhases(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			defer cancel()
 			rec := newRecorder()
-			phases := []hooks.DrainPhase{rec.phase("a", 5*time.Second, waitCtx), rec.phase("b", 0, sleep(0))}
-			rep := DrainPhases(ctx, phases, 10*time.Second, nil)
+			phases := []hooks.DrainHook{rec.phase("a", 5*time.Second, waitCtx), rec.phase("b", 0, sleep(0))}
+			rep := DrainHooks(ctx, phases, 10*time.Second, nil)
 			if c := rec.call("a"); c.allowed != 2*time.Second || c.deadline != 2*time.Second {
 				t.Errorf("a: %+v, want 2s", c)
 			}
@@ -318,14 +318,14 @@ func TestDrainPhases(t *testing.T) {
 			release := make(chan struct{})
 			defer close(release)
 			core, logs := observer.New(zap.DebugLevel)
-			phases := []hooks.DrainPhase{
+			phases := []hooks.DrainHook{
 				{Name: "ok", Run: func(context.Context, time.Duration) error { return nil }},
 				{Name: "bad", Run: func(context.Context, time.Duration) error { return errors.New("x") }},
 				{Name: "slow", MaxDuration: time.Second, Run: func(ctx context.Context, _ time.Duration) error { return waitCtx(ctx) }},
 				{Name: "deaf", MaxDuration: time.Second, Run: func(context.Context, time.Duration) error { <-release; return nil }},
 				{Name: "late", Run: func(context.Context, time.Duration) error { return nil }},
 			}
-			rep := DrainPhases(context.Background(), phases, 3*time.Second, zap.New(core))
+			rep := DrainHooks(context.Background(), phases, 3*time.Second, zap.New(core))
 			want := map[string]Outcome{"ok": Completed, "bad": Failed, "slow": Overran, "deaf": Abandoned, "late": Skipped}
 			for name, o := range want {
 				entries := logs.FilterField(zap.String("phase", name)).All()
