@@ -70,9 +70,9 @@ type Budgets struct {
 // period itself when they do not (docs/budgets.md).
 const (
 	defaultDrainHooksBudget = 3 * time.Second
-	defaultDrainGrace        = 10 * time.Second
-	defaultStepTimeout       = time.Second
-	defaultWarmupTimeout     = time.Minute
+	defaultDrainGrace       = 10 * time.Second
+	defaultStepTimeout      = time.Second
+	defaultWarmupTimeout    = time.Minute
 )
 
 // maxBudget is the largest value any budget may take, from the spec or the

@@ -22,7 +22,7 @@ const (
 	StagePostStart                 // readiness true, then post_start hooks
 	StageServe                     // every Serve runs
 	StageDrainDelay                // readiness false; the drain delay passes, everything accepting
-	StageDrainHooks               // drain phases share their budget
+	StageDrainHooks                // drain phases share their budget
 	StageDrain                     // Drain on every bound entrypoint at once
 	StageStop                      // Stop on each bound entrypoint, in reverse; Serve returns
 	StagePreShutdown               // pre_shutdown hooks, container still open

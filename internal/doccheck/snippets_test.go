@@ -57,7 +57,7 @@ func hooksSnippet(spec *host.AppSpec) {
 	lc.AddPostStart("announce", announce)      // after readiness turns true; fail-fast
 	lc.AddPreShutdown("flush-outbox", flush)   // after entrypoints stopped, container still open; best-effort
 	lc.AddPostShutdown("final-report", report) // after the container closed; best-effort
-	lc.AddDrainHook(hooks.DrainHook{         // while still serving, before Drain
+	lc.AddDrainHook(hooks.DrainHook{           // while still serving, before Drain
 		Name: "hand-over", Order: 10, MaxDuration: 5 * time.Second,
 		Run: func(ctx context.Context, allowed time.Duration) error { return handOver(ctx, allowed) },
 	})
