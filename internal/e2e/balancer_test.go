@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -31,8 +30,8 @@ func TestRollingRestartBehindConnectionBalancer(t *testing.T) {
 		t.Skip("the rolling restart takes ~30s")
 	}
 	// The drain is under test, not overload protection (see TestRollingRestart).
-	env := []string{"SW_DRAIN_DELAY=1s", "SW_ADMISSION_OFF=1"}
-	reps, lb := startPair(t, bin, env, 250*time.Millisecond, testenv.HAProxyTCP())
+	env := []string{drainDelay, "SW_ADMISSION_OFF=1"}
+	reps, lb := startFleetBehind(t, 2, bin, env, fleetOptions{haproxy: []testenv.HAProxyOption{testenv.HAProxyTCP()}})
 
 	l := &load{}
 	stop := make(chan struct{})
@@ -48,25 +47,13 @@ func TestRollingRestartBehindConnectionBalancer(t *testing.T) {
 	}()
 
 	movedOff, restarts := 0, 0
-	for round := range rounds {
-		for _, r := range reps {
-			p := r.proc
-			_ = p.Signal(syscall.SIGTERM)
-			code, err := p.Wait(30 * time.Second)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if code != 0 {
-				t.Fatalf("round %d: %s exited %d", round, r.name, code)
-			}
-			restarts++
-			movedOff += movedOffIn(p.Lines())
-			r.start(t)
-			if err := lb.WaitStatus(r.name, "UP", 10*time.Second); err != nil {
-				t.Fatal(err)
-			}
+	roll(t, reps, lb, rounds, func(round int, r *replica, code int) {
+		if code != 0 {
+			t.Fatalf("round %d: %s exited %d", round, r.name, code)
 		}
-	}
+		restarts++
+		movedOff += movedOffIn(r.proc.Lines())
+	})
 	close(stop)
 	wg.Wait()
 	stopped = true
@@ -109,38 +96,14 @@ func movedOffIn(lines []string) int {
 // sharing one ordinary pooled client (keep-alive, no header of its own), until stop
 // closes. Every order has an id of its own.
 func (l *load) post(addr string, rate, workers int, stop <-chan struct{}) {
-	began := time.Now()
-	defer func() { l.took = time.Since(began) }()
-	tokens := make(chan int, workers)
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		defer close(tokens)
-		tick := time.NewTicker(time.Second / time.Duration(rate))
-		defer tick.Stop()
-		for n := 0; ; n++ {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				select {
-				case tokens <- n:
-				default: // every worker busy: skip the tick
-				}
-			}
-		}
-	})
 	tr := &http.Transport{MaxIdleConnsPerHost: workers}
 	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
 	url := "http://" + addr + "/orders"
-	for range workers {
-		wg.Go(func() {
-			for n := range tokens {
-				body := fmt.Sprintf(`{"id":"b%d-%d","item":"tea","qty":1}`, began.UnixNano(), n)
-				resp, err := client.Post(url, "application/json", strings.NewReader(body))
-				l.record(url, resp, err)
-			}
-		})
-	}
-	wg.Wait()
+	run := time.Now().UnixNano()
+	l.openLoop(rate, workers, stop, func(n int) {
+		body := fmt.Sprintf(`{"id":"b%d-%d","item":"tea","qty":1}`, run, n)
+		resp, err := client.Post(url, "application/json", strings.NewReader(body))
+		l.record(url, resp, err)
+	})
 	tr.CloseIdleConnections()
 }

@@ -385,7 +385,7 @@ func TestGRPCRapidReset(t *testing.T) {
 	_ = p.Signal(syscall.SIGTERM)
 	code := exitCode(t, p)
 	took := time.Since(start)
-	budget := 100*time.Millisecond + exampleDrainGrace
+	budget := 3 * exampleDrainGrace // a sanity bound: an attacker holding the drain holds it until killed
 	t.Logf("exit %d %s after SIGTERM (budget %s)", code, took, budget)
 	if code != 0 {
 		t.Errorf("exit %d with the attacker connected, want 0", code)

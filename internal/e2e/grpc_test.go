@@ -93,8 +93,9 @@ func TestGRPCOrders(t *testing.T) {
 	if r, err := watch.Recv(); err != nil || r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
 		t.Fatalf("health after SIGTERM: %v %v, want NOT_SERVING", r, err)
 	}
-	if d := time.Since(start); d > 200*time.Millisecond {
-		t.Errorf("NOT_SERVING %s after SIGTERM", d)
+	// A sanity bound (it takes milliseconds): at once, not at the end of the drain delay.
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("NOT_SERVING %s after SIGTERM, want at once (within 2s)", d)
 	}
 	// Still served through the drain delay.
 	if _, err := api.GetOrder(ctx, &ordersv1.GetOrderRequest{Id: "g1"}); err != nil {

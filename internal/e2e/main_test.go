@@ -97,15 +97,13 @@ func TestProcess(t *testing.T) {
 	})
 
 	t.Run("SIGTERM during warmup exits promptly with 0 and binds nothing", func(t *testing.T) {
-		p, _ := startExample(t, "EXAMPLE_WARMUP_DELAY=5s")
+		// A warmup of 10 minutes: exitCode's 20 s wait ends long before it, so an exit
+		// at all shows the warmup was cancelled, however slow the machine.
+		p, _ := startExample(t, "EXAMPLE_WARMUP_DELAY=10m")
 		mustLog(t, p, stage("warmup"), 20*time.Second)
-		began := time.Now()
 		_ = p.Signal(syscall.SIGTERM)
 		if code := exitCode(t, p); code != 0 {
 			t.Fatalf("exit code %d, want 0", code)
-		}
-		if d := time.Since(began); d > 2*time.Second {
-			t.Errorf("took %s to exit; the 5s warmup should have been cancelled", d)
 		}
 		if p.Find(stage("bind")) != nil || p.Find(map[string]string{"msg": "service ready"}) != nil {
 			t.Error("the service bound or became ready after a stop during warmup")

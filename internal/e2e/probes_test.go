@@ -78,12 +78,14 @@ func TestProbes(t *testing.T) {
 				drainingAfter = time.Since(sent)
 				break
 			}
-			if time.Since(sent) > time.Second {
-				t.Fatalf("/readyz still %d %s a second after SIGTERM", a.code, a.raw)
+			if time.Since(sent) > 10*time.Second {
+				t.Fatalf("/readyz still %d %s 10s after SIGTERM", a.code, a.raw)
 			}
 		}
-		if drainingAfter > 50*time.Millisecond {
-			t.Errorf("/readyz turned draining %s after SIGTERM, want within 50ms", drainingAfter)
+		// A sanity bound, 100 times the few milliseconds it takes: the drain delay
+		// that follows is several seconds, and readiness must turn before it, not after.
+		if drainingAfter > 2*time.Second {
+			t.Errorf("/readyz turned draining %s after SIGTERM, want at once (within 2s)", drainingAfter)
 		}
 		if a := mustGet(t, base+"/livez"); a.code != 200 {
 			t.Errorf("/livez while draining = %d", a.code)
