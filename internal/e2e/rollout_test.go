@@ -237,10 +237,11 @@ func TestRolloutOverload(t *testing.T) {
 	if during.admitted < steady.admitted/4 {
 		t.Errorf("only %d admitted during the restart against %d in the steady 4 s: the survivor refused what it could serve", during.admitted, steady.admitted)
 	}
-	// The goal is 3× steady; on a shared machine a neighbour's burst alone moves a
-	// p99 of a few milliseconds by more, so the test holds a looser bound and prints
-	// the figure (the bench reports it).
-	if ratio > 10 {
-		t.Errorf("p99 of admitted during the restart %s is %.1f× the steady %s (bound 10×, goal 3×)", during.p99, ratio, steady.p99)
+	// The goal is 3× steady, a figure `make bench` reports (internal/cmd/bench,
+	// rollout.go, from this test's log line, without -race); on a shared machine a
+	// neighbour's burst alone moves a p99 of a few milliseconds by more, so the test
+	// holds a sanity bound ten times the goal.
+	if ratio > 30 {
+		t.Errorf("p99 of admitted during the restart %s is %.1f× the steady %s (sanity bound 30×, goal 3×)", during.p99, ratio, steady.p99)
 	}
 }
