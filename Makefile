@@ -19,8 +19,8 @@ PROC    := github.com/servicewright/servicewright/internal/e2e
 test: deps lint
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -vx '$(PROC)')
 	@if $(GO) list $(PKGS) | grep -qx '$(PROC)'; then \
-		echo $(GO) test -race -count=1 -timeout 20m $(PROC); \
-		$(GO) test -race -count=1 -timeout 20m $(PROC); fi
+		echo $(GO) test -race -count=1 -timeout 40m $(PROC); \
+		$(GO) test -race -count=1 -timeout 40m $(PROC); fi
 	$(GO) test -run='^$$' -fuzz='^FuzzNoSecret$$' -fuzztime=15s ./internal/nosecret
 
 ## bench: the figures of docs/architecture.md, each beside its baseline from the same run
