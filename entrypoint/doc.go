@@ -1,6 +1,11 @@
 // Package entrypoint defines how work gets into a servicewright service, and the two
 // building blocks every kind of entrypoint shares: the Gate and the Loop.
 //
+// Where to start: to serve HTTP, gRPC, Kafka or cron, use the package of that kind
+// (httpentry, grpcentry, kafkaentry, cronentry). Here, NewLoop makes a background
+// poller, NewTask a run-to-completion job (a migration, a backfill), and Runner is
+// the base of an entrypoint of your own; the rest is what they share.
+//
 // # Lifecycle
 //
 // An Entrypoint is whatever takes work from outside the process: an HTTP listener, a

@@ -4,8 +4,6 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
-
-	"github.com/servicewright/servicewright/entrypoint/admission"
 )
 
 // The Gate's whole state is one word, so that admission and counting are a single
@@ -39,16 +37,16 @@ func limited(s uint64) uint64 { return s >> limShift }
 // admitted is still in flight. The fast path (Enter and leave, gate open, nobody
 // waiting) takes no lock and allocates nothing.
 //
-// Given an admission.Limiter (SetLimiter), the Gate also refuses ordinary work
-// beyond an adaptive concurrency limit: see Admit, which tells a refusal for
-// overload from one for draining. Enter is never refused for overload.
+// Given a Limiter (SetLimiter; admission.Limiter is the framework's), the Gate
+// also refuses ordinary work beyond an adaptive concurrency limit: see Admit, which
+// tells a refusal for overload from one for draining. Enter is never refused for overload.
 //
 // The zero value is an open Gate with nothing in flight. A Gate must not be copied
 // after first use.
 type Gate struct {
 	state atomic.Uint64          // limited<<limShift | count<<gateShift | gateWaiting | gateClosed
 	leave atomic.Pointer[func()] // the one leave func handed to every Enter, made on first use
-	lim   atomic.Pointer[admission.Limiter]
+	lim   atomic.Pointer[limBox]
 
 	mu     sync.Mutex    // guards zeroCh and clearing gateWaiting
 	zeroCh chan struct{} // closed to wake every Wait parked for the current zero

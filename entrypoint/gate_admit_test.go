@@ -6,6 +6,45 @@ import (
 	"github.com/servicewright/servicewright/entrypoint/admission"
 )
 
+// The framework's limiter is a Gate's Limiter.
+var _ Limiter = (*admission.Limiter)(nil)
+
+// TestGateNilLimiter: a nil *admission.Limiter (admission off: New with Off) in
+// SetLimiter or AdmitTo limits nothing, and Limiter reports none, rather than the
+// Gate calling a method on the nil pointer.
+func TestGateNilLimiter(t *testing.T) {
+	off, err := admission.New(admission.Config{Off: true})
+	if err != nil || off != nil {
+		t.Fatalf("New(Off) = %v, %v; want nil, nil", off, err)
+	}
+	var g Gate
+	g.SetLimiter(off)
+	if lim := g.Limiter(); lim != nil {
+		t.Fatalf("Limiter() = %#v, want nil", lim)
+	}
+	var tickets []Ticket
+	for range 100 {
+		tk, v := g.Admit(Ordinary)
+		if v != Admitted {
+			t.Fatalf("Admit = %v, want admitted", v)
+		}
+		tickets = append(tickets, tk)
+		if tk, v = g.AdmitTo(off, Ordinary); v != Admitted {
+			t.Fatalf("AdmitTo(nil limiter) = %v, want admitted", v)
+		}
+		tickets = append(tickets, tk)
+	}
+	if n := g.InFlight(); n != 200 {
+		t.Fatalf("InFlight = %d, want 200", n)
+	}
+	for _, tk := range tickets {
+		tk.Leave()
+	}
+	if n := g.InFlight(); n != 0 {
+		t.Fatalf("InFlight after Leave = %d, want 0", n)
+	}
+}
+
 // limitedGate returns a Gate whose limiter holds the limit at n.
 func limitedGate(t testing.TB, n int) *Gate {
 	t.Helper()

@@ -22,14 +22,15 @@ type phase struct {
 // cores are in flight and proportionally longer beyond (cores shared among the
 // requests admitted, fixed at admission). It returns the instants, as offsets from
 // the start of the last phase, at which a request of that phase was shed, and the
-// first at which one found the limit back at admission.DefaultInitialLimit (−1:
-// never).
+// first at which one found the limit back at its unloaded value, the default
+// InitialLimit it started at (−1: never).
 func recoverRun(t *testing.T, service time.Duration, cores int, phases ...phase) (shed []time.Duration, back time.Duration) {
 	back = -1
 	lim, err := admission.New(admission.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
+	initial := lim.Limit()
 	var g Gate
 	g.SetLimiter(lim)
 	type req struct {
@@ -54,7 +55,7 @@ func recoverRun(t *testing.T, service time.Duration, cores int, phases ...phase)
 		for end := at.Add(p.d); at.Before(end); at = at.Add(time.Duration(rng.ExpFloat64() / p.rate * float64(time.Second))) {
 			finish(at)
 			time.Sleep(time.Until(at))
-			if i == len(phases)-1 && back < 0 && lim.Limit() >= admission.DefaultInitialLimit {
+			if i == len(phases)-1 && back < 0 && lim.Limit() >= initial {
 				back = at.Sub(lastFrom)
 			}
 			tk, v := g.Admit(Ordinary)
@@ -75,11 +76,11 @@ func recoverRun(t *testing.T, service time.Duration, cores int, phases ...phase)
 }
 
 // recoveryBound is how soon after an overload ends the limit is back at its
-// unloaded value (admission.DefaultInitialLimit) and nothing is shed: ten windows
+// unloaded value (the default InitialLimit, 20) and nothing is shed: ten windows
 // of the default 100ms (the Limiter doubles a recovering limit each window: five
 // windows from 1 to 20, and room for the overload's queue to clear and a probe to
 // end).
-const recoveryBound = 10 * admission.DefaultWindow
+const recoveryBound = 10 * 100 * time.Millisecond
 
 // After an overload ends, the limit returns to its unloaded value within
 // recoveryBound, and from then on a load well within capacity is never shed —
@@ -101,10 +102,10 @@ func TestGateRecoversAfterBurst(t *testing.T) {
 					phase{rate: capacity * 4, d: 10 * time.Second}, // a burst at 4×
 					phase{rate: capacity / 4, d: 60 * time.Second}, // easy again
 				)
-				t.Logf("limit back at %d %v after the burst; shed at %v", admission.DefaultInitialLimit, back, shed)
+				t.Logf("limit back at its unloaded value %v after the burst; shed at %v", back, shed)
 				if back < 0 || back > recoveryBound {
-					t.Errorf("the limit came back to its unloaded value %d %v after the burst (−1: never), want within %v",
-						admission.DefaultInitialLimit, back, recoveryBound)
+					t.Errorf("the limit came back to its unloaded value %v after the burst (−1: never), want within %v",
+						back, recoveryBound)
 				}
 				for _, at := range shed {
 					if at > recoveryBound {

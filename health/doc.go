@@ -2,6 +2,12 @@
 // servicewright sequence (Bootstrap → Warmup → Ready → Serve → Drain → Cleanup), and
 // whether the dependencies it cannot serve without are reachable.
 //
+// Where to start: a service gives its readiness checks to the Host
+// (host.AppSpec.Checks), which serves the probes; a Check is any value with a Check
+// method, CheckFunc adapts a function, Postgres and Dial check the usual backends,
+// Gating makes a failure withdraw readiness instead of degrading it, and Every gives
+// a check its own timing. The rest of this package is what the Host builds on.
+//
 // # State
 //
 // A State is Unavailable from bootstrap until the Host has bound every entrypoint,

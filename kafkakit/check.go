@@ -13,11 +13,11 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// DefaultCheckTimeout bounds each broker dial and request of a BrokerCheck.
-const DefaultCheckTimeout = 5 * time.Second
+// defaultCheckTimeout bounds each broker dial and request of a BrokerCheck.
+const defaultCheckTimeout = 5 * time.Second
 
 // ErrBrokersUnreachable is wrapped by a BrokerCheck's error when no broker answered.
-var ErrBrokersUnreachable = errors.New("no broker reachable")
+var ErrBrokersUnreachable = errors.New("kafkakit: no broker reachable")
 
 // BrokerCheck is a readiness check of a Kafka cluster: its Health dials every broker
 // at once and succeeds as soon as one answers an ApiVersions request. It fits
@@ -29,12 +29,12 @@ type BrokerCheck struct {
 }
 
 // Check returns a check of brokers whose every dial and request is bounded by
-// timeout (DefaultCheckTimeout when 0). WithDialer sets TLS or SASL; other options
+// timeout (5s when 0). WithDialer sets TLS or SASL; other options
 // are ignored.
 func Check(brokers []string, timeout time.Duration, opts ...Option) *BrokerCheck {
 	o := newOptions(opts)
 	if timeout <= 0 {
-		timeout = DefaultCheckTimeout
+		timeout = defaultCheckTimeout
 	}
 	d := &kafka.Dialer{DualStack: true, ClientID: "servicewright"}
 	if o.dialer != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/segmentio/kafka-go"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/kafkakit"
 	"github.com/servicewright/servicewright/kafkakit/kafkadev"
 )
@@ -26,12 +27,12 @@ func TestProducerMetrics(t *testing.T) {
 	defer b.Close()
 	reg := prometheus.NewRegistry()
 	cfg := kafkakit.ProducerConfig{Brokers: b.Brokers(), Topic: "orders", WriteTimeout: 500 * time.Millisecond}
-	p1, err := kafkakit.NewProducer(cfg, kafkakit.WithRegisterer(reg))
+	p1, err := kafkakit.NewProducer(cfg, kafkakit.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer p1.Close()
-	p2, err := kafkakit.NewProducer(cfg, kafkakit.WithRegisterer(reg))
+	p2, err := kafkakit.NewProducer(cfg, kafkakit.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatalf("a second producer on the same registry: %v", err)
 	}
@@ -76,7 +77,7 @@ servicewright_kafka_producer_messages_total{outcome="timeout",topic="orders"} 1
 
 	clash := prometheus.NewRegistry()
 	clash.MustRegister(prometheus.NewCounter(prometheus.CounterOpts{Name: "servicewright_kafka_producer_writes_total", Help: "other"}))
-	if _, err := kafkakit.NewProducer(cfg, kafkakit.WithRegisterer(clash)); err == nil {
+	if _, err := kafkakit.NewProducer(cfg, kafkakit.WithTelemetry(entrypoint.Telemetry{Registerer: clash})); err == nil {
 		t.Error("a registry with another collector under the producer's name was accepted")
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // An Option configures a Producer or a Check.
@@ -19,12 +21,15 @@ type options struct {
 }
 
 func newOptions(opts []Option) options {
-	o := options{
-		tracerProvider: noop.NewTracerProvider(),
-		propagator:     W3C(),
-	}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
+	}
+	if o.tracerProvider == nil {
+		o.tracerProvider = noop.NewTracerProvider()
+	}
+	if o.propagator == nil {
+		o.propagator = W3C()
 	}
 	return o
 }
@@ -45,37 +50,29 @@ func WithDialer(d *kafka.Dialer) Option {
 	}
 }
 
-// WithTracerProvider makes the producer start a span per write with tp. The default
-// starts none (a no-op provider), and the caller's span context is still injected.
-// A nil tp is ignored.
-func WithTracerProvider(tp trace.TracerProvider) Option {
+// WithTelemetry gives the producer its tracer provider, propagator and metrics
+// registry; a nil field keeps the default, and the logger and reporter are not
+// used. Given twice, the later option's non-nil fields win.
+//
+//   - TracerProvider: a span per write. None: no span (the caller's span context
+//     is still injected).
+//   - Propagator: how the trace context is written into message headers. None:
+//     W3C(); pass otel.GetTextMapPropagator() to follow the global one.
+//   - Registerer: servicewright_kafka_producer_writes_total and _messages_total by
+//     topic and outcome (ok, timeout, error), _write_duration_seconds (call to
+//     acknowledgement) and _batch_messages (messages per WriteMessages call), each
+//     by topic. Producers given the same registry share the series. None: no
+//     metric is kept. A Check ignores it.
+func WithTelemetry(t entrypoint.Telemetry) Option {
 	return func(o *options) {
-		if tp != nil {
-			o.tracerProvider = tp
+		if t.TracerProvider != nil {
+			o.tracerProvider = t.TracerProvider
 		}
-	}
-}
-
-// WithPropagator sets how the trace context is written into message headers.
-// Default W3C(); pass otel.GetTextMapPropagator() to follow the global one. A nil
-// p is ignored.
-func WithPropagator(p propagation.TextMapPropagator) Option {
-	return func(o *options) {
-		if p != nil {
-			o.propagator = p
+		if t.Propagator != nil {
+			o.propagator = t.Propagator
 		}
-	}
-}
-
-// WithRegisterer makes a Producer keep its metrics in r:
-// servicewright_kafka_producer_writes_total and _messages_total by topic and outcome
-// (ok, timeout, error), _write_duration_seconds (call to acknowledgement) and
-// _batch_messages (messages per WriteMessages call), each by topic. Producers given
-// the same r share the series. A nil r is ignored; a Check ignores the option.
-func WithRegisterer(r prometheus.Registerer) Option {
-	return func(o *options) {
-		if r != nil {
-			o.registerer = r
+		if t.Registerer != nil {
+			o.registerer = t.Registerer
 		}
 	}
 }

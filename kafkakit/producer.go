@@ -19,18 +19,19 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Producer defaults.
+// Defaults for the zero fields of a ProducerConfig; DefaultWriteTimeout is exported
+// for callers that bound their own answer by it.
 const (
 	DefaultWriteTimeout = 3 * time.Second
-	DefaultBatchTimeout = 10 * time.Millisecond
+	defaultBatchTimeout = 10 * time.Millisecond
 	defaultIdleTimeout  = 30 * time.Second
 )
 
 // ErrWriteTimeout is wrapped by WriteMessages' error when the brokers did not
 // acknowledge the write within ProducerConfig.WriteTimeout.
-var ErrWriteTimeout = errors.New("kafka write timed out")
+var ErrWriteTimeout = errors.New("kafkakit: write timed out")
 
-// ProducerConfig describes a Producer. Zero fields take the defaults above.
+// ProducerConfig describes a Producer. Zero fields take the default each field's doc states.
 type ProducerConfig struct {
 	// Brokers is the bootstrap list, each "host:port". Required.
 	Brokers []string
@@ -51,14 +52,13 @@ type ProducerConfig struct {
 	BatchTimeout time.Duration
 }
 
-func (c ProducerConfig) withDefaults() ProducerConfig {
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
+func (c ProducerConfig) resolve(l *fault.Problems) ProducerConfig {
 	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
-	c.BatchTimeout = cmp.Or(c.BatchTimeout, DefaultBatchTimeout)
+	c.BatchTimeout = cmp.Or(c.BatchTimeout, defaultBatchTimeout)
 	c.Brokers = slices.Clone(c.Brokers)
-	return c
-}
 
-func (c ProducerConfig) validate(l *fault.Problems) {
 	if len(c.Brokers) == 0 {
 		l.Addf("Brokers", "must list at least one broker")
 	}
@@ -73,6 +73,7 @@ func (c ProducerConfig) validate(l *fault.Problems) {
 	if c.BatchTimeout < 0 {
 		l.Addf("BatchTimeout", "must not be negative, got %v", c.BatchTimeout)
 	}
+	return c
 }
 
 // Producer writes messages to Kafka: every write waits for all in-sync replicas
@@ -85,7 +86,7 @@ type Producer struct {
 	w       *kafka.Writer
 	o       options
 	tracer  trace.Tracer
-	metrics *producerMetrics // nil without WithRegisterer
+	metrics *producerMetrics // nil without a registry (WithTelemetry)
 
 	wg        sync.WaitGroup // writes in progress, some perhaps given up on
 	closeOnce sync.Once
@@ -94,13 +95,12 @@ type Producer struct {
 
 // NewProducer checks cfg and returns a Producer. It connects to nothing; the first
 // write does. Every problem is reported at once in a *fault.ConfigError naming each
-// field; a WithRegisterer registry that holds other collectors under the producer's
+// field; a registry (WithTelemetry) that holds other collectors under the producer's
 // metric names is an error too.
 func NewProducer(cfg ProducerConfig, opts ...Option) (*Producer, error) {
 	o := newOptions(opts)
-	cfg = cfg.withDefaults()
 	var l fault.Problems
-	cfg.validate(&l)
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/kafkakit"
 	"github.com/servicewright/servicewright/kafkakit/kafkadev"
@@ -118,7 +119,7 @@ func TestProducerInjectsTraceContext(t *testing.T) {
 	defer b.Close()
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: b.Brokers(), Topic: "traced"}, kafkakit.WithTracerProvider(tp))
+	p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: b.Brokers(), Topic: "traced"}, kafkakit.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if err != nil {
 		t.Fatal(err)
 	}

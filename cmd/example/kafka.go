@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
@@ -79,7 +80,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration, useOutbox bool) fx
 		}),
 		fx.Provide(func(lc fx.Lifecycle, brokers []string, tp trace.TracerProvider, reg prometheus.Registerer) (*kafkakit.Producer, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers, Topic: ordersTopic},
-				kafkakit.WithTracerProvider(tp), kafkakit.WithRegisterer(reg))
+				kafkakit.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Registerer: reg}))
 			if err != nil {
 				return nil, err
 			}

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
@@ -85,7 +86,7 @@ func outboxModule() fx.Option {
 		hostfx.Provide(func(lc fx.Lifecycle, brokers []string, pool *pgxpool.Pool, box *outbox.Outbox,
 			tp trace.TracerProvider, reg prometheus.Registerer) (*outbox.Relay, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers},
-				kafkakit.WithTracerProvider(tp), kafkakit.WithRegisterer(reg))
+				kafkakit.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Registerer: reg}))
 			if err != nil {
 				return nil, err
 			}

@@ -8,32 +8,39 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Defaults for the fields of Config left at their zero value.
+// DefaultInitialLimit is the limit of a Limiter whose Config leaves InitialLimit
+// zero: what an entrypoint's AdmissionLimit reports before any load, and the
+// unloaded value the limit returns to once an overload is over.
+const DefaultInitialLimit = 20
+
+// Defaults for the other fields of Config left at their zero value (each field's
+// doc states its value).
 const (
-	DefaultMinLimit      = 1
-	DefaultMaxLimit      = 1000
-	DefaultInitialLimit  = 20
-	DefaultWindow        = 100 * time.Millisecond
-	DefaultTolerance     = 1.5
-	DefaultProbeInterval = 30 * time.Second
-	DefaultMaxQueueDelay = 5 * time.Millisecond
+	defaultMinLimit      = 1
+	defaultMaxLimit      = 1000
+	defaultWindow        = 100 * time.Millisecond
+	defaultTolerance     = 1.5
+	defaultProbeInterval = 30 * time.Second
+	defaultMaxQueueDelay = 5 * time.Millisecond
 )
 
-// The environment variables that override Config's fields (see Config.FromEnv).
+// The environment variables that override Config's fields (see Config.FromEnv);
+// each field's doc names its own. Those a ConfigError's Variable is most often
+// compared with are exported.
 const (
-	EnvOff           = "SW_ADMISSION_OFF"
+	envOff           = "SW_ADMISSION_OFF"
 	EnvMinLimit      = "SW_ADMISSION_MIN_LIMIT"
-	EnvMaxLimit      = "SW_ADMISSION_MAX_LIMIT"
+	envMaxLimit      = "SW_ADMISSION_MAX_LIMIT"
 	EnvWindow        = "SW_ADMISSION_WINDOW"
-	EnvProbeInterval = "SW_ADMISSION_PROBE_INTERVAL"
+	envProbeInterval = "SW_ADMISSION_PROBE_INTERVAL"
 	EnvMaxQueueDelay = "SW_ADMISSION_MAX_QUEUE_DELAY"
 )
 
-// Config bounds a Limiter. Every zero field takes the default named after it, so the
+// Config bounds a Limiter. Every zero field takes the default its doc states, so the
 // zero Config is protection on with the defaults. Every other value must lie within
-// its field's floor and ceiling, which keep the controller meaningful: New refuses
-// one outside (it never clamps), each as a problem of one *fault.ConfigError naming
-// the field and its variable.
+// the bounds its doc states, which keep the controller meaningful: New refuses one
+// outside (it never clamps), each as a problem of one *fault.ConfigError naming the
+// field and its variable.
 type Config struct {
 	// Off turns overload protection off: nothing is refused for overload, only while
 	// draining. Env SW_ADMISSION_OFF (a Go bool: 1, true, 0, false).
@@ -42,23 +49,24 @@ type Config struct {
 	// ordinary units are admitted at once. Default 1; within [1, MaxLimit]. Env
 	// SW_ADMISSION_MIN_LIMIT.
 	MinLimit int
-	// MaxLimit is the ceiling of the limit. Default 1000; within [1, CeilingLimit].
+	// MaxLimit is the ceiling of the limit. Default 1000; within [1, 100000].
 	// Env SW_ADMISSION_MAX_LIMIT.
 	MaxLimit int
 	// InitialLimit is the limit before the first measurement, clamped to the bounds.
-	// Default 20; within [1, CeilingLimit].
+	// Default 20; within [1, 100000].
 	InitialLimit int
 	// Window is the shortest span over which latency is averaged before the limit
 	// moves; a window also waits for enough samples. Default 100ms; within
-	// [FloorWindow, CeilingWindow] (10ms–10s). Env SW_ADMISSION_WINDOW.
+	// [10ms, 10s]: a shorter window's mean follows noise, and a longer one reacts
+	// only after the clients have timed out. Env SW_ADMISSION_WINDOW.
 	Window time.Duration
 	// Tolerance is how much slower than the no-load latency the service may answer
 	// before the limit falls: 1.5 lets latency grow by half. Default 1.5; within
-	// [FloorTolerance, CeilingTolerance] (1–10).
+	// [1, 10].
 	Tolerance float64
 	// ProbeInterval is how often, while it sheds, the Limiter drops to MinLimit for
 	// two windows to measure the no-load latency afresh. Default 30s; within
-	// [FloorProbeInterval, CeilingProbeInterval] (1s–1h) and at least ten windows.
+	// [1s, 1h] and at least ten windows.
 	// Env SW_ADMISSION_PROBE_INTERVAL.
 	ProbeInterval time.Duration
 	// MaxQueueDelay is how long, on average over a window, runnable goroutines may
@@ -67,7 +75,7 @@ type Config struct {
 	// the run queue is short (see Limiter). A CPU-bound handler queues there,
 	// before any Gate sees it. Default 5ms: the scheduler's time slice is 10ms, so a
 	// goroutine that finds a CPU-bound one running may wait half of that with no
-	// queue at all. Within [FloorMaxQueueDelay, CeilingMaxQueueDelay] (1ms–1s).
+	// queue at all. Within [1ms, 1s].
 	// Env SW_ADMISSION_MAX_QUEUE_DELAY.
 	MaxQueueDelay time.Duration
 }
@@ -76,17 +84,17 @@ type Config struct {
 // overrides. A malformed value is a problem naming the field and the variable.
 func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	var l fault.Problems
-	if v, ok := lookup(EnvOff); ok {
+	if v, ok := lookup(envOff); ok {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
-			l.AddEnvf("Off", EnvOff, "%q is not a bool", v)
+			l.AddEnvf("Off", envOff, "%q is not a bool", v)
 		}
 		cfg.Off = b
 	}
 	ints := []struct {
 		env, field string
 		v          *int
-	}{{EnvMinLimit, "MinLimit", &cfg.MinLimit}, {EnvMaxLimit, "MaxLimit", &cfg.MaxLimit}}
+	}{{EnvMinLimit, "MinLimit", &cfg.MinLimit}, {envMaxLimit, "MaxLimit", &cfg.MaxLimit}}
 	for _, e := range ints {
 		if v, ok := lookup(e.env); ok {
 			n, err := strconv.Atoi(v)
@@ -99,7 +107,7 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	durs := []struct {
 		env, field string
 		v          *time.Duration
-	}{{EnvWindow, "Window", &cfg.Window}, {EnvProbeInterval, "ProbeInterval", &cfg.ProbeInterval},
+	}{{EnvWindow, "Window", &cfg.Window}, {envProbeInterval, "ProbeInterval", &cfg.ProbeInterval},
 		{EnvMaxQueueDelay, "MaxQueueDelay", &cfg.MaxQueueDelay}}
 	for _, e := range durs {
 		if v, ok := lookup(e.env); ok {
@@ -113,40 +121,40 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	return cfg, l.Err()
 }
 
-// The floors and ceilings of Config's fields: outside them the controller no
-// longer means what it says (see each field). A value outside is refused, never
+// The floors and ceilings of Config's fields (each field's doc states them):
+// outside them the controller no longer means what it says. A value outside is refused, never
 // clamped, so that a typo does not silently switch a protection off.
 const (
-	// CeilingLimit is the highest MaxLimit (and MinLimit, InitialLimit): far beyond
+	// ceilingLimit is the highest MaxLimit (and MinLimit, InitialLimit): far beyond
 	// any process's useful concurrency, and within the Gate's count.
-	CeilingLimit = 100_000
-	// FloorWindow is the shortest Window: a window must span several of the
+	ceilingLimit = 100_000
+	// floorWindow is the shortest Window: a window must span several of the
 	// scheduler's time slices and hold enough samples for a mean, or the estimate
 	// follows noise (at 10µs it reached NaN).
-	FloorWindow = 10 * time.Millisecond
-	// CeilingWindow is the longest Window: beyond it the limit reacts to an
+	floorWindow = 10 * time.Millisecond
+	// ceilingWindow is the longest Window: beyond it the limit reacts to an
 	// overload only after the clients have timed out.
-	CeilingWindow = 10 * time.Second
-	// FloorProbeInterval is the shortest ProbeInterval, and it must also be at
+	ceilingWindow = 10 * time.Second
+	// floorProbeInterval is the shortest ProbeInterval, and it must also be at
 	// least probeWindows windows: a probe holds the limit at MinLimit for two
 	// windows, and probing more often than one window in ten would shed for the
 	// probe's sake.
-	FloorProbeInterval = time.Second
-	// CeilingProbeInterval is the longest ProbeInterval: a service that became
+	floorProbeInterval = time.Second
+	// ceilingProbeInterval is the longest ProbeInterval: a service that became
 	// slower for good is re-measured at least this often.
-	CeilingProbeInterval = time.Hour
-	// FloorMaxQueueDelay is the shortest MaxQueueDelay: a goroutine that finds a CPU
+	ceilingProbeInterval = time.Hour
+	// floorMaxQueueDelay is the shortest MaxQueueDelay: a goroutine that finds a CPU
 	// busy waits some hundreds of microseconds at normal load, so a shorter bound
 	// counts a healthy process as saturated (at 1ns, 95% of requests were shed).
-	FloorMaxQueueDelay = time.Millisecond
-	// CeilingMaxQueueDelay is the longest MaxQueueDelay: beyond it a CPU-bound
+	floorMaxQueueDelay = time.Millisecond
+	// ceilingMaxQueueDelay is the longest MaxQueueDelay: beyond it a CPU-bound
 	// process is never found saturated before its clients give up.
-	CeilingMaxQueueDelay = time.Second
-	// FloorTolerance and CeilingTolerance bound Tolerance: under 1 the limit falls
+	ceilingMaxQueueDelay = time.Second
+	// floorTolerance and ceilingTolerance bound Tolerance: under 1 the limit falls
 	// at the no-load latency itself; above 10 latency may grow tenfold before it
 	// falls at all.
-	FloorTolerance   = 1.0
-	CeilingTolerance = 10.0
+	floorTolerance   = 1.0
+	ceilingTolerance = 10.0
 )
 
 // probeWindows is how many windows ProbeInterval must span at least.
@@ -154,47 +162,47 @@ const probeWindows = 10
 
 // resolve fills in the defaults and records every problem in l, each naming its
 // field and the variable that can set it: a value below its floor or above its
-// ceiling (see FloorWindow and the others), or bounds that do not fit together.
+// ceiling (see ceilingLimit and the others), or bounds that do not fit together.
 func (cfg Config) resolve(l *fault.Problems) Config {
 	// A zero field takes its default.
-	cfg.MinLimit = cmp.Or(cfg.MinLimit, DefaultMinLimit)
-	cfg.MaxLimit = cmp.Or(cfg.MaxLimit, DefaultMaxLimit)
+	cfg.MinLimit = cmp.Or(cfg.MinLimit, defaultMinLimit)
+	cfg.MaxLimit = cmp.Or(cfg.MaxLimit, defaultMaxLimit)
 	cfg.InitialLimit = cmp.Or(cfg.InitialLimit, DefaultInitialLimit)
-	cfg.Window = cmp.Or(cfg.Window, DefaultWindow)
-	cfg.Tolerance = cmp.Or(cfg.Tolerance, DefaultTolerance)
-	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, DefaultProbeInterval)
-	cfg.MaxQueueDelay = cmp.Or(cfg.MaxQueueDelay, DefaultMaxQueueDelay)
+	cfg.Window = cmp.Or(cfg.Window, defaultWindow)
+	cfg.Tolerance = cmp.Or(cfg.Tolerance, defaultTolerance)
+	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, defaultProbeInterval)
+	cfg.MaxQueueDelay = cmp.Or(cfg.MaxQueueDelay, defaultMaxQueueDelay)
 	limits := true
 	for _, b := range []struct {
 		field, env string
 		v          int
-	}{{"MinLimit", EnvMinLimit, cfg.MinLimit}, {"MaxLimit", EnvMaxLimit, cfg.MaxLimit}, {"InitialLimit", "", cfg.InitialLimit}} {
-		if b.v < 1 || b.v > CeilingLimit {
-			l.AddEnvf(b.field, b.env, "must be within [1, %d], got %d", CeilingLimit, b.v)
+	}{{"MinLimit", EnvMinLimit, cfg.MinLimit}, {"MaxLimit", envMaxLimit, cfg.MaxLimit}, {"InitialLimit", "", cfg.InitialLimit}} {
+		if b.v < 1 || b.v > ceilingLimit {
+			l.AddEnvf(b.field, b.env, "must be within [1, %d], got %d", ceilingLimit, b.v)
 			limits = false
 		}
 	}
 	if limits && cfg.MinLimit > cfg.MaxLimit {
-		l.AddEnvf("MinLimit", EnvMinLimit, "must not exceed MaxLimit %d (%s), got %d", cfg.MaxLimit, EnvMaxLimit, cfg.MinLimit)
+		l.AddEnvf("MinLimit", EnvMinLimit, "must not exceed MaxLimit %d (%s), got %d", cfg.MaxLimit, envMaxLimit, cfg.MinLimit)
 	}
 	cfg.InitialLimit = max(cfg.MinLimit, min(cfg.MaxLimit, cfg.InitialLimit))
 	for _, b := range []struct {
 		field, env string
 		v, lo, hi  time.Duration
 	}{
-		{"Window", EnvWindow, cfg.Window, FloorWindow, CeilingWindow},
-		{"ProbeInterval", EnvProbeInterval, cfg.ProbeInterval, FloorProbeInterval, CeilingProbeInterval},
-		{"MaxQueueDelay", EnvMaxQueueDelay, cfg.MaxQueueDelay, FloorMaxQueueDelay, CeilingMaxQueueDelay},
+		{"Window", EnvWindow, cfg.Window, floorWindow, ceilingWindow},
+		{"ProbeInterval", envProbeInterval, cfg.ProbeInterval, floorProbeInterval, ceilingProbeInterval},
+		{"MaxQueueDelay", EnvMaxQueueDelay, cfg.MaxQueueDelay, floorMaxQueueDelay, ceilingMaxQueueDelay},
 	} {
 		if b.v < b.lo || b.v > b.hi {
 			l.AddEnvf(b.field, b.env, "must be within [%v, %v], got %v", b.lo, b.hi, b.v)
 		}
 	}
-	if w := cfg.Window; w >= FloorWindow && w <= CeilingWindow && cfg.ProbeInterval >= FloorProbeInterval && cfg.ProbeInterval < probeWindows*w {
-		l.AddEnvf("ProbeInterval", EnvProbeInterval, "must be at least %d windows (Window %v, %s), got %v", probeWindows, w, EnvWindow, cfg.ProbeInterval)
+	if w := cfg.Window; w >= floorWindow && w <= ceilingWindow && cfg.ProbeInterval >= floorProbeInterval && cfg.ProbeInterval < probeWindows*w {
+		l.AddEnvf("ProbeInterval", envProbeInterval, "must be at least %d windows (Window %v, %s), got %v", probeWindows, w, EnvWindow, cfg.ProbeInterval)
 	}
-	if !(cfg.Tolerance >= FloorTolerance && cfg.Tolerance <= CeilingTolerance) { // NaN fails both
-		l.Addf("Tolerance", "must be within [%v, %v], got %v", FloorTolerance, CeilingTolerance, cfg.Tolerance)
+	if !(cfg.Tolerance >= floorTolerance && cfg.Tolerance <= ceilingTolerance) { // NaN fails both
+		l.Addf("Tolerance", "must be within [%v, %v], got %v", floorTolerance, ceilingTolerance, cfg.Tolerance)
 	}
 	return cfg
 }

@@ -18,8 +18,8 @@ func TestConfigBounds(t *testing.T) {
 		env := map[string]string{
 			EnvWindow:        "10us", // made the estimate NaN and the limit −9.22e18
 			EnvMaxQueueDelay: "1ns",  // shed 95% at normal load
-			EnvProbeInterval: "2h",
-			EnvMaxLimit:      "1000000",
+			envProbeInterval: "2h",
+			envMaxLimit:      "1000000",
 			EnvMinLimit:      "-3",
 		}
 		cfg, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
@@ -31,8 +31,8 @@ func TestConfigBounds(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Fatalf("New = %v, want a *fault.ConfigError", err)
 		}
-		want := map[string]string{"Window": EnvWindow, "MaxQueueDelay": EnvMaxQueueDelay, "ProbeInterval": EnvProbeInterval,
-			"MaxLimit": EnvMaxLimit, "MinLimit": EnvMinLimit}
+		want := map[string]string{"Window": EnvWindow, "MaxQueueDelay": EnvMaxQueueDelay, "ProbeInterval": envProbeInterval,
+			"MaxLimit": envMaxLimit, "MinLimit": EnvMinLimit}
 		for _, p := range ce.Problems {
 			if v, ok := want[p.Field]; !ok || v != p.Variable {
 				t.Errorf("unexpected problem %v", p)
@@ -48,17 +48,17 @@ func TestConfigBounds(t *testing.T) {
 		cfg   Config
 		field string
 	}{
-		{"window under its floor", Config{Window: FloorWindow - 1}, "Window"},
-		{"window over its ceiling", Config{Window: CeilingWindow + 1}, "Window"},
-		{"probe interval under its floor", Config{ProbeInterval: FloorProbeInterval - 1}, "ProbeInterval"},
-		{"probe interval over its ceiling", Config{ProbeInterval: CeilingProbeInterval + 1}, "ProbeInterval"},
+		{"window under its floor", Config{Window: floorWindow - 1}, "Window"},
+		{"window over its ceiling", Config{Window: ceilingWindow + 1}, "Window"},
+		{"probe interval under its floor", Config{ProbeInterval: floorProbeInterval - 1}, "ProbeInterval"},
+		{"probe interval over its ceiling", Config{ProbeInterval: ceilingProbeInterval + 1}, "ProbeInterval"},
 		{"probe interval under ten windows", Config{Window: time.Second, ProbeInterval: 9 * time.Second}, "ProbeInterval"},
-		{"queue delay under its floor", Config{MaxQueueDelay: FloorMaxQueueDelay - 1}, "MaxQueueDelay"},
-		{"queue delay over its ceiling", Config{MaxQueueDelay: CeilingMaxQueueDelay + 1}, "MaxQueueDelay"},
+		{"queue delay under its floor", Config{MaxQueueDelay: floorMaxQueueDelay - 1}, "MaxQueueDelay"},
+		{"queue delay over its ceiling", Config{MaxQueueDelay: ceilingMaxQueueDelay + 1}, "MaxQueueDelay"},
 		{"tolerance under its floor", Config{Tolerance: 0.99}, "Tolerance"},
-		{"tolerance over its ceiling", Config{Tolerance: CeilingTolerance + 0.01}, "Tolerance"},
+		{"tolerance over its ceiling", Config{Tolerance: ceilingTolerance + 0.01}, "Tolerance"},
 		{"tolerance NaN", Config{Tolerance: math.NaN()}, "Tolerance"},
-		{"max limit over its ceiling", Config{MaxLimit: CeilingLimit + 1}, "MaxLimit"},
+		{"max limit over its ceiling", Config{MaxLimit: ceilingLimit + 1}, "MaxLimit"},
 		{"min limit negative", Config{MinLimit: -1}, "MinLimit"},
 		{"initial limit negative", Config{InitialLimit: -1}, "InitialLimit"},
 	}
@@ -73,8 +73,8 @@ func TestConfigBounds(t *testing.T) {
 	}
 	t.Run("the bounds themselves are accepted", func(t *testing.T) {
 		for _, cfg := range []Config{
-			{Window: FloorWindow, ProbeInterval: FloorProbeInterval, MaxQueueDelay: FloorMaxQueueDelay, Tolerance: FloorTolerance, MinLimit: 1, MaxLimit: 1},
-			{Window: CeilingWindow / 10, ProbeInterval: CeilingProbeInterval, MaxQueueDelay: CeilingMaxQueueDelay, Tolerance: CeilingTolerance, MaxLimit: CeilingLimit},
+			{Window: floorWindow, ProbeInterval: floorProbeInterval, MaxQueueDelay: floorMaxQueueDelay, Tolerance: floorTolerance, MinLimit: 1, MaxLimit: 1},
+			{Window: ceilingWindow / 10, ProbeInterval: ceilingProbeInterval, MaxQueueDelay: ceilingMaxQueueDelay, Tolerance: ceilingTolerance, MaxLimit: ceilingLimit},
 		} {
 			if _, err := New(cfg); err != nil {
 				t.Errorf("New(%+v) = %v, want it accepted", cfg, err)

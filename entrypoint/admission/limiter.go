@@ -66,7 +66,7 @@ const (
 // takes the latency of the second as the new base. At MinLimit itself the latency
 // measured is by definition the no-load one.
 //
-// The hot path (Limit, Admit, Start, Finish of an unsampled unit) takes no lock and
+// The hot path (Acquire and Finish of an unsampled unit) takes no lock and
 // allocates nothing; one unit in sixteen reads the clock twice. While the process
 // is saturated, an ordinary unit also reads the run queue (about 90ns). The window's
 // arithmetic runs in the Finish that closes it, under a lock the others skip.
@@ -169,8 +169,29 @@ func (l *Limiter) Release() int { return int(l.held.Add(-1)) }
 // Limit is how many ordinary units may be in flight at once.
 func (l *Limiter) Limit() int { return int(l.limit.Load()) }
 
-// Shed records a unit refused because the limit was reached.
-func (l *Limiter) Shed() {
+// Acquire decides on one unit counted against the limit, with inFlight such units
+// in flight, itself included; an entrypoint.Gate calls it for each unit of class
+// Ordinary or Critical it admits. A refusable (ordinary) unit is refused when
+// inFlight exceeds the limit (counted in ShedCount) or, while the process is
+// saturated, when the scheduler's run queue is long (counted in SaturatedCount).
+// An admitted unit's start, 0 for a unit whose latency is not sampled, goes to
+// Finish when it is done.
+func (l *Limiter) Acquire(inFlight int, refusable bool) (start int64, ok bool) {
+	limit := l.Limit()
+	if refusable {
+		if inFlight > limit {
+			l.refuse()
+			return 0, false
+		}
+		if !l.admit() {
+			return 0, false
+		}
+	}
+	return l.begin(inFlight, limit), true
+}
+
+// refuse records a unit refused because the limit was reached.
+func (l *Limiter) refuse() {
 	l.shed.Add(1)
 	l.shedTotal.Add(1)
 	if l.parent != nil {
@@ -182,21 +203,21 @@ func (l *Limiter) Shed() {
 // (NewClass) included.
 func (l *Limiter) ShedCount() uint64 { return l.shedTotal.Load() + l.classShed.Load() }
 
-// Start is called when a unit is admitted with inFlight ordinary units in flight,
+// begin is called when a unit is admitted with inFlight ordinary units in flight,
 // itself included, under limit (what Limit returned). It returns 0 for a unit that
 // is not sampled, and a clock reading to hand to Finish for one that is.
-func (l *Limiter) Start(inFlight, limit int) int64 {
+func (l *Limiter) begin(inFlight, limit int) int64 {
 	if 2*inFlight < limit && limit >= l.cfg.InitialLimit && rand.Uint32()&(sampleEvery-1) != 0 {
 		return 0
 	}
 	return l.stamp()
 }
 
-// stamp is a sample's start: the clock, never 0. It is apart from Start so that
-// Start's unsampled path is inlined.
+// stamp is a sample's start: the clock, never 0. It is apart from begin so that
+// begin's unsampled path is inlined.
 func (l *Limiter) stamp() int64 { return l.now() | 1 }
 
-// Finish is called when a unit admitted with start (from Start) is done; inFlight is
+// Finish is called when a unit admitted with start (from Acquire) is done; inFlight is
 // the number of ordinary units in flight including it.
 func (l *Limiter) Finish(start int64, inFlight int) {
 	if start != 0 {
@@ -211,7 +232,7 @@ func (l *Limiter) finish(start int64, inFlight int) {
 
 // Sample feeds the latency of one admitted unit, measured by the caller, and the
 // number of ordinary units in flight when it ended (itself included). A custom
-// entrypoint that times its units itself calls it instead of Start and Finish.
+// entrypoint that times its units itself calls it instead of Acquire and Finish.
 func (l *Limiter) Sample(rtt time.Duration, inFlight int) {
 	l.record(l.now(), int64(rtt), inFlight)
 }
@@ -266,7 +287,7 @@ func (l *Limiter) closeShare(now int64) {
 }
 
 // refuseSaturated counts a unit under the limit that the run queue refused (see
-// Admit): every 32nd such refusal also closes a window that is due, so that windows
+// Acquire): every 32nd such refusal also closes a window that is due, so that windows
 // keep closing when few admitted units are left to close them.
 func (l *Limiter) refuseSaturated() {
 	if l.parent != nil {
@@ -286,10 +307,9 @@ func (l *Limiter) refuseSaturated() {
 	l.closeWindow(now)
 }
 
-// Admit says whether one ordinary unit, under the concurrency limit, is admitted
+// admit says whether one ordinary unit, under the concurrency limit, is admitted
 // by the run queue of a saturated process; a refusal is counted in SaturatedCount.
-// An entrypoint.Gate asks it for each ordinary unit it would admit.
-func (l *Limiter) Admit() bool {
+func (l *Limiter) admit() bool {
 	if l.pass() {
 		return true
 	}

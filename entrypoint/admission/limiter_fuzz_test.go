@@ -28,7 +28,7 @@ func FuzzLimiter(f *testing.F) {
 	f.Add(uint16(2), uint16(20), uint16(10), []byte{0, 128, 3, 0, 130, 3, 0, 129, 3, 2, 10, 0, 0, 1, 3, 0, 0, 3})
 	f.Fuzz(func(t *testing.T, minLimit, maxLimit, windowMs uint16, ops []byte) {
 		cfg := Config{MinLimit: int(minLimit), MaxLimit: int(maxLimit), Window: time.Duration(windowMs) * time.Millisecond}
-		cfg.ProbeInterval = max(FloorProbeInterval, probeWindows*cfg.Window)
+		cfg.ProbeInterval = max(floorProbeInterval, probeWindows*cfg.Window)
 		l, err := New(cfg)
 		if err != nil {
 			return // refused: TestConfigBounds holds the refusals to their floors and ceilings
@@ -52,7 +52,7 @@ func FuzzLimiter(f *testing.F) {
 				}
 				l.record(now, rtt, int(b))
 			case 1: // a refusal for the limit
-				l.Shed()
+				l.refuse()
 			case 2: // time passes: a·b ms
 				now += int64(a) * int64(b) * int64(time.Millisecond)
 			case 3: // the scheduler and the CPU clock move, by anything
@@ -62,7 +62,7 @@ func FuzzLimiter(f *testing.F) {
 				m.held += time.Duration(int64(a) << (b % 40))
 			case 4: // a unit asks the run queue
 				m.runnable = uint64(a % 4)
-				l.Admit()
+				l.admit()
 			}
 			if lim := l.Limit(); lim < l.cfg.MinLimit || lim > l.cfg.MaxLimit || math.IsNaN(l.est) {
 				t.Fatalf("op %d: limit %d (estimate %v), want within [%d, %d]", i/3, lim, l.est, l.cfg.MinLimit, l.cfg.MaxLimit)

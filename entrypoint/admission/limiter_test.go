@@ -118,7 +118,7 @@ func TestLimiter(t *testing.T) {
 			// limit is full: the old base would hold the limit at its floor.
 			probed := false
 			for range 200 {
-				l.Shed()
+				l.refuse()
 				if window(l, 40*time.Millisecond, l.Limit()) == 1 {
 					probed = true
 				}
@@ -134,7 +134,7 @@ func TestLimiter(t *testing.T) {
 
 	t.Run("an unsampled unit costs no clock read and no allocation", func(t *testing.T) {
 		l := newLimiter(t, Config{})
-		if n := testing.AllocsPerRun(1000, func() { l.Finish(l.Start(1, 20), 1) }); n != 0 {
+		if n := testing.AllocsPerRun(1000, func() { l.Finish(l.begin(1, 20), 1) }); n != 0 {
 			t.Fatalf("Start+Finish allocates %v per run, want 0", n)
 		}
 	})
@@ -152,8 +152,8 @@ func TestConfig(t *testing.T) {
 	t.Run("floor above ceiling names both fields' variables", func(t *testing.T) {
 		_, err := New(Config{MinLimit: 50, MaxLimit: 10})
 		p := problems(t, err)
-		if len(p) != 1 || p[0].Field != "MinLimit" || p[0].Variable != EnvMinLimit || !strings.Contains(p[0].Reason, EnvMaxLimit) {
-			t.Fatalf("problems = %v, want one on MinLimit naming %s and %s", p, EnvMinLimit, EnvMaxLimit)
+		if len(p) != 1 || p[0].Field != "MinLimit" || p[0].Variable != EnvMinLimit || !strings.Contains(p[0].Reason, envMaxLimit) {
+			t.Fatalf("problems = %v, want one on MinLimit naming %s and %s", p, EnvMinLimit, envMaxLimit)
 		}
 	})
 	t.Run("non-positive window and a low tolerance are each reported", func(t *testing.T) {
@@ -169,7 +169,7 @@ func TestConfig(t *testing.T) {
 		}
 	})
 	t.Run("malformed variables are reported with their field", func(t *testing.T) {
-		env := map[string]string{EnvOff: "maybe", EnvMinLimit: "x", EnvWindow: "soon", EnvMaxQueueDelay: "short"}
+		env := map[string]string{envOff: "maybe", EnvMinLimit: "x", EnvWindow: "soon", EnvMaxQueueDelay: "short"}
 		_, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		p := problems(t, err)
 		if len(p) != 4 || !strings.Contains(err.Error(), "SW_ADMISSION_MAX_QUEUE_DELAY (MaxQueueDelay)") || !strings.Contains(err.Error(), "SW_ADMISSION_OFF (Off)") || !strings.Contains(err.Error(), "SW_ADMISSION_MIN_LIMIT (MinLimit)") {
@@ -177,7 +177,7 @@ func TestConfig(t *testing.T) {
 		}
 	})
 	t.Run("variables override fields and Off returns no limiter", func(t *testing.T) {
-		env := map[string]string{EnvOff: "true", EnvMaxLimit: "7"}
+		env := map[string]string{envOff: "true", envMaxLimit: "7"}
 		cfg, err := Config{MaxLimit: 100}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		if err != nil || !cfg.Off || cfg.MaxLimit != 7 {
 			t.Fatalf("FromEnv = %+v, %v; want Off and MaxLimit 7", cfg, err)

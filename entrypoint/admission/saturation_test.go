@@ -53,7 +53,7 @@ func offer(l *Limiter, m *machine, arrivals int) int {
 	admitted := 0
 	for i := range arrivals {
 		m.runnable = uint64(i % 4)
-		if l.Admit() {
+		if l.admit() {
 			admitted++
 			l.Sample(2*time.Millisecond, 1)
 		}
@@ -148,11 +148,11 @@ func TestSaturation(t *testing.T) {
 			time.Sleep(l.cfg.Window)
 			m.runnable = 100
 			for range 40 {
-				l.Admit()
+				l.admit()
 			}
 			m.runnable = 0
 			for range minSamples {
-				if l.Admit() {
+				if l.admit() {
 					l.Sample(2*time.Millisecond, 1)
 				}
 			}
@@ -193,7 +193,7 @@ func TestSaturation(t *testing.T) {
 				time.Sleep(l.cfg.Window)
 				for range minSamples {
 					m.runnable = 0
-					if l.Admit() {
+					if l.admit() {
 						l.Sample(2*time.Millisecond, 1)
 					}
 				}

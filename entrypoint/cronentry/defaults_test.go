@@ -42,11 +42,11 @@ func TestSetDefaults(t *testing.T) {
 			myReg, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 			x := start(t, failing, func(s *Scheduler) {
 				s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(host), Registerer: hostReg})
-			}, WithLogger(zap.New(mine)), WithRegisterer(myReg))
+			}, WithTelemetry(entrypoint.Telemetry{Logger: zap.New(mine), Registerer: myReg}))
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()
 			if mineLogs.FilterMessage("cron run failed").Len() == 0 || hostLogs.Len() != 0 {
-				t.Errorf("logs: %d to WithLogger's, %d to the Host's; want all to WithLogger's",
+				t.Errorf("logs: %d to WithTelemetry's, %d to the Host's; want all to WithTelemetry's",
 					mineLogs.Len(), hostLogs.Len())
 			}
 			if n := series(t, hostReg, ""); n != 0 {
@@ -57,7 +57,7 @@ func TestSetDefaults(t *testing.T) {
 
 	t.Run("a registration that fails is SetDefaults' error", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		if _, err := New(Config{}, failing, WithRegisterer(reg)); err != nil {
+		if _, err := New(Config{}, failing, WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(Config{}, failing)

@@ -16,8 +16,7 @@
 // differ between hosts), and intervals fall on multiples of the interval since the
 // Unix epoch, not counted from start-up. Tick.Scheduled is the nominal tick; Jitter
 // delays the run by up to Jitter without changing it. Jitter is on by default — a
-// tenth of the interval (entrypoint.DefaultJitterFraction), at most
-// DefaultMaxJitter — so that replicas and jobs on one schedule do not start in step;
+// tenth of the interval (entrypoint.DefaultJitterFraction), at most 10s — so that replicas and jobs on one schedule do not start in step;
 // Job.NoJitter turns it off.
 //
 // # Lifecycle
@@ -74,16 +73,16 @@
 //
 // Register the Scheduler with Scheduler.Marks(): RequiresLongRunning always, plus
 // MutatesSharedState and SingletonGuarded when every job that mutates shared state is
-// guarded (OncePerFleet counts as OncePerFleetMarks). A fleet.Fleet profile then
+// guarded (a OncePerFleet job counts as both). A fleet.Fleet profile then
 // refuses a mutating job that would run on every replica, and fleet.Serverless
 // refuses the Scheduler.
 //
 // # Observability
 //
-// WithRegisterer keeps servicewright_cron_runs_total{job,outcome} — every tick
-// counts once, as ok, failed, panicked, cancelled, skipped_overlap,
+// WithTelemetry's Registerer keeps servicewright_cron_runs_total{job,outcome} —
+// every tick counts once, as ok, failed, panicked, cancelled, skipped_overlap,
 // skipped_other_replica, skipped_missed, skipped_draining, lock_error,
 // skipped_lock_lost or skipped_claimed — and
-// servicewright_cron_run_duration_seconds{job}. WithLogger reports failures, panics,
-// skips and missed ticks.
+// servicewright_cron_run_duration_seconds{job}. Its Logger reports failures,
+// panics, skips and missed ticks.
 package cronentry

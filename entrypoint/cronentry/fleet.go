@@ -15,10 +15,9 @@ import (
 	"github.com/servicewright/servicewright/lock"
 )
 
-// OncePerFleetMarks are the marks a OncePerFleet job counts with in Scheduler.Marks:
-// it mutates shared state (why else run it once) and it is guarded. Treat it as a
-// constant.
-var OncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: true}
+// oncePerFleetMarks are the marks a OncePerFleet job counts with in Scheduler.Marks:
+// it mutates shared state (why else run it once) and it is guarded. Never written.
+var oncePerFleetMarks = fleet.Marks{MutatesSharedState: true, SingletonGuarded: true}
 
 // FleetLock makes a job run each tick on exactly one replica: the replica that takes
 // the tick's lease runs it, the others count skipped_other_replica. Make one with
@@ -174,7 +173,7 @@ func (s *Scheduler) claim(ctx context.Context, j *job, t Tick) (outcome, uint64,
 
 // Marks returns the fleet marks to register the Scheduler with: RequiresLongRunning
 // always (a scheduler needs a process that keeps running); MutatesSharedState when a
-// job mutates shared state (a OncePerFleet job counts as OncePerFleetMarks); and
+// job mutates shared state (a OncePerFleet job counts as mutating and guarded); and
 // SingletonGuarded when every such job is guarded (OncePerFleet, or declared
 // SingletonGuarded). Under fleet.Fleet a Scheduler with a mutating job that runs on
 // every replica is then refused.
@@ -183,7 +182,7 @@ func (s *Scheduler) Marks() fleet.Marks {
 	for _, j := range s.jobs {
 		jm := j.Marks
 		if j.OncePerFleet != nil {
-			jm = OncePerFleetMarks
+			jm = oncePerFleetMarks
 		}
 		if jm.MutatesSharedState {
 			m.MutatesSharedState = true

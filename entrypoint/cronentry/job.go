@@ -13,19 +13,19 @@ import (
 	"github.com/servicewright/servicewright/fleet"
 )
 
-// DefaultMaxJitter caps the default jitter of a job (Job.JitterFraction of its
+// maxJitter caps the default jitter of a job (Job.JitterFraction of its
 // interval), so that a daily job starts within seconds of its time, not hours.
-const DefaultMaxJitter = 10 * time.Second
+const maxJitter = 10 * time.Second
 
 // jitterGaps is how many of a cron expression's next ticks are looked at for its
 // shortest gap, which the default jitter is a fraction of.
 const jitterGaps = 64
 
-// DefaultMissedAfter is how late the scheduler may reach a tick before the tick counts
+// defaultMissedAfter is how late the scheduler may reach a tick before the tick counts
 // as missed, when Job.MissedAfter is zero. Timers fire within milliseconds of their
 // time; a second of lateness means the process did not run (it was frozen, starved or
 // the wall clock stepped).
-const DefaultMissedAfter = time.Second
+const defaultMissedAfter = time.Second
 
 // Job is one scheduled unit of work. Exactly one of Schedule and Every says when it
 // runs; Run is what it does.
@@ -61,8 +61,8 @@ type Job struct {
 	// instant. Tick.Scheduled stays the nominal time. It must be below Every (or
 	// the @every interval); for a cron expression keep it below the shortest gap
 	// between two ticks. Default: JitterFraction of the interval (for a cron
-	// expression, of the shortest gap among its next ticks), at most
-	// DefaultMaxJitter, and for a OncePerFleet job below half its TTL.
+	// expression, of the shortest gap among its next ticks), at most 10s, and for
+	// a OncePerFleet job below half its TTL.
 	Jitter time.Duration
 
 	// JitterFraction sets Jitter, when Jitter is 0, to this fraction of the
@@ -83,7 +83,7 @@ type Job struct {
 	Missed MissedPolicy
 
 	// MissedAfter is how late past its time (jitter included) the scheduler may
-	// reach a tick before it counts as missed. Zero means DefaultMissedAfter.
+	// reach a tick before it counts as missed. Default 1s.
 	MissedAfter time.Duration
 
 	// MaxRunTime bounds each run: the run's ctx expires after it. Zero means no
@@ -96,7 +96,8 @@ type Job struct {
 	OncePerFleet *FleetLock
 
 	// Marks declare what the job does to shared state; Scheduler.Marks combines
-	// them. A OncePerFleet job counts as OncePerFleetMarks whatever it declares.
+	// them. A OncePerFleet job counts as mutating shared state and
+	// guarded, whatever it declares.
 	Marks fleet.Marks
 
 	// Run does the work of one tick. Its ctx is cancelled by Stop (or when the
@@ -313,7 +314,7 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	if spec.Jitter == 0 && !spec.NoJitter {
 		spec.Jitter = defaultJitter(spec, sched, interval, now)
 	}
-	missedAfter := cmp.Or(spec.MissedAfter, DefaultMissedAfter)
+	missedAfter := cmp.Or(spec.MissedAfter, defaultMissedAfter)
 	return &job{
 		Job:         spec,
 		sched:       sched,
@@ -326,7 +327,7 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 
 // defaultJitter is JitterFraction (or entrypoint.DefaultJitterFraction) of the
 // interval — for a cron expression, of the shortest gap among its next jitterGaps
-// ticks — capped at DefaultMaxJitter and, for a OncePerFleet job, below half its
+// ticks — capped at maxJitter and, for a OncePerFleet job, below half its
 // TTL, so that the lease outlives the latest start. Invalid figures give 0: their
 // problems are reported already.
 func defaultJitter(spec Job, sched schedule, interval time.Duration, now time.Time) time.Duration {
@@ -347,7 +348,7 @@ func defaultJitter(spec Job, sched schedule, interval time.Duration, now time.Ti
 			t = n
 		}
 	}
-	d := min(time.Duration(frac*float64(interval)), DefaultMaxJitter)
+	d := min(time.Duration(frac*float64(interval)), maxJitter)
 	if f := spec.OncePerFleet; f != nil && f.TTL > 0 {
 		d = min(d, f.TTL/2)
 	}

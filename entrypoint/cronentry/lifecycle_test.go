@@ -129,12 +129,20 @@ func TestLifecycle(t *testing.T) {
 			if d := time.Since(begun); d != s {
 				t.Errorf("Stop returned after %v, want 1s (its ctx)", d)
 			}
-			// A second Stop waits again: the abandoned run returns an hour later.
+			// A second Stop does nothing: the run the first abandoned stays abandoned.
+			begun = time.Now()
 			if err := x.s.Stop(context.Background()); err != nil {
 				t.Errorf("second Stop = %v", err)
 			}
-			if n := x.s.count("stubborn", cancelled); n != 0 {
-				t.Errorf("cancelled = %d: a run that returned nil after Stop is ok", n)
+			if d := time.Since(begun); d != 0 {
+				t.Errorf("second Stop returned after %v, want at once", d)
+			}
+			if n := x.s.InFlight(); n != 1 {
+				t.Errorf("InFlight = %d after the second Stop, want 1 (the abandoned run)", n)
+			}
+			time.Sleep(time.Hour) // the abandoned run returns on its own
+			if n := x.s.InFlight(); n != 0 {
+				t.Errorf("InFlight = %d once the abandoned run returned, want 0", n)
 			}
 		})
 	})
@@ -212,6 +220,47 @@ func TestLifecycle(t *testing.T) {
 			}
 			if n := sc.count("job", cancelled); n != 1 {
 				t.Errorf("cancelled = %d, want 1", n)
+			}
+		})
+	})
+
+	t.Run("Drain and Stop before Bind do nothing", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			var rec recorder
+			sc, err := New(Config{Name: "cron"}, []Job{{Name: "job", Every: s, Run: rec.run(0)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := sc.Drain(context.Background()); err != nil {
+				t.Errorf("Drain before Bind = %v", err)
+			}
+			if err := sc.Stop(context.Background()); err != nil {
+				t.Errorf("Stop before Bind = %v", err)
+			}
+			if r := sc.DrainReport(); r != "not drained" {
+				t.Errorf("DrainReport = %q after Drain before Bind, want %q", r, "not drained")
+			}
+			// The Scheduler is still new: it binds, runs its ticks and drains.
+			if err := sc.Bind(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			stop, served := make(chan struct{}), make(chan error, 1)
+			go func() { served <- sc.Serve(context.Background(), stop) }()
+			time.Sleep(2*s + s/2)
+			close(stop)
+			if err := <-served; err != nil {
+				t.Errorf("Serve = %v", err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := sc.Drain(ctx); err != nil {
+				t.Errorf("Drain = %v, want nil: the schedule ends", err)
+			}
+			if err := sc.Stop(ctx); err != nil {
+				t.Errorf("Stop = %v", err)
+			}
+			if n := len(rec.all()); n != 2 {
+				t.Errorf("%d runs, want 2", n)
 			}
 		})
 	})

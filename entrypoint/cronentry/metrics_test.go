@@ -2,6 +2,7 @@ package cronentry
 
 import (
 	"context"
+	"github.com/servicewright/servicewright/entrypoint"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -17,7 +18,7 @@ func TestMetrics(t *testing.T) {
 			time.Sleep(1500 * time.Millisecond) // the next tick is skipped
 			return nil
 		}
-		x := start(t, []Job{{Name: "job", Every: time.Second, Run: run}}, nil, WithRegisterer(reg))
+		x := start(t, []Job{{Name: "job", Every: time.Second, Run: run}}, nil, WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 		time.Sleep(5*time.Second + time.Millisecond) // ticks 1 (runs to 2.5), 2 skipped, 3 (to 4.5), 4 skipped, 5
 		x.shutdown()
 
@@ -62,7 +63,7 @@ func TestMetricsCountPanics(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		x := start(t, []Job{{Name: "job", Every: time.Second, Run: func(context.Context, Tick) error { panic("boom") }}},
-			nil, WithRegisterer(reg))
+			nil, WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 		time.Sleep(2*time.Second + time.Millisecond)
 		x.shutdown()
 		families, _ := reg.Gather()
@@ -83,13 +84,13 @@ func TestMetricsCountPanics(t *testing.T) {
 func TestMetricsRegisterTwiceFails(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	jobs := []Job{{Name: "job", Every: time.Second, Run: func(context.Context, Tick) error { return nil }}}
-	if _, err := New(Config{Name: "cron"}, jobs, WithRegisterer(reg)); err != nil {
+	if _, err := New(Config{Name: "cron"}, jobs, WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := New(Config{Name: "cron"}, jobs, WithRegisterer(reg)); err == nil {
+	if _, err := New(Config{Name: "cron"}, jobs, WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err == nil {
 		t.Error("a second Scheduler with the same name on one registry: New = nil, want a registration error")
 	}
-	if _, err := New(Config{Name: "other"}, jobs, WithRegisterer(reg)); err != nil {
+	if _, err := New(Config{Name: "other"}, jobs, WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 		t.Errorf("a Scheduler with another name: New = %v", err)
 	}
 }

@@ -14,9 +14,9 @@ import (
 
 // Tag keys of a run's report, beside fault.TagEntrypoint and fault.TagTraceID.
 const (
-	TagJob       = "job"       // the job's name
-	TagScheduled = "scheduled" // the tick's nominal time, RFC 3339 in UTC
-	TagOutcome   = "outcome"   // "failed" or "panicked"
+	tagJob       = "job"       // the job's name
+	tagScheduled = "scheduled" // the tick's nominal time, RFC 3339 in UTC
+	tagOutcome   = "outcome"   // "failed" or "panicked"
 )
 
 // tracerName names the Scheduler's tracer.
@@ -42,7 +42,7 @@ func (s *Scheduler) startSpan(ctx context.Context, t Tick) (context.Context, tra
 		attribute.String("cron.scheduled", t.Scheduled.UTC().Format(time.RFC3339Nano)),
 		attribute.Int("cron.missed", t.Missed),
 		attribute.Int64("cron.token", int64(t.Token)),
-		attribute.String("entrypoint", s.name),
+		attribute.String("entrypoint", s.base.Name()),
 	))
 }
 
@@ -66,10 +66,10 @@ func (s *Scheduler) report(ctx context.Context, t Tick, o outcome, err error) {
 		return
 	}
 	tags := map[string]string{
-		fault.TagEntrypoint: s.name,
-		TagJob:              t.Job,
-		TagScheduled:        t.Scheduled.UTC().Format(time.RFC3339Nano),
-		TagOutcome:          o.String(),
+		fault.TagEntrypoint: s.base.Name(),
+		tagJob:              t.Job,
+		tagScheduled:        t.Scheduled.UTC().Format(time.RFC3339Nano),
+		tagOutcome:          o.String(),
 	}
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tags[fault.TagTraceID] = sc.TraceID().String()

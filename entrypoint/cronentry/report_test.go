@@ -51,18 +51,18 @@ func TestRunReports(t *testing.T) {
 				t.Errorf("spans for %v, want one per job", traces)
 			}
 			for i, err := range errs {
-				job := tags[i][TagJob]
-				if tags[i][fault.TagEntrypoint] != DefaultName || tags[i][fault.TagTraceID] != traces[job] || traces[job] == "" {
+				job := tags[i][tagJob]
+				if tags[i][fault.TagEntrypoint] != defaultName || tags[i][fault.TagTraceID] != traces[job] || traces[job] == "" {
 					t.Errorf("report %d tags %v, want the entrypoint and the trace id of the run's span %q", i, tags[i], traces[job])
 				}
 				pe, isPanic := errors.AsType[*fault.PanicError](err)
 				switch job {
 				case "fails":
-					if isPanic || tags[i][TagOutcome] != "failed" {
+					if isPanic || tags[i][tagOutcome] != "failed" {
 						t.Errorf("the failed run's report: %v %v", err, tags[i])
 					}
 				case "panics":
-					if !isPanic || tags[i][TagOutcome] != "panicked" || !strings.Contains(string(pe.Stack), "TestRunReports") {
+					if !isPanic || tags[i][tagOutcome] != "panicked" || !strings.Contains(string(pe.Stack), "TestRunReports") {
 						t.Errorf("the panicked run's report: %v %v, want its *fault.PanicError with the stack", err, tags[i])
 					}
 				default:
@@ -72,7 +72,7 @@ func TestRunReports(t *testing.T) {
 		})
 	})
 
-	t.Run("WithReporter and WithTracerProvider win over the Host's", func(t *testing.T) {
+	t.Run("WithTelemetry's reporter and tracer provider win over the Host's", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			mine, host := &testenv.Reports{}, &testenv.Reports{}
 			hostSpans := tracetest.NewSpanRecorder()
@@ -82,13 +82,13 @@ func TestRunReports(t *testing.T) {
 			defer myTP.Shutdown(context.Background())
 			x := start(t, jobs[:1], func(s *Scheduler) {
 				s.SetDefaults(entrypoint.Telemetry{Reporter: host, TracerProvider: hostTP})
-			}, WithReporter(mine), WithTracerProvider(myTP))
+			}, WithTelemetry(entrypoint.Telemetry{Reporter: mine, TracerProvider: myTP}))
 			time.Sleep(1500 * time.Millisecond)
 			x.shutdown()
 			m, _ := mine.Get()
 			h, _ := host.Get()
 			if len(m) != 1 || len(h) != 0 || len(hostSpans.Ended()) != 0 {
-				t.Errorf("reports %d to WithReporter's, %d to the Host's; %d spans to the Host's", len(m), len(h), len(hostSpans.Ended()))
+				t.Errorf("reports %d to WithTelemetry's, %d to the Host's; %d spans to the Host's", len(m), len(h), len(hostSpans.Ended()))
 			}
 		})
 	})

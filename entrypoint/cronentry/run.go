@@ -14,8 +14,8 @@ import (
 // fire applies j's overlap policy to tick t and starts a run when the policy lets
 // it. It is called by the scheduling goroutine.
 func (s *Scheduler) fire(ctx context.Context, j *job, t Tick) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	if j.running > 0 {
 		switch j.Overlap {
 		case OverlapSkip:
@@ -36,7 +36,7 @@ func (s *Scheduler) fire(ctx context.Context, j *job, t Tick) {
 
 // startLocked starts a run of j for t in a goroutine the Scheduler owns, admitted by
 // the gate; once Drain or Stop has closed the gate, t is counted skipped_draining
-// instead. Called with mu held.
+// instead. Called with the base's lock held.
 func (s *Scheduler) startLocked(ctx context.Context, j *job, t Tick) {
 	leave, admitted := s.gate.Enter()
 	if !admitted {
@@ -56,8 +56,8 @@ func (s *Scheduler) startLocked(ctx context.Context, j *job, t Tick) {
 func (s *Scheduler) run(ctx context.Context, j *job, t Tick, id uint64, leave func()) {
 	defer leave()
 	s.execute(ctx, j, t)
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	delete(s.active, id)
 	j.running--
 	if q := j.queued; q != nil && j.running == 0 {

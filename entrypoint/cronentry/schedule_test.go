@@ -129,7 +129,7 @@ func TestJitter(t *testing.T) {
 }
 
 // By default a job's ticks are jittered by a tenth of its interval (at most
-// DefaultMaxJitter; for a cron expression, of its shortest gap; for a once-per-fleet
+// maxJitter; for a cron expression, of its shortest gap; for a once-per-fleet
 // job, below half its TTL), so that replicas and jobs do not start in step.
 func TestDefaultJitter(t *testing.T) {
 	run := func(context.Context, Tick) error { return nil }
@@ -141,7 +141,7 @@ func TestDefaultJitter(t *testing.T) {
 		{Job{Name: "a", Every: time.Minute, Run: run}, 6 * time.Second},
 		{Job{Name: "a", Every: time.Minute, JitterFraction: 0.5, Run: run}, 10 * time.Second}, // capped
 		{Job{Name: "a", Every: 10 * time.Second, JitterFraction: 0.25, Run: run}, 2500 * time.Millisecond},
-		{Job{Name: "a", Schedule: "@daily", Run: run}, DefaultMaxJitter},
+		{Job{Name: "a", Schedule: "@daily", Run: run}, maxJitter},
 		{Job{Name: "a", Schedule: "0,1 * * * * *", Run: run}, 100 * time.Millisecond}, // the 1s gap, not the 59s one
 		{Job{Name: "a", Every: time.Minute, OncePerFleet: OncePerFleet(lk, "a", 4*time.Second), Run: run}, 2 * time.Second},
 		{Job{Name: "a", Every: time.Minute, NoJitter: true, Run: run}, 0},

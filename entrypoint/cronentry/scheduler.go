@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -27,7 +26,6 @@ var _ interface {
 // Scheduler runs jobs on cron expressions or fixed intervals as an entrypoint. Make
 // one with New. Its methods are safe for concurrent use.
 type Scheduler struct {
-	name string
 	jobs []*job
 	log  *zap.Logger
 	gate entrypoint.Gate // admits runs; Drain closes it and waits on it
@@ -36,14 +34,12 @@ type Scheduler struct {
 	// wakes, before it reads the clock: sleeping there is a process that was paused.
 	afterWake func()
 
-	given      entrypoint.Telemetry // the telemetry the options gave; SetDefaults keeps it
-	registered bool                 // the metrics are registered, with WithRegisterer's or the Host's registry
+	registered bool // the metrics are registered, with WithTelemetry's or the Host's registry
 
 	tracer   trace.Tracer   // nil: runs make no span (report.go)
 	reporter fault.Reporter // nil: failures are only logged
 
-	mu        sync.Mutex
-	guard     entrypoint.Guard
+	base      entrypoint.Base    // the phase, under its lock with the fields below
 	halted    bool               // quit is closed and the gate too
 	quit      chan struct{}      // closed to end the scheduling goroutine
 	loopDone  chan struct{}      // closed when the scheduling goroutine has returned
@@ -67,65 +63,51 @@ func (r activeRun) String() string {
 
 // New returns a Scheduler that runs jobs. It validates cfg and every job and returns
 // a *fault.ConfigError listing each problem with its field, e.g.
-// `Jobs["report"].Schedule: invalid cron expression …`; with WithRegisterer it also
-// registers the metrics, and a registration that fails is a problem of the field
-// WithRegisterer. It starts nothing and sends nothing to a fleet lock.
+// `Jobs["report"].Schedule: invalid cron expression …`; given a registry
+// (WithTelemetry) it also registers the metrics, and a registration that fails is a
+// problem of the field WithTelemetry. It starts nothing and sends nothing to a
+// fleet lock.
 func New(cfg Config, jobs []Job, opts ...Option) (*Scheduler, error) {
 	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg.Name = cmp.Or(cfg.Name, DefaultName)
 	var l fault.Problems
+	cfg = cfg.resolve(&l)
 	compiled, err := compile(jobs, time.Now())
 	l.Merge("", err)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	if err := newStats(o.registerer, cfg.Name, compiled); err != nil {
-		l.Addf("WithRegisterer", "%v", err)
+	_ = newStats(nil, cfg.Name, compiled) // counts kept in memory; without a registry it cannot fail
+	s := &Scheduler{jobs: compiled, active: map[uint64]activeRun{}}
+	if err := s.base.Init(cfg.Name, o.tel, s.useTelemetry); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
 		return nil, l.Err()
 	}
-	s := &Scheduler{
-		name:       cfg.Name,
-		jobs:       compiled,
-		given:      entrypoint.Telemetry{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer, Reporter: o.reporter},
-		registered: o.registerer != nil,
-		active:     map[uint64]activeRun{},
-		guard:      entrypoint.NewGuard(cfg.Name),
-
-		reporter: o.reporter,
-	}
-	s.useLogger(o.log)
-	s.useTracerProvider(o.tracer)
 	return s, nil
 }
 
-func (s *Scheduler) useLogger(l *zap.Logger) {
-	if l == nil {
-		l = zap.NewNop()
-	}
-	s.log = l.With(zap.String("entrypoint", s.name))
-}
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil (see
+// WithTelemetry for what each does). It returns a registration that fails (the
+// Host refuses the entrypoint then), and does nothing once the Scheduler is bound.
+func (s *Scheduler) SetDefaults(t entrypoint.Telemetry) error { return s.base.SetDefaults(t) }
 
-// SetDefaults takes the Host's telemetry for what no option gave: the logger unless
-// WithLogger, the metrics registered with d.Registerer unless WithRegisterer, the
-// tracer provider unless WithTracerProvider, the error reporter unless
-// WithReporter. It returns a registration that fails (the Host refuses the
-// entrypoint then), and does nothing once the Scheduler is bound.
-func (s *Scheduler) SetDefaults(d entrypoint.Telemetry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.guard.Phase() != entrypoint.PhaseNew {
-		return nil
+// useTelemetry takes t, called by New with what the options gave and by
+// SetDefaults with that merged with the Host's: a nil logger discards, a nil tracer
+// provider makes no span, and the metrics are registered once, with the first
+// registry given.
+func (s *Scheduler) useTelemetry(t entrypoint.Telemetry) error {
+	log := t.Logger
+	if log == nil {
+		log = zap.NewNop()
 	}
-	t := s.given.Or(d)
-	s.useLogger(t.Logger)
+	s.log = log.With(zap.String("entrypoint", s.base.Name()))
 	s.useTracerProvider(t.TracerProvider)
 	s.reporter = t.Reporter
 	if !s.registered && t.Registerer != nil {
-		if err := newStats(t.Registerer, s.name, s.jobs); err != nil {
-			return fmt.Errorf("cronentry %q: %w", s.name, err)
+		if err := newStats(t.Registerer, s.base.Name(), s.jobs); err != nil {
+			return fmt.Errorf("cronentry %q: %w", s.base.Name(), err)
 		}
 		s.registered = true
 	}
@@ -133,18 +115,18 @@ func (s *Scheduler) SetDefaults(d entrypoint.Telemetry) error {
 }
 
 // Name returns Config.Name.
-func (s *Scheduler) Name() string { return s.name }
+func (s *Scheduler) Name() string { return s.base.Name() }
 
 // Bind readies the schedules, which New has already parsed and checked; no tick is
 // taken before Serve. It returns an error wrapping entrypoint.ErrOutOfTurn when
 // called twice or after Drain or Stop.
 func (s *Scheduler) Bind(context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.guard.Bind(); err != nil {
+	s.base.Lock()
+	defer s.base.Unlock()
+	if err := s.base.Bind(); err != nil {
 		return err
 	}
-	s.guard.Bound()
+	s.base.Bound()
 	return nil
 }
 
@@ -162,19 +144,19 @@ func (s *Scheduler) Bind(context.Context) error {
 // nothing, and returns nil, after Drain or Stop; if Drain or Stop comes while it
 // waits for stop, it returns nil then.
 func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
-	s.mu.Lock()
-	if start, err := s.guard.Serve(); !start {
-		s.mu.Unlock()
+	s.base.Lock()
+	if start, err := s.base.Serve(); !start {
+		s.base.Unlock()
 		return err
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.quit, s.loopDone, s.cancel = make(chan struct{}), make(chan struct{}), cancel
 	quit, done := s.quit, s.loopDone
 	go s.loop(runCtx, quit, done)
-	s.mu.Unlock()
+	s.base.Unlock()
 	s.log.Info("cron schedule started", zap.Int("jobs", len(s.jobs)))
 
-	return wait.ServeUntil(ctx, fmt.Sprintf("cronentry %q", s.name), stop, done, func() <-chan struct{} { s.halt(true); return done })
+	return wait.ServeUntil(ctx, fmt.Sprintf("cronentry %q", s.base.Name()), stop, done, func() <-chan struct{} { s.halt(true); return done })
 }
 
 // Drain takes no new tick and waits for the runs in progress: first it ends the
@@ -187,17 +169,18 @@ func (s *Scheduler) Serve(ctx context.Context, stop <-chan struct{}) error {
 // running, which finished and which still run. Without Serve, or after Drain or
 // Stop, it returns nil at once. A drained Scheduler cannot be served again.
 func (s *Scheduler) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	if prev := s.guard.Drain(); prev == entrypoint.PhaseDraining || prev == entrypoint.PhaseStopped {
-		s.mu.Unlock()
+	s.base.Lock()
+	turn := s.base.Drain()
+	if turn == entrypoint.Idle { // before Bind, or drained or stopped already
+		s.base.Unlock()
 		return nil
 	}
 	s.drained = true
 	s.haltLocked(false)
 	s.drainSeen = s.activeLocked()
 	seen, done := s.drainSeen, s.loopDone
-	s.mu.Unlock()
-	if done == nil { // never served
+	s.base.Unlock()
+	if turn == entrypoint.Unserved { // bound, never served: no run to wait for
 		return nil
 	}
 	s.log.Info("cron draining", zap.Stringers("running", seen))
@@ -205,7 +188,7 @@ func (s *Scheduler) Drain(ctx context.Context) error {
 	if err := s.await(ctx, done); err != nil {
 		left := s.running()
 		s.log.Warn("cron drain ran out of time; Stop will cancel the runs left", zap.Stringers("still_running", left))
-		return fmt.Errorf("cronentry %q: drain: jobs still running: %s: %w", s.name, names(left), err)
+		return fmt.Errorf("cronentry %q: drain: jobs still running: %s: %w", s.base.Name(), names(left), err)
 	}
 	return nil
 }
@@ -214,31 +197,39 @@ func (s *Scheduler) Drain(ctx context.Context) error {
 // return; then it returns nil. If ctx is done first, the runs that ignore their ctx
 // are abandoned, still running, and Stop returns an error wrapping ctx.Err() that
 // names them. It does not release once-per-fleet leases; they lapse at their TTL.
-// Without Serve it returns nil; a second Stop waits again for what is left.
+// Without Serve it returns nil; before Bind, or after a first Stop, it does
+// nothing and returns nil at once (a run the first Stop abandoned stays abandoned).
 func (s *Scheduler) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	s.guard.Stop()
+	s.base.Lock()
+	turn := s.base.Stop()
+	if turn == entrypoint.Idle { // before Bind, or stopped already
+		s.base.Unlock()
+		return nil
+	}
 	s.haltLocked(true)
 	done := s.loopDone
-	s.mu.Unlock()
+	s.base.Unlock()
+	if turn == entrypoint.Unserved { // bound, never served: no run to wait for
+		return nil
+	}
 
 	if err := s.await(ctx, done); err != nil {
 		left := s.running()
 		s.log.Error("cron runs abandoned: they ignored their cancelled ctx", zap.Stringers("abandoned", left))
-		return fmt.Errorf("cronentry %q: stop: abandoned jobs still running: %s: %w", s.name, names(left), err)
+		return fmt.Errorf("cronentry %q: stop: abandoned jobs still running: %s: %w", s.base.Name(), names(left), err)
 	}
 	return nil
 }
 
 // halt ends the schedule and, when cut is set, cancels the runs.
 func (s *Scheduler) halt(cut bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	s.haltLocked(cut)
 }
 
 // haltLocked closes quit and the gate once, drops the queued ticks and, when cut is
-// set, cancels the runs' ctx. Called with mu held.
+// set, cancels the runs' ctx. Called with the base's lock held.
 func (s *Scheduler) haltLocked(cut bool) {
 	if !s.halted {
 		s.halted = true
@@ -275,8 +266,8 @@ func (s *Scheduler) InFlight() int { return s.gate.InFlight() }
 // "running=2 [report@… sweep@…] finished=1 [report@…] still_running=1 [sweep@…]",
 // each run named job@tick. Before Drain it is "not drained".
 func (s *Scheduler) DrainReport() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	if !s.drained {
 		return "not drained"
 	}
@@ -300,12 +291,12 @@ func (s *Scheduler) DrainReport() string {
 
 // running returns the runs in progress, oldest first.
 func (s *Scheduler) running() []activeRun {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	return s.activeLocked()
 }
 
-// activeLocked returns the runs in progress, oldest first. Called with mu held.
+// activeLocked returns the runs in progress, oldest first. Called with the base's lock held.
 func (s *Scheduler) activeLocked() []activeRun {
 	rs := make([]activeRun, 0, len(s.active))
 	for _, r := range s.active {

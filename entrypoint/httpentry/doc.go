@@ -1,6 +1,11 @@
 // Package httpentry runs an HTTP server on net/http as a servicewright entrypoint, so
 // that a deploy, an autoscaler or a node going away costs nobody a request.
 //
+// Where to start: New(Config{Addr: ":8080"}, handler) and the Server registered with
+// the Host (host.AppSpec.Entrypoints), as the package's Example shows; Config says
+// every limit and its default, and the With… options add what a Config cannot hold:
+// overload protection's routes, streams, middleware, an access log, a listener.
+//
 // # Lifecycle
 //
 // The Host drives a Server through the entrypoint sequence:

@@ -9,7 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/servicewright/servicewright/entrypoint/admission"
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -63,7 +63,7 @@ var methodLabels = [...]string{
 // newMetrics registers the metrics with reg under the constant label
 // entrypoint=name. On failure it unregisters what it registered and returns the
 // error.
-func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, lim func() *admission.Limiter, capped *transport.ConnCap) (*metrics, error) {
+func newMetrics(reg prometheus.Registerer, name string, inFlight func() int, lim func() entrypoint.Limiter, capped *transport.ConnCap) (*metrics, error) {
 	shed, err := transport.NewShed(reg, name, "http", lim)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 )
 
@@ -73,7 +74,7 @@ func BenchmarkConsume(b *testing.B) {
 			b.StartTimer()
 			r := kafka.NewReader(kafka.ReaderConfig{
 				Brokers: broker.Brokers(), GroupID: group, GroupTopics: []string{topic},
-				MaxWait: 100 * time.Millisecond, MaxBytes: kafkaentry.DefaultMaxBytes, ReadLagInterval: -1,
+				MaxWait: 100 * time.Millisecond, MaxBytes: 10 << 20, ReadLagInterval: -1,
 			})
 			last := map[int]kafka.Message{}
 			commit := func() {
@@ -114,10 +115,9 @@ func BenchmarkConsume(b *testing.B) {
 		{"kafkaentry", nil},
 		// Tracing on: an SDK provider that samples every span into a batch span
 		// processor, whose exporter discards them.
-		{"kafkaentry-traced", []kafkaentry.Option{kafkaentry.WithTracerProvider(tracerProvider(b, sdktrace.AlwaysSample()))}},
+		{"kafkaentry-traced", []kafkaentry.Option{kafkaentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tracerProvider(b, sdktrace.AlwaysSample())})}},
 		// Tracing on, 1% of the traces sampled (the messages carry no trace context).
-		{"kafkaentry-traced-1pct", []kafkaentry.Option{kafkaentry.WithTracerProvider(
-			tracerProvider(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))))}},
+		{"kafkaentry-traced-1pct", []kafkaentry.Option{kafkaentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tracerProvider(b, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01)))})}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			streaming, spent = 0, 0

@@ -13,18 +13,15 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/internal/safe"
 	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/kafkakit"
 )
 
-// ErrBrokersUnreachable is wrapped by the error of Bind and Health when no broker
-// answered. It is kafkakit.ErrBrokersUnreachable.
-var ErrBrokersUnreachable = kafkakit.ErrBrokersUnreachable
-
 // ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
 // AutoCreateTopics is off. The message names the topics.
-var ErrUnknownTopic = errors.New("unknown topic")
+var ErrUnknownTopic = errors.New("kafkaentry: unknown topic")
 
 // Bind checks that a broker answers (each dial bounded by DialTimeout) and that the
 // consumed topics and the dead-letter topic exist — creating the missing ones when
@@ -37,9 +34,9 @@ var ErrUnknownTopic = errors.New("unknown topic")
 // An error leaves nothing open: the Host calls neither Drain nor Stop after a failed
 // Bind. A second Bind returns an error wrapping entrypoint.ErrOutOfTurn.
 func (c *Consumer) Bind(ctx context.Context) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if err := c.guard.Bind(); err != nil {
+	c.base.Lock()
+	defer c.base.Unlock()
+	if err := c.base.Bind(); err != nil {
 		return err
 	}
 	addr, err := c.reachable(ctx)
@@ -56,7 +53,7 @@ func (c *Consumer) Bind(ctx context.Context) error {
 	c.dlq = c.opts.dlq
 	if c.cfg.OnFailure.deadLetter && c.dlq == nil {
 		c.ownDLQ, err = kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: c.cfg.Brokers},
-			kafkakit.WithDialer(c.dialer), kafkakit.WithPropagator(c.opts.propagator))
+			kafkakit.WithDialer(c.dialer), kafkakit.WithTelemetry(entrypoint.Telemetry{Propagator: c.propagator}))
 		if err != nil { // the brokers were checked by New
 			_ = g.Close()
 			return fmt.Errorf("kafkaentry %q: bind: dead-letter producer: %w", c.cfg.Name, err)
@@ -74,7 +71,7 @@ func (c *Consumer) Bind(ctx context.Context) error {
 // the paused partitions, the rule that saw the outage and the kind of error (never
 // its message). Otherwise it reports whether a broker answers: it dials the brokers
 // at once, each dial bounded by DialTimeout and ctx, and returns nil as soon as one
-// of them answers an ApiVersions request, or an error wrapping ErrBrokersUnreachable
+// of them answers an ApiVersions request, or an error wrapping kafkakit.ErrBrokersUnreachable
 // that lists each broker's failure. It may be used before Bind and after Stop; the
 // Consumer is thus a health.Check.
 func (c *Consumer) Health(ctx context.Context) error {
@@ -248,9 +245,9 @@ func (c *Consumer) readerErrors(l kafka.Logger) kafka.Logger {
 // left to finish on its own — and reported as such. A later call waits for the same
 // Close again.
 func (c *Consumer) closeGroup(ctx context.Context) (abandoned bool, err error) {
-	c.mu.Lock()
+	c.base.Lock()
 	if c.group == nil {
-		c.mu.Unlock()
+		c.base.Unlock()
 		return false, nil
 	}
 	if c.closeDone == nil {
@@ -258,21 +255,21 @@ func (c *Consumer) closeGroup(ctx context.Context) (abandoned bool, err error) {
 		c.closeDone = done
 		go func() {
 			err := safe.Call("kafka ConsumerGroup.Close", g.Close)
-			c.mu.Lock()
+			c.base.Lock()
 			c.closeErr = err
-			c.mu.Unlock()
+			c.base.Unlock()
 			close(done)
 		}()
 	}
 	done := c.closeDone
-	c.mu.Unlock()
+	c.base.Unlock()
 
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.CloseTimeout)
 	defer cancel()
 	if wait.Await(ctx, done) == nil {
-		c.mu.Lock()
-		defer c.mu.Unlock()
+		c.base.Lock()
+		defer c.base.Unlock()
 		err, c.closeErr = c.closeErr, nil // reported once
 		if err != nil {
 			return false, fmt.Errorf("close group: %w", err)
@@ -287,10 +284,10 @@ func (c *Consumer) closeGroup(ctx context.Context) (abandoned bool, err error) {
 // closeWriter closes the dead-letter writer Bind made, waiting at most
 // CloseTimeout and until ctx is done.
 func (c *Consumer) closeWriter(ctx context.Context) {
-	c.mu.Lock()
+	c.base.Lock()
 	w := c.ownDLQ
 	c.ownDLQ = nil
-	c.mu.Unlock()
+	c.base.Unlock()
 	if w == nil {
 		return
 	}

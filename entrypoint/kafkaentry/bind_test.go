@@ -19,6 +19,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 func noop(context.Context, kafka.Message) error { return nil }
@@ -76,7 +77,7 @@ func TestNew(t *testing.T) {
 		}
 		cfg := c.Config()
 		if c.Name() != "kafka" || cfg.Workers != 1 || cfg.Retry.Attempts != 3 || cfg.OnFailure.String() != "StopEntrypoint" ||
-			cfg.CloseTimeout != kafkaentry.DefaultCloseTimeout || cfg.CommitBatch != kafkaentry.DefaultCommitBatch {
+			cfg.CloseTimeout != 5*time.Second || cfg.CommitBatch != 100 {
 			t.Errorf("defaults not applied: %+v", cfg)
 		}
 	})
@@ -133,10 +134,10 @@ func TestBind(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = c.Bind(context.Background())
-		if !errors.Is(err, kafkaentry.ErrBrokersUnreachable) || !strings.Contains(err.Error(), cfg.Brokers[1]) {
+		if !errors.Is(err, kafkakit.ErrBrokersUnreachable) || !strings.Contains(err.Error(), cfg.Brokers[1]) {
 			t.Fatalf("Bind = %v, want ErrBrokersUnreachable listing each broker", err)
 		}
-		if err := c.Health(context.Background()); !errors.Is(err, kafkaentry.ErrBrokersUnreachable) {
+		if err := c.Health(context.Background()); !errors.Is(err, kafkakit.ErrBrokersUnreachable) {
 			t.Errorf("Health = %v, want ErrBrokersUnreachable", err)
 		}
 		// The Host never drains or stops an entrypoint whose Bind failed, but doing
@@ -223,7 +224,7 @@ func TestMetrics(t *testing.T) {
 	cfg := config(t, topic)
 	cfg.Name = "orders"
 	cfg.OnFailure = kafkaentry.DeadLetter(dlq)
-	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithRegisterer(reg))
+	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -267,14 +268,15 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// A second consumer with another name shares the registry.
-	if _, err := kafkaentry.New(config(t, topic), noop, kafkaentry.WithRegisterer(reg)); err != nil {
+	if _, err := kafkaentry.New(config(t, topic), noop, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 		t.Errorf("a second consumer: %v", err)
 	}
 	// The same name twice is refused.
 	cfg2 := config(t, topic)
 	cfg2.Name = "orders"
-	if _, err := kafkaentry.New(cfg2, noop, kafkaentry.WithRegisterer(reg)); err == nil {
-		t.Error("a second consumer named orders registered its metrics")
+	_, err = kafkaentry.New(cfg2, noop, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
+	if ce, ok := errors.AsType[*fault.ConfigError](err); !ok || !strings.Contains(ce.Error(), "WithTelemetry: ") {
+		t.Errorf("a second consumer named orders: New = %v, want a *fault.ConfigError naming WithTelemetry", err)
 	}
 }
 

@@ -131,9 +131,9 @@ func (t *offsetTable) seal() uint64 {
 // covered. Between generations there is nothing to commit: the last one committed
 // before it ended.
 func (c *Consumer) commit(ctx context.Context) (uint64, error) {
-	c.mu.Lock()
+	c.base.Lock()
 	gs := c.gen
-	c.mu.Unlock()
+	c.base.Unlock()
 	if gs == nil {
 		return 0, nil
 	}

@@ -13,29 +13,29 @@ import (
 	"github.com/servicewright/servicewright/kafkakit"
 )
 
-// Defaults for the zero fields of a Config.
+// Defaults for the zero fields of a Config; each field's doc states its own.
 const (
-	DefaultName           = "kafka"
-	DefaultMinBytes       = 1
-	DefaultMaxBytes       = 10 << 20 // 10 MiB
-	DefaultMaxWait        = 500 * time.Millisecond
-	DefaultQueueCapacity  = 100
-	DefaultCommitInterval = time.Second
-	DefaultCommitBatch    = 100
-	DefaultWorkers        = 1
-	DefaultDialTimeout    = 5 * time.Second
-	DefaultCloseTimeout   = 5 * time.Second
+	defaultName           = "kafka"
+	defaultMinBytes       = 1
+	defaultMaxBytes       = 10 << 20 // 10 MiB
+	defaultMaxWait        = 500 * time.Millisecond
+	defaultQueueCapacity  = 100
+	defaultCommitInterval = time.Second
+	defaultCommitBatch    = 100
+	defaultWorkers        = 1
+	defaultDialTimeout    = 5 * time.Second
+	defaultCloseTimeout   = 5 * time.Second
 
-	DefaultHeartbeatInterval = time.Second
-	DefaultSessionTimeout    = 10 * time.Second
-	DefaultRebalanceTimeout  = 30 * time.Second
+	defaultHeartbeatInterval = time.Second
+	defaultSessionTimeout    = 10 * time.Second
+	defaultRebalanceTimeout  = 30 * time.Second
 
-	DefaultRetryAttempts = 3
-	DefaultRetryInitial  = 100 * time.Millisecond
-	DefaultRetryMax      = 5 * time.Second
+	defaultRetryAttempts = 3
+	defaultRetryInitial  = 100 * time.Millisecond
+	defaultRetryMax      = 5 * time.Second
 )
 
-// Config describes a consumer-group entrypoint. Zero fields take the defaults above;
+// Config describes a consumer-group entrypoint. Zero fields take the default each field's doc states;
 // negative ones are errors.
 type Config struct {
 	// Name identifies the entrypoint in logs, metrics and errors. Default "kafka".
@@ -177,33 +177,30 @@ func (p FailurePolicy) String() string {
 	return "StopEntrypoint"
 }
 
-// withDefaults returns c with its zero fields set to the defaults.
-func (c Config) withDefaults() Config {
-	c.Name = cmp.Or(c.Name, DefaultName)
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
+func (c Config) resolve(l *fault.Problems) Config {
+	c.Name = cmp.Or(c.Name, defaultName)
 	c.StartOffset = cmp.Or(c.StartOffset, kafka.FirstOffset)
-	c.MinBytes = cmp.Or(c.MinBytes, DefaultMinBytes)
-	c.MaxBytes = cmp.Or(c.MaxBytes, DefaultMaxBytes)
-	c.MaxWait = cmp.Or(c.MaxWait, DefaultMaxWait)
-	c.QueueCapacity = cmp.Or(c.QueueCapacity, DefaultQueueCapacity)
-	c.CommitInterval = cmp.Or(c.CommitInterval, DefaultCommitInterval)
-	c.CommitBatch = cmp.Or(c.CommitBatch, DefaultCommitBatch)
-	c.Workers = cmp.Or(c.Workers, DefaultWorkers)
-	c.DialTimeout = cmp.Or(c.DialTimeout, DefaultDialTimeout)
-	c.CloseTimeout = cmp.Or(c.CloseTimeout, DefaultCloseTimeout)
-	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, DefaultHeartbeatInterval)
-	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
-	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, DefaultRebalanceTimeout)
-	c.Retry.Attempts = cmp.Or(c.Retry.Attempts, DefaultRetryAttempts)
-	c.Retry.Initial = cmp.Or(c.Retry.Initial, DefaultRetryInitial)
-	c.Retry.Max = cmp.Or(c.Retry.Max, max(DefaultRetryMax, c.Retry.Initial))
+	c.MinBytes = cmp.Or(c.MinBytes, defaultMinBytes)
+	c.MaxBytes = cmp.Or(c.MaxBytes, defaultMaxBytes)
+	c.MaxWait = cmp.Or(c.MaxWait, defaultMaxWait)
+	c.QueueCapacity = cmp.Or(c.QueueCapacity, defaultQueueCapacity)
+	c.CommitInterval = cmp.Or(c.CommitInterval, defaultCommitInterval)
+	c.CommitBatch = cmp.Or(c.CommitBatch, defaultCommitBatch)
+	c.Workers = cmp.Or(c.Workers, defaultWorkers)
+	c.DialTimeout = cmp.Or(c.DialTimeout, defaultDialTimeout)
+	c.CloseTimeout = cmp.Or(c.CloseTimeout, defaultCloseTimeout)
+	c.HeartbeatInterval = cmp.Or(c.HeartbeatInterval, defaultHeartbeatInterval)
+	c.SessionTimeout = cmp.Or(c.SessionTimeout, defaultSessionTimeout)
+	c.RebalanceTimeout = cmp.Or(c.RebalanceTimeout, defaultRebalanceTimeout)
+	c.Retry.Attempts = cmp.Or(c.Retry.Attempts, defaultRetryAttempts)
+	c.Retry.Initial = cmp.Or(c.Retry.Initial, defaultRetryInitial)
+	c.Retry.Max = cmp.Or(c.Retry.Max, max(defaultRetryMax, c.Retry.Initial))
 	c.Outage = c.Outage.withDefaults()
 	c.Brokers = slices.Clone(c.Brokers)
 	c.Topics = slices.Clone(c.Topics)
-	return c
-}
 
-// validate records every problem of a defaulted config in l.
-func (c Config) validate(l *fault.Problems) {
 	if len(c.Brokers) == 0 {
 		l.Addf("Brokers", "must list at least one broker")
 	}
@@ -295,6 +292,7 @@ func (c Config) validate(l *fault.Problems) {
 			l.Addf("OnFailure", "dead-letter topic %q is also consumed; failures would loop", t)
 		}
 	}
+	return c
 }
 
 // checkTopic returns what is wrong with a topic name by Kafka's rules, or "".

@@ -9,8 +9,8 @@ import (
 	"sync/atomic"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
@@ -68,13 +68,17 @@ type Consumer struct {
 	cfg     Config
 	handler Handler
 	what    string // names the handler in a *fault.PanicError
-	log     *zap.Logger
 	dialer  *kafka.Dialer
 	readers readerConns // the partition readers' connections, which Stop cuts
 	opts    options
-	own     options // what the options gave, without New's defaults (defaults.go)
-	metrics *metrics
-	tracer  trace.Tracer // nil when the tracer provider is a no-op
+
+	// Set by the telemetry the options gave, again by the Host's (defaults.go);
+	// read-only once bound.
+	log        *zap.Logger
+	metrics    *metrics
+	tracer     trace.Tracer // nil when the tracer provider is a no-op
+	propagator propagation.TextMapPropagator
+	reporter   fault.Reporter // nil: panics and dead-letters are only logged
 	// spanNames holds, per consumed topic, the name of its handling spans;
 	// read-only after New.
 	spanNames map[string]string
@@ -106,8 +110,7 @@ type Consumer struct {
 	// in kafka-go's generations; Stop waits for them.
 	tasks wait.Group
 
-	mu           sync.Mutex
-	guard        entrypoint.Guard
+	base         entrypoint.Base // the phase, under its lock with the fields below
 	group        group
 	gen          *genState // the generation in progress; nil between generations
 	dlq          MessageWriter
@@ -129,13 +132,12 @@ type partitionReader interface {
 // connects to nothing; Bind does. Every problem with cfg or opts is reported at once
 // in a *fault.ConfigError (the Host's ConfigError) naming each field.
 func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
-	o := options{log: zap.NewNop(), tracer: noop.NewTracerProvider(), propagator: kafkakit.W3C()}
+	var o options
 	for _, opt := range opts {
 		opt(&o)
 	}
-	cfg = cfg.withDefaults()
 	var l fault.Problems
-	cfg.validate(&l)
+	cfg = cfg.resolve(&l)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")
 	}
@@ -154,42 +156,37 @@ func New(cfg Config, handler Handler, opts ...Option) (*Consumer, error) {
 		cfg:       cfg,
 		handler:   handler,
 		what:      fmt.Sprintf("kafkaentry %q handler", cfg.Name),
-		log:       o.log.With(zap.String("entrypoint", cfg.Name)),
 		dialer:    dialer,
 		opts:      o,
-		own:       given(opts),
 		slots:     make(chan struct{}, cfg.Workers),
 		commitSem: make(chan struct{}, 1),
 		kick:      make(chan struct{}, 1),
 		serving:   make(chan struct{}),
 		draining:  make(chan struct{}),
 		failed:    make(chan struct{}),
-		tracer:    newTracer(o.tracer),
-		guard:     entrypoint.NewGuard(cfg.Name),
 	}
 	c.openReader = c.openPartition
 	c.spanNames = spanNames(cfg.Topics)
-	m, err := newMetrics(o.registerer, cfg.Name, cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
-	if err != nil {
-		return nil, fmt.Errorf("kafkaentry %q: %w", cfg.Name, err)
+	if err := c.base.Init(cfg.Name, o.tel, c.useTelemetry); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
+		return nil, l.Err()
 	}
-	c.metrics = m
 	return c, nil
 }
 
 // joinLocked starts taking part in g, the group Bind joined: the generation loop
-// runs from now on, but partitions are read only from Serve. c.mu is held.
+// runs from now on, but partitions are read only from Serve. The base's lock is held.
 func (c *Consumer) joinLocked(ctx context.Context, g group) {
 	c.group = g
 	c.runCtx, c.runCancel = context.WithCancel(context.WithoutCancel(ctx))
 	c.intakeCtx, c.stopIntake = context.WithCancel(c.runCtx)
-	c.guard.Bound()
+	c.base.Bound()
 	runCtx := c.runCtx
 	c.tasks.Go(func() { c.groupLoop(runCtx) })
 }
 
 // Name returns Config.Name.
-func (c *Consumer) Name() string { return c.cfg.Name }
+func (c *Consumer) Name() string { return c.base.Name() }
 
 // Config returns the configuration with defaults applied.
 func (c *Consumer) Config() Config {
@@ -212,13 +209,13 @@ func (c *Consumer) Config() Config {
 // entrypoint.ErrOutOfTurn, and Serve returns nil at once when Drain or Stop came
 // first.
 func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
-	c.mu.Lock()
-	if start, err := c.guard.Serve(); !start {
-		c.mu.Unlock()
+	c.base.Lock()
+	if start, err := c.base.Serve(); !start {
+		c.base.Unlock()
 		return err
 	}
 	close(c.serving)
-	c.mu.Unlock()
+	c.base.Unlock()
 	c.log.Info("consuming", zap.Strings("topics", c.cfg.Topics), zap.String("group", c.cfg.GroupID),
 		zap.Int("workers", c.cfg.Workers))
 
@@ -247,15 +244,15 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 // abandoned. It also returns a *HandlerError that neither Serve nor Drain returned.
 // Without Bind it does nothing; a second Stop returns nil.
 func (c *Consumer) Stop(ctx context.Context) error {
-	c.mu.Lock()
-	if prev := c.guard.Stop(); prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped {
-		c.mu.Unlock()
+	c.base.Lock()
+	if c.base.Stop() == entrypoint.Idle { // before Bind, or stopped already
+		c.base.Unlock()
 		return nil
 	}
 	c.beginDrainLocked()
 	c.runCancel()
 	groupClosing := c.closeDone != nil
-	c.mu.Unlock()
+	c.base.Unlock()
 	c.gate.Close()
 
 	var errs []error
@@ -284,7 +281,7 @@ func (c *Consumer) Stop(ctx context.Context) error {
 	return nil
 }
 
-// beginDrainLocked stops intake: no new fetch, no new retry wait. c.mu is held.
+// beginDrainLocked stops intake: no new fetch, no new retry wait. The base's lock is held.
 func (c *Consumer) beginDrainLocked() {
 	c.drainOnce.Do(func() { close(c.draining) })
 	if c.stopIntake != nil {
@@ -294,8 +291,8 @@ func (c *Consumer) beginDrainLocked() {
 
 // fail records the first failure under StopEntrypoint and stops fetching.
 func (c *Consumer) fail(err error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.base.Lock()
+	defer c.base.Unlock()
 	if c.failErr != nil {
 		return
 	}
@@ -307,8 +304,8 @@ func (c *Consumer) fail(err error) {
 // takeFailure returns the failure once, to whichever of Serve, Drain and Stop
 // reports it first.
 func (c *Consumer) takeFailure() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.base.Lock()
+	defer c.base.Unlock()
 	if c.failErr == nil || c.failReported {
 		return nil
 	}

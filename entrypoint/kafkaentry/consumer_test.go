@@ -13,6 +13,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 )
 
@@ -145,7 +146,7 @@ func TestGracefulRestarts(t *testing.T) {
 		cfg.GroupID = group
 		cfg.Workers = 3
 		cfg.CommitBatch = 50
-		c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithLogger(onLog("draining", func() { close(release) })))
+		c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithTelemetry(entrypoint.Telemetry{Logger: onLog("draining", func() { close(release) })}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,13 +25,13 @@ const (
 	HeaderGroup     = "x-consumer-group"     // the group that gave up on it
 	HeaderAttempts  = "x-attempts"           // how many times the handler was called, in decimal
 	HeaderErrorType = "x-error-type"         // "panic", "undecodable", "permanent", "timeout", "canceled" or the error's Go type
-	HeaderError     = "x-error"              // the error's message, cut to MaxErrorHeaderBytes
+	HeaderError     = "x-error"              // the error's message, cut to 1 KiB
 	HeaderFailedAt  = "x-failed-at"          // when the consumer gave up, RFC 3339 in UTC
 )
 
-// MaxErrorHeaderBytes bounds the HeaderError value, so that a huge error message
+// maxErrorHeaderBytes bounds the HeaderError value, so that a huge error message
 // cannot make the dead-letter record too large to produce.
-const MaxErrorHeaderBytes = 1024
+const maxErrorHeaderBytes = 1024
 
 // deadLetterMessage builds the dead-letter record for msg: same key, value and
 // headers, plus the Header* headers.
@@ -43,7 +43,7 @@ func deadLetterMessage(topic, group string, msg *kafka.Message, cause error, att
 		{Key: HeaderGroup, Value: []byte(group)},
 		{Key: HeaderAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
 		{Key: HeaderErrorType, Value: []byte(errorType(cause))},
-		{Key: HeaderError, Value: []byte(truncate(cause.Error(), MaxErrorHeaderBytes))},
+		{Key: HeaderError, Value: []byte(truncate(cause.Error(), maxErrorHeaderBytes))},
 		{Key: HeaderFailedAt, Value: now.UTC().AppendFormat(nil, time.RFC3339Nano)},
 	}
 	headers := make([]kafka.Header, 0, len(msg.Headers)+len(ours))

@@ -19,7 +19,7 @@ func TestDeadLetterMessage(t *testing.T) {
 		Topic: "orders", Partition: 2, Offset: 41, Key: []byte("k"), Value: []byte("v"),
 		Headers: []kafka.Header{{Key: "trace", Value: []byte("abc")}, {Key: HeaderAttempts, Value: []byte("stale")}},
 	}
-	long := strings.Repeat("é", MaxErrorHeaderBytes) // two bytes each
+	long := strings.Repeat("é", maxErrorHeaderBytes) // two bytes each
 	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	dm := deadLetterMessage("orders.dlq", "g", msg, errors.New(long), 3, at)
 
@@ -38,9 +38,9 @@ func TestDeadLetterMessage(t *testing.T) {
 			t.Errorf("header %s = %q, want exactly %q", key, got[key], want)
 		}
 	}
-	if e := got[HeaderError][0]; len(e) > MaxErrorHeaderBytes || !utf8.ValidString(e) || !strings.HasSuffix(e, "…") {
+	if e := got[HeaderError][0]; len(e) > maxErrorHeaderBytes || !utf8.ValidString(e) || !strings.HasSuffix(e, "…") {
 		t.Errorf("error header of %d bytes (valid UTF-8: %v), want at most %d, cut with an ellipsis",
-			len(e), utf8.ValidString(e), MaxErrorHeaderBytes)
+			len(e), utf8.ValidString(e), maxErrorHeaderBytes)
 	}
 }
 

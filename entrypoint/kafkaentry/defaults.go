@@ -13,6 +13,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/kafkakit"
 )
 
 var _ entrypoint.DefaultsUser = (*Consumer)(nil)
@@ -20,73 +21,39 @@ var _ entrypoint.DefaultsUser = (*Consumer)(nil)
 // Tag keys of the consumer's reports, beside fault.TagEntrypoint and
 // fault.TagTraceID.
 const (
-	TagTopic     = "topic"     // the message's topic
-	TagPartition = "partition" // its partition, in decimal
-	TagOffset    = "offset"    // its offset, in decimal
-	TagGroup     = "group"     // the consumer group
+	tagTopic     = "topic"     // the message's topic
+	tagPartition = "partition" // its partition, in decimal
+	tagOffset    = "offset"    // its offset, in decimal
+	tagGroup     = "group"     // the consumer group
 )
 
-// WithReporter sends to r each handler panic — once per message, at its first
-// panicking attempt, as the *fault.PanicError with the handler's stack — and each
-// dead-lettered message, tagged with the entrypoint, the message's topic, partition
-// and offset, the group and the trace id of the handling's span. A message that
-// stops the entrypoint (OnFailure: StopEntrypoint) is reported by the Host, as the
-// entrypoint's failure. Without it the consumer uses the error reporter its Host
-// hands it, if any; with neither, these are only logged. A nil r is ignored.
-func WithReporter(r fault.Reporter) Option {
-	return func(o *options) {
-		if r != nil {
-			o.reporter = r
-		}
-	}
-}
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil (see
+// WithTelemetry for what each does). It returns a metrics registration that fails
+// (the Host refuses the entrypoint then), and does nothing once the consumer is
+// bound.
+func (c *Consumer) SetDefaults(t entrypoint.Telemetry) error { return c.base.SetDefaults(t) }
 
-// given is what opts set, without New's defaults: SetDefaults fills in the rest.
-func given(opts []Option) options {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+// useTelemetry takes t, called by New with what the options gave and by
+// SetDefaults with that merged with the Host's: a nil logger discards, a nil tracer
+// provider traces nothing, a nil propagator is kafkakit.W3C(), and the metrics are
+// registered once, with the first registry given.
+func (c *Consumer) useTelemetry(t entrypoint.Telemetry) error {
+	log, propagator := t.Logger, t.Propagator
+	if log == nil {
+		log = zap.NewNop()
 	}
-	return o
-}
-
-// telemetry is what the options gave of the Host's telemetry.
-func (o options) telemetry() entrypoint.Telemetry {
-	return entrypoint.Telemetry{Logger: o.log, Registerer: o.registerer, TracerProvider: o.tracer,
-		Propagator: o.propagator, Reporter: o.reporter}
-}
-
-// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
-// WithLogger (kafka-go's own lines included), its registry for the metrics unless
-// WithRegisterer, its tracer provider unless WithTracerProvider, its propagator
-// unless WithPropagator (also the dead-letter producer's), its error reporter unless
-// WithReporter. It returns a metrics registration that fails (the Host refuses the
-// entrypoint then), and does nothing once the consumer is bound.
-func (c *Consumer) SetDefaults(d entrypoint.Telemetry) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.group != nil {
-		return nil
+	if propagator == nil {
+		propagator = kafkakit.W3C()
 	}
-	t := c.own.telemetry().Or(d)
-	if t.Logger != nil {
-		c.opts.log = t.Logger
-		c.log = t.Logger.With(zap.String("entrypoint", c.cfg.Name))
-	}
-	if t.TracerProvider != nil {
-		c.opts.tracer = t.TracerProvider
-		c.tracer = newTracer(t.TracerProvider)
-	}
-	if t.Propagator != nil {
-		c.opts.propagator = t.Propagator
-	}
-	c.opts.reporter = t.Reporter
+	c.log = log.With(zap.String("entrypoint", c.cfg.Name))
+	c.tracer = newTracer(t.TracerProvider)
+	c.propagator, c.reporter = propagator, t.Reporter
 	if c.metrics == nil && t.Registerer != nil {
 		m, err := newMetrics(t.Registerer, c.cfg.Name, c.cfg.Topics, func() float64 { return float64(c.gate.InFlight()) })
 		if err != nil {
 			return fmt.Errorf("kafkaentry %q: metrics: %w", c.cfg.Name, err)
 		}
-		c.opts.registerer, c.metrics = t.Registerer, m
+		c.metrics = m
 	}
 	return nil
 }
@@ -94,7 +61,7 @@ func (c *Consumer) SetDefaults(d entrypoint.Telemetry) error {
 // reportPanic sends err to the error reporter when it is a handler's panic and
 // none was reported for this message yet (*reported says; reportPanic sets it).
 func (c *Consumer) reportPanic(h handling, msg *kafka.Message, err error, attempt int, reported *bool) {
-	if c.opts.reporter == nil || *reported {
+	if c.reporter == nil || *reported {
 		return
 	}
 	if _, ok := errors.AsType[*fault.PanicError](err); !ok {
@@ -103,13 +70,13 @@ func (c *Consumer) reportPanic(h handling, msg *kafka.Message, err error, attemp
 	*reported = true
 	tags := c.reportTags(h, msg)
 	tags["attempt"] = strconv.Itoa(attempt)
-	c.opts.reporter.Report(h.context(), err, tags)
+	c.reporter.Report(h.context(), err, tags)
 }
 
 // reportDeadLettered sends the failure of a message written to the dead-letter
 // topic to the error reporter. The error wraps cause: a panic's stack is shown.
 func (c *Consumer) reportDeadLettered(h handling, msg *kafka.Message, topic string, cause error, attempts int) {
-	if c.opts.reporter == nil {
+	if c.reporter == nil {
 		return
 	}
 	err := fmt.Errorf("kafkaentry %q: message %s/%d@%d dead-lettered to %s after %d attempt(s): %w",
@@ -117,16 +84,16 @@ func (c *Consumer) reportDeadLettered(h handling, msg *kafka.Message, topic stri
 	tags := c.reportTags(h, msg)
 	tags["dead_letter_topic"] = topic
 	tags["attempts"] = strconv.Itoa(attempts)
-	c.opts.reporter.Report(h.context(), err, tags)
+	c.reporter.Report(h.context(), err, tags)
 }
 
 func (c *Consumer) reportTags(h handling, msg *kafka.Message) map[string]string {
 	tags := map[string]string{
 		fault.TagEntrypoint: c.cfg.Name,
-		TagTopic:            msg.Topic,
-		TagPartition:        strconv.Itoa(msg.Partition),
-		TagOffset:           strconv.FormatInt(msg.Offset, 10),
-		TagGroup:            c.cfg.GroupID,
+		tagTopic:            msg.Topic,
+		tagPartition:        strconv.Itoa(msg.Partition),
+		tagOffset:           strconv.FormatInt(msg.Offset, 10),
+		tagGroup:            c.cfg.GroupID,
 	}
 	if h.span != nil {
 		if sc := h.span.SpanContext(); sc.IsValid() {

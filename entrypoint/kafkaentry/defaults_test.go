@@ -117,8 +117,8 @@ func TestSetDefaults(t *testing.T) {
 			}
 		}
 		for i, tg := range tags {
-			for k, want := range map[string]string{fault.TagEntrypoint: c.Name(), kafkaentry.TagTopic: topic,
-				kafkaentry.TagPartition: "0", kafkaentry.TagOffset: "0", kafkaentry.TagGroup: cfg.GroupID} {
+			for k, want := range map[string]string{fault.TagEntrypoint: c.Name(), "topic": topic,
+				"partition": "0", "offset": "0", "group": cfg.GroupID} {
 				if tg[k] != want {
 					t.Errorf("report %d: tag %s = %q, want %q", i, k, tg[k], want)
 				}
@@ -147,8 +147,7 @@ func TestSetDefaults(t *testing.T) {
 		myCore, myLogs := observer.New(zap.InfoLevel)
 		hostCore, hostLogs := observer.New(zap.InfoLevel)
 		hostReg := prometheus.NewRegistry()
-		c, err := kafkaentry.New(cfg, poison(col), kafkaentry.WithReporter(mine), kafkaentry.WithLogger(zap.New(myCore)),
-			kafkaentry.WithRegisterer(prometheus.NewRegistry()))
+		c, err := kafkaentry.New(cfg, poison(col), kafkaentry.WithTelemetry(entrypoint.Telemetry{Reporter: mine, Logger: zap.New(myCore), Registerer: prometheus.NewRegistry()}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,7 +160,7 @@ func TestSetDefaults(t *testing.T) {
 			t.Errorf("%d reports to the Host's reporter, want none", len(errs))
 		}
 		if myLogs.FilterMessage("message dead-lettered").Len() != 1 || hostLogs.Len() != 0 {
-			t.Errorf("logs: %d to WithLogger's, %d to the Host's", myLogs.Len(), hostLogs.Len())
+			t.Errorf("logs: %d to WithTelemetry's, %d to the Host's", myLogs.Len(), hostLogs.Len())
 		}
 		if mfs, _ := hostReg.Gather(); len(mfs) != 0 {
 			t.Errorf("%d metrics on the Host's registry, want none", len(mfs))
@@ -171,7 +170,7 @@ func TestSetDefaults(t *testing.T) {
 	t.Run("a registration that fails is returned by SetDefaults", func(t *testing.T) {
 		cfg := config(t, newTopic(t, 1))
 		reg := prometheus.NewRegistry()
-		if _, err := kafkaentry.New(cfg, newCollector().handle, kafkaentry.WithRegisterer(reg)); err != nil {
+		if _, err := kafkaentry.New(cfg, newCollector().handle, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 			t.Fatal(err)
 		}
 		c, err := kafkaentry.New(cfg, newCollector().handle)

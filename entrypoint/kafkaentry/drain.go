@@ -32,9 +32,9 @@ import (
 // did. Without Bind, or after Drain or Stop, it does nothing and returns nil.
 func (c *Consumer) Drain(ctx context.Context) error {
 	start := time.Now()
-	c.mu.Lock()
-	if prev := c.guard.Drain(); prev == entrypoint.PhaseNew || prev == entrypoint.PhaseDraining || prev == entrypoint.PhaseStopped {
-		c.mu.Unlock()
+	c.base.Lock()
+	if c.base.Drain() == entrypoint.Idle { // before Bind, or drained or stopped already
+		c.base.Unlock()
 		return nil
 	}
 	// No new message from here on; what is in flight is counted before intake stops,
@@ -45,7 +45,7 @@ func (c *Consumer) Drain(ctx context.Context) error {
 	committedBefore := c.stats.committed.Load()
 	ds := DrainStats{Ran: true, InFlight: c.gate.InFlight()}
 	c.beginDrainLocked()
-	c.mu.Unlock()
+	c.base.Unlock()
 
 	c.log.Info("draining", zap.Int("in_flight", ds.InFlight))
 	werr := c.gate.Wait(ctx)
@@ -124,9 +124,9 @@ type Stats struct {
 
 // Stats returns the consumer's counters and, once Drain ran, what it did.
 func (c *Consumer) Stats() Stats {
-	c.mu.Lock()
+	c.base.Lock()
 	ds := c.drainStats
-	c.mu.Unlock()
+	c.base.Unlock()
 	return Stats{
 		Consumed:     c.stats.consumed.Load(),
 		Handled:      c.stats.handled.Load(),
@@ -141,16 +141,16 @@ func (c *Consumer) Stats() Stats {
 }
 
 func (c *Consumer) setDrainStats(ds DrainStats) {
-	c.mu.Lock()
+	c.base.Lock()
 	c.drainStats = ds
-	c.mu.Unlock()
+	c.base.Unlock()
 }
 
 // DrainReport summarises the last Drain for the Host's shutdown report.
 func (c *Consumer) DrainReport() string {
-	c.mu.Lock()
+	c.base.Lock()
 	d := c.drainStats
-	c.mu.Unlock()
+	c.base.Unlock()
 	if !d.Ran {
 		return "not drained"
 	}

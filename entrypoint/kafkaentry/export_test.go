@@ -16,8 +16,8 @@ func (c *Consumer) Crash(ctx context.Context) error {
 
 // Assigned returns how many partitions the generation in progress assigned to c.
 func (c *Consumer) Assigned() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
+	c.base.Lock()
+	defer c.base.Unlock()
 	if c.gen == nil {
 		return 0
 	}

@@ -146,9 +146,9 @@ func (c *Consumer) runGeneration(ctx context.Context, gen *generation) {
 	if len(parts) == 0 {
 		close(gs.idle)
 	}
-	c.mu.Lock()
+	c.base.Lock()
 	c.gen = gs
-	c.mu.Unlock()
+	c.base.Unlock()
 	for _, a := range parts {
 		c.tasks.Go(func() { c.consumePartition(partitionRun{assignment: a, gs: gs, intake: intake, handlers: handlers}) })
 	}
@@ -162,11 +162,11 @@ func (c *Consumer) runGeneration(ctx context.Context, gen *generation) {
 	n, err := c.commitGen(cctx, gs)
 	cancel()
 	left := gs.offsets.seal()
-	c.mu.Lock()
+	c.base.Lock()
 	if c.gen == gs {
 		c.gen = nil
 	}
-	c.mu.Unlock()
+	c.base.Unlock()
 
 	fields := []zap.Field{
 		zap.Int32("generation", gen.id), zap.Stringers("partitions", parts), zap.Uint64("committed", n),

@@ -210,10 +210,10 @@ func fakeConsumer(t *testing.T, cfg Config, h Handler, g *fakeGroup, opts ...Opt
 		t.Fatal(err)
 	}
 	c.openReader = g.open
-	c.mu.Lock()
+	c.base.Lock()
 	c.dlq = c.opts.dlq
 	c.joinLocked(context.Background(), g)
-	c.mu.Unlock()
+	c.base.Unlock()
 	return c
 }
 

@@ -18,12 +18,12 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// Outage defaults.
+// Defaults for the zero fields of an Outage; each field's doc states its own.
 const (
-	DefaultOutageDistinctFailures = 3
-	DefaultOutageInitial          = 100 * time.Millisecond
-	DefaultOutageMax              = time.Second
-	DefaultOutageCheckTimeout     = 2 * time.Second
+	defaultOutageDistinctFailures = 3
+	defaultOutageInitial          = 100 * time.Millisecond
+	defaultOutageMax              = time.Second
+	defaultOutageCheckTimeout     = 2 * time.Second
 )
 
 // Causes of a pause, as Pause.Cause and the cause label of servicewright_kafka_paused
@@ -35,7 +35,7 @@ const (
 )
 
 // ErrPaused is wrapped by Health's error while a partition is paused on an outage.
-var ErrPaused = errors.New("consumption paused by a dependency outage")
+var ErrPaused = errors.New("kafkaentry: consumption paused by a dependency outage")
 
 // Outage says how the consumer tells a failure of the world (a dependency that is
 // down) from a failure of the message (poison). Only poison is retried up to
@@ -77,10 +77,10 @@ func (o Outage) withDefaults() Outage {
 	if o.Classify == nil {
 		o.Classify = IsTransient
 	}
-	o.CheckTimeout = cmp.Or(o.CheckTimeout, DefaultOutageCheckTimeout)
-	o.DistinctFailures = cmp.Or(o.DistinctFailures, DefaultOutageDistinctFailures)
-	o.Initial = cmp.Or(o.Initial, DefaultOutageInitial)
-	o.Max = cmp.Or(o.Max, max(DefaultOutageMax, o.Initial))
+	o.CheckTimeout = cmp.Or(o.CheckTimeout, defaultOutageCheckTimeout)
+	o.DistinctFailures = cmp.Or(o.DistinctFailures, defaultOutageDistinctFailures)
+	o.Initial = cmp.Or(o.Initial, defaultOutageInitial)
+	o.Max = cmp.Or(o.Max, max(defaultOutageMax, o.Initial))
 	return o
 }
 

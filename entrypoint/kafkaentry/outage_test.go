@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 )
 
@@ -111,7 +112,7 @@ func outageRun(t *testing.T, dep dependency, hold time.Duration) outageResult {
 		cfg.Retry = kafkaentry.Retry{Attempts: 3, Initial: 20 * time.Millisecond, Max: 40 * time.Millisecond}
 		cfg.OnFailure = kafkaentry.DeadLetter(dlq)
 		reg := prometheus.NewPedanticRegistry()
-		c, err := kafkaentry.New(cfg, handler, kafkaentry.WithRegisterer(reg), kafkaentry.WithLogger(countLog("partitions revoked", &revoked)))
+		c, err := kafkaentry.New(cfg, handler, kafkaentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg, Logger: countLog("partitions revoked", &revoked)}))
 		if err != nil {
 			t.Fatal(err)
 		}

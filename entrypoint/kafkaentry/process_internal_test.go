@@ -2,6 +2,7 @@ package kafkaentry
 
 import (
 	"context"
+	"github.com/servicewright/servicewright/entrypoint"
 	"syscall"
 	"testing"
 
@@ -38,7 +39,7 @@ func newProcessBench(tb testing.TB, pc processCase) (*Consumer, partitionRun, *k
 		tp = sdk
 	}
 	c, err := New(Config{Brokers: []string{"127.0.0.1:9092"}, GroupID: "g", Topics: []string{"t"}},
-		func(context.Context, kafka.Message) error { return nil }, WithTracerProvider(tp))
+		func(context.Context, kafka.Message) error { return nil }, WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if err != nil {
 		tb.Fatal(err)
 	}

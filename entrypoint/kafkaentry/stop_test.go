@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 )
 
@@ -22,7 +23,7 @@ func TestStopCutsTheFetchInProgress(t *testing.T) {
 	cfg := config(t, topic)
 	cfg.MaxWait = 5 * time.Second // an idle fetch waits this long on the broker
 	core, logs := observer.New(zap.WarnLevel)
-	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithLogger(zap.New(core)))
+	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core)}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func (c *Consumer) startHandling(p partitionRun, msg *kafka.Message) (handling, 
 	}
 	ctx := p.handlers
 	if len(msg.Headers) > 0 {
-		ctx = c.opts.propagator.Extract(ctx, kafkakit.HeaderCarrier{Headers: &msg.Headers})
+		ctx = c.propagator.Extract(ctx, kafkakit.HeaderCarrier{Headers: &msg.Headers})
 	}
 	ctx, span := c.tracer.Start(ctx, ps.name, consumerSpan...)
 	if span.IsRecording() {

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/kafkakit"
 )
@@ -26,7 +27,7 @@ func TestTrace(t *testing.T) {
 	topic, dlq := newTopic(t, 1), newTopic(t, 1)
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: broker.Brokers(), Topic: topic}, kafkakit.WithTracerProvider(tp))
+	p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: broker.Brokers(), Topic: topic}, kafkakit.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +51,7 @@ func TestTrace(t *testing.T) {
 			return errors.New("bad order")
 		}
 		return col.handle(ctx, m)
-	}, kafkaentry.WithTracerProvider(tp), kafkaentry.WithLogger(zap.New(logCore)))
+	}, kafkaentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Logger: zap.New(logCore)}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +141,7 @@ func TestTraceRootWithoutContext(t *testing.T) {
 	c, err := kafkaentry.New(config(t, topic), func(ctx context.Context, _ kafka.Message) error {
 		handled <- trace.SpanContextFromContext(ctx)
 		return nil
-	}, kafkaentry.WithTracerProvider(tp))
+	}, kafkaentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -117,7 +117,7 @@ func kafkaSnippet(store orderStore, db health.Check, log *zap.Logger, reg promet
 			return fmt.Errorf("%w: %v", kafkaentry.ErrUndecodable, err) // straight to the DLQ
 		}
 		return store.Upsert(ctx, o) // a lost connection pauses the partition
-	}, kafkaentry.WithLogger(log), kafkaentry.WithRegisterer(reg), kafkaentry.WithTracerProvider(tp))
+	}, kafkaentry.WithTelemetry(entrypoint.Telemetry{Logger: log, Registerer: reg, TracerProvider: tp}))
 	// host.Registration{Entrypoint: consumer}; consumer is also a readiness check (Health).
 	_, _ = consumer, err
 }
@@ -126,7 +126,7 @@ func producerSnippet(w http.ResponseWriter, r *http.Request, tp trace.TracerProv
 	producer, err := kafkakit.NewProducer(kafkakit.ProducerConfig{
 		Brokers: []string{"localhost:9092"},
 		Topic:   "orders", // WriteTimeout: 3s by default
-	}, kafkakit.WithTracerProvider(tp))
+	}, kafkakit.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if err != nil {
 		return
 	}

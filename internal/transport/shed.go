@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/servicewright/servicewright/entrypoint/admission"
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // Shed are a server entrypoint's admission metrics, named servicewright_<protocol>_…:
@@ -31,7 +31,7 @@ func (c *Counter) Inc() { c.n.Add(1) }
 // NewShed registers the admission metrics of protocol with reg, all or none, under
 // the constant label entrypoint=name; the overload counts and the gauges read the
 // Limiter lim returns (nil when admission is off).
-func NewShed(reg prometheus.Registerer, name, protocol string, lim func() *admission.Limiter) (Shed, error) {
+func NewShed(reg prometheus.Registerer, name, protocol string, lim func() entrypoint.Limiter) (Shed, error) {
 	reg = prometheus.WrapRegistererWith(prometheus.Labels{"entrypoint": name}, reg)
 	prefix := "servicewright_" + protocol + "_"
 	draining := &Counter{}
@@ -74,7 +74,7 @@ func (s Shed) Unregister() {
 type shedCollector struct {
 	desc     *prometheus.Desc
 	draining *Counter
-	lim      func() *admission.Limiter
+	lim      func() entrypoint.Limiter
 }
 
 func (c *shedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }

@@ -184,7 +184,8 @@ func TestProductionBuildLinksNoDevBroker(t *testing.T) {
 
 // TestNoUpwardEdges: the packages that wait on a call take the unwind constant from
 // internal/wait, at the bottom of the graph, not from hooks (which would drag
-// hooks → fleet → lock into every entrypoint).
+// hooks → fleet → lock into every entrypoint); and entrypoint's Gate talks to its
+// limiter through an interface, never importing its own child entrypoint/admission.
 func TestNoUpwardEdges(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -207,6 +208,9 @@ func TestNoUpwardEdges(t *testing.T) {
 		for _, imp := range f[1:] {
 			if imp == module+"/hooks" {
 				t.Errorf("%s imports hooks", strings.TrimPrefix(f[0], module+"/"))
+			}
+			if f[0] == module+"/entrypoint" && strings.HasPrefix(imp, module+"/entrypoint/") {
+				t.Errorf("entrypoint imports its child %s", strings.TrimPrefix(imp, module+"/"))
 			}
 		}
 	}

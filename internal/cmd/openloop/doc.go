@@ -17,4 +17,18 @@
 //
 // OPENLOOP_SERVER_CPU and OPENLOOP_CLIENT_CPU choose the two cores (default 1 and
 // 0); on a machine of one CPU both run unpinned.
+//
+// What it measures that bench/peers does not. Both send open-loop and count latency
+// from each request's scheduled instant; they differ in the client and the machine.
+// bench/peers's generator is a hand-written HTTP/1.1 client with at most 512
+// connections, a request waiting for a free one (as wrk2), and it pins only the
+// server, only when PEERS_SERVER_CPU is set (make bench does not): the server never
+// sees a connection opened under load, and the generator's CPU shares the server's
+// cores. Here every request is an ordinary net/http client request, which opens a
+// connection whenever none is idle — the accept, the new connection's goroutine and
+// the request's read all wait in the server's run queue before any Gate can refuse
+// them — on a core of its own. This harness is what a fleet of ordinary clients
+// sees; bench/peers compares limiters with each other at a generator cost low and
+// equal for all, and reports the median of three runs per cell, which hides a bad
+// run's tail. Take the p99 bound from here.
 package main

@@ -1,0 +1,30 @@
+package redisfx_test
+
+import (
+	"context"
+	"os"
+
+	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/host/hostfx"
+	"github.com/servicewright/servicewright/leader"
+	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/rediskit/redisfx"
+)
+
+// lead is the leader's work: it runs for one term, until ctx ends.
+func lead(ctx context.Context, term *leader.Term) error {
+	<-ctx.Done()
+	return nil
+}
+
+// The module gives the container a Redis client, a lock.Lock on it and a readiness
+// check; the Host closes the client after the entrypoints stopped. A missing or bad
+// REDIS_URL is a configuration error (exit 78) that never echoes the URL.
+func ExampleModule() {
+	host.Main(host.AppSpec{ServiceName: "digest", Container: hostfx.Container(
+		redisfx.Module(redisfx.ModuleConfig{URL: os.Getenv("REDIS_URL")}),
+		hostfx.Provide(func(lk lock.Lock, inst hostfx.Instance) (*leader.Leadership, error) {
+			return leader.New(leader.Config{Lock: lk, Key: "digest", Owner: string(inst)}, lead)
+		}, 30),
+	)})
+}
