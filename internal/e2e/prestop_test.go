@@ -27,7 +27,10 @@ import (
 // It calls /prestop as the manifest's preStop hook does (testdata/k8s/orders.yaml),
 // with the token the manifest gives the container.
 func TestPreStopEndpoint(t *testing.T) {
-	const delay = 400 * time.Millisecond
+	// A drain delay long enough that "at once" (the second /prestop, the shutdown's
+	// drain_delay: both half of it at most) is a sanity bound on a loaded machine:
+	// each takes milliseconds, and not skipping the delay would take all of it.
+	const delay = 3 * time.Second
 	httpAddr := freeAddr(t)
 	hook, token := manifestPreStop(t)
 	p, probe := startExample(t, "HTTP_ADDR="+httpAddr, "SW_DRAIN_DELAY="+delay.String(), "SW_PRESTOP_TOKEN="+token)
