@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -116,34 +115,31 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 	return c
 }
 
-// A LoopOption adds an optional part to a Loop.
-type LoopOption func(*loopOptions)
+// An Option adds an optional part to a Loop or a Task.
+type Option func(*options)
 
-type loopOptions struct {
+type options struct {
 	given Telemetry // the telemetry the options gave; SetDefaults fills in the rest
 }
 
-// WithLogger sets the logger unit failures are reported to. Without it the Loop uses
-// the logger its Host hands it (see DefaultsUser), and discards them when there is
-// none. A nil logger is ignored.
-func WithLogger(l *zap.Logger) LoopOption {
-	return func(o *loopOptions) {
-		if l != nil {
-			o.given.Logger = l
-		}
-	}
+// WithTelemetry gives a Loop or a Task the logger and the error reporter it uses:
+// the logger receives a Loop's unit failures and the line that says how a stop ended
+// a Task's work; the reporter receives each panic of a Loop's unit, and a panic of a
+// Task's work that Serve does not return (a stop came first), recovered as a
+// *fault.PanicError with its stack and tagged with the entrypoint
+// (fault.TagEntrypoint). Its nil fields are taken from the Host (see DefaultsUser);
+// with neither, failures are discarded and panics only logged. The other fields are
+// not used.
+func WithTelemetry(t Telemetry) Option {
+	return func(o *options) { o.given = t.Or(o.given) }
 }
 
-// WithReporter sends each panic of a unit, recovered as a *fault.PanicError with the
-// unit's stack, to r, tagged with the entrypoint (fault.TagEntrypoint). Without it
-// the Loop uses the error reporter its Host hands it (see DefaultsUser); with
-// neither, panics are only logged. A nil r is ignored.
-func WithReporter(r fault.Reporter) LoopOption {
-	return func(o *loopOptions) {
-		if r != nil {
-			o.given.Reporter = r
-		}
+func newOptions(opts []Option) options {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
 	}
+	return o
 }
 
 // Loop is background work run as an entrypoint: a relay, a poller, a sweeper. It
@@ -153,7 +149,6 @@ type Loop struct {
 	cfg     LoopConfig
 	what    string // names the unit in a *fault.PanicError
 	unit    func(context.Context) error
-	given   Telemetry // what the options gave; SetDefaults keeps it
 	log     atomic.Pointer[zap.Logger]
 	running atomic.Int32 // 1 while a unit runs
 
@@ -162,8 +157,7 @@ type Loop struct {
 	failStreak atomic.Uint64
 	permanent  error // the fault.Permanent failure that ended the loop; written before done closes
 
-	mu       sync.Mutex
-	guard    Guard
+	base     Base               // the phase, under its lock with the fields below
 	reporter fault.Reporter     // nil: panics are only logged; set before Serve
 	quit     chan struct{}      // closed to stop the loop between units
 	cancel   context.CancelFunc // cancels the units' ctx
@@ -176,11 +170,8 @@ type Loop struct {
 // fault.Permanent ("retrying cannot fix it") is not retried: the loop stops, and
 // Serve returns the error (see Serve). Every problem with cfg or unit is reported in one
 // *fault.ConfigError naming its field; nothing is started until Serve.
-func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...LoopOption) (*Loop, error) {
-	var o loopOptions
-	for _, opt := range opts {
-		opt(&o)
-	}
+func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...Option) (*Loop, error) {
+	o := newOptions(opts)
 	var l fault.Problems
 	cfg = cfg.resolve(&l)
 	if unit == nil {
@@ -189,45 +180,39 @@ func NewLoop(cfg LoopConfig, unit func(ctx context.Context) error, opts ...LoopO
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	r := &Loop{cfg: cfg, what: fmt.Sprintf("loop %q unit", cfg.Name), unit: unit, guard: NewGuard(cfg.Name),
-		given: o.given, reporter: o.given.Reporter}
-	r.useLogger(o.given.Logger)
+	r := &Loop{cfg: cfg, what: fmt.Sprintf("loop %q unit", cfg.Name), unit: unit}
+	_ = r.base.Init(cfg.Name, o.given, r.use) // use never fails
 	return r, nil
 }
 
-func (r *Loop) useLogger(l *zap.Logger) {
+// use takes the logger and the error reporter of t; the Base calls it with what the
+// options gave, and again from SetDefaults merged with the Host's.
+func (r *Loop) use(t Telemetry) error {
+	l := t.Logger
 	if l == nil {
 		l = zap.NewNop()
 	}
 	r.log.Store(l.With(zap.String("entrypoint", r.cfg.Name)))
-}
-
-// SetDefaults takes the Host's logger unless WithLogger gave one, and its error
-// reporter (for the units' panics) unless WithReporter did. It does nothing once the
-// Loop is bound, and never fails.
-func (r *Loop) SetDefaults(d Telemetry) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.guard.Phase() != PhaseNew {
-		return nil
-	}
-	t := r.given.Or(d)
-	r.useLogger(t.Logger)
 	r.reporter = t.Reporter
 	return nil
 }
 
+// SetDefaults takes the Host's logger and error reporter (for the units' panics) for
+// what the options did not give. It does nothing once the Loop is bound, and never
+// fails.
+func (r *Loop) SetDefaults(d Telemetry) error { return r.base.SetDefaults(d) }
+
 // Name returns LoopConfig.Name.
-func (r *Loop) Name() string { return r.cfg.Name }
+func (r *Loop) Name() string { return r.base.Name() }
 
 // Bind starts nothing: NewLoop checked everything already. It refuses a second call.
 func (r *Loop) Bind(context.Context) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if err := r.guard.Bind(); err != nil {
+	r.base.Lock()
+	defer r.base.Unlock()
+	if err := r.base.Bind(); err != nil {
 		return err
 	}
-	r.guard.Bound()
+	r.base.Bound()
 	return nil
 }
 
@@ -249,16 +234,16 @@ func (r *Loop) Bind(context.Context) error {
 // Bind, or twice, returns an error wrapping ErrOutOfTurn. It does not start the loop,
 // and returns nil, if Drain or Stop was called first.
 func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
-	r.mu.Lock()
-	if start, err := r.guard.Serve(); !start {
-		r.mu.Unlock()
+	r.base.Lock()
+	if start, err := r.base.Serve(); !start {
+		r.base.Unlock()
 		return err
 	}
 	unitCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.quit, r.cancel, r.done = make(chan struct{}), cancel, make(chan struct{})
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
-	r.mu.Unlock()
+	r.base.Unlock()
 	err := wait.ServeUntil(ctx, fmt.Sprintf("loop %q", r.cfg.Name), stop, done, func() <-chan struct{} { return r.halt(haltStop) })
 	if err == nil && closed(done) && r.permanent != nil { // done closed after r.permanent was written
 		return fmt.Errorf("loop %q: %w", r.cfg.Name, r.permanent)
@@ -300,22 +285,25 @@ const (
 	haltStop                  // and cancel the running unit
 )
 
-// halt moves the guard, tells the loop to stop between units and, for Stop, cancels
+// halt moves the phase, tells the loop to stop between units and, for Stop, cancels
 // the running unit. It returns the channel closed when the loop has exited, or nil
 // when the loop never started.
 func (r *Loop) halt(k haltKind) <-chan struct{} {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var prev Phase
+	r.base.Lock()
+	defer r.base.Unlock()
+	var turn Turn
 	if k == haltStop {
-		prev = r.guard.Stop()
+		turn = r.base.Stop()
 	} else {
-		prev = r.guard.Drain()
+		turn = r.base.Drain()
 	}
-	if prev == PhaseServing && r.quit != nil {
+	if turn != Served {
+		return r.done // nil: the loop never started
+	}
+	if !closed(r.quit) { // a Stop after Drain finds it closed
 		close(r.quit)
 	}
-	if k == haltStop && r.cancel != nil {
+	if k == haltStop {
 		r.cancel()
 	}
 	return r.done

@@ -254,7 +254,7 @@ func TestLoopFailures(t *testing.T) {
 				}
 				return nil
 			}
-			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, unit, WithLogger(zap.New(core))))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "relay", Every: time.Hour}, unit, WithTelemetry(Telemetry{Logger: zap.New(core)})))
 			time.Sleep(time.Second)
 			s.shutdown(t)
 
@@ -304,11 +304,11 @@ func TestLoopSetDefaults(t *testing.T) {
 	failing := func(context.Context) error { return errors.New("down") }
 	for _, tc := range []struct {
 		name         string
-		opts         []LoopOption
+		opts         []Option
 		wantHostLogs bool
 	}{
-		{"the Host's logger is used without WithLogger", nil, true},
-		{"WithLogger wins over the Host's logger", []LoopOption{WithLogger(zap.NewNop())}, false},
+		{"the Host's logger is used without WithTelemetry's", nil, true},
+		{"WithTelemetry's logger wins over the Host's", []Option{WithTelemetry(Telemetry{Logger: zap.NewNop()})}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -330,11 +330,11 @@ func TestLoopReportsPanics(t *testing.T) {
 	panicking := func(context.Context) error { panic("nil map") }
 	for _, tc := range []struct {
 		name     string
-		opts     func(own *testenv.Reports) []LoopOption
+		opts     func(own *testenv.Reports) []Option
 		wantHost bool
 	}{
-		{"to the Host's reporter without WithReporter", func(*testenv.Reports) []LoopOption { return nil }, true},
-		{"to WithReporter's over the Host's", func(own *testenv.Reports) []LoopOption { return []LoopOption{WithReporter(own)} }, false},
+		{"to the Host's reporter without WithTelemetry's", func(*testenv.Reports) []Option { return nil }, true},
+		{"to WithTelemetry's over the Host's", func(own *testenv.Reports) []Option { return []Option{WithTelemetry(Telemetry{Reporter: own})} }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {

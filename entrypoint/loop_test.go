@@ -76,7 +76,7 @@ func (s *serving) shutdown(t *testing.T) {
 }
 
 // mustLoop is NewLoop that fails the test on an error.
-func mustLoop(t *testing.T, cfg LoopConfig, unit func(context.Context) error, opts ...LoopOption) *Loop {
+func mustLoop(t *testing.T, cfg LoopConfig, unit func(context.Context) error, opts ...Option) *Loop {
 	t.Helper()
 	r, err := NewLoop(cfg, unit, opts...)
 	if err != nil {

@@ -63,6 +63,18 @@ func NewRunner(name string) *Runner {
 	return r
 }
 
+// Init gives the Runner the telemetry an entrypoint built on it was given and the
+// function that takes it, as Base.Init does: use is called now with given, and again
+// by SetDefaults with given merged with the Host's. Call it once, right after
+// NewRunner; it returns use's error.
+func (r *Runner) Init(given Telemetry, use func(t Telemetry) error) error {
+	return r.base.Init(r.base.Name(), given, use)
+}
+
+// SetDefaults hands the Host's telemetry to the function given to Init, as
+// Base.SetDefaults does; without Init it does nothing.
+func (r *Runner) SetDefaults(host Telemetry) error { return r.base.SetDefaults(host) }
+
 // Gate returns the Gate through which the work admits units it runs concurrently.
 // Drain closes it once the work returned and waits for what it admitted.
 func (r *Runner) Gate() *Gate { return &r.gate }

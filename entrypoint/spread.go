@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// SpreadTick is the least time Spread sleeps between two closings: items due within
+// spreadTick is the least time Spread sleeps between two closings: items due within
 // the same tick are closed together, so a spread over many items wakes at most once
 // per tick rather than once per item.
-const SpreadTick = 10 * time.Millisecond
+const spreadTick = 10 * time.Millisecond
 
 // spreadTailMax caps the time Spread leaves free before ctx's deadline.
 const spreadTailMax = 500 * time.Millisecond
@@ -21,7 +21,7 @@ const spreadTailMax = 500 * time.Millisecond
 // Item i of n is closed at i×w/n after the call, where w is window, shortened when
 // ctx has a deadline so that the last item is closed a tenth of the time left (at
 // most half a second) before it, leaving what end started a moment to finish. Items
-// due within the same SpreadTick are closed together. A window of zero or less closes
+// due within the same 10ms tick are closed together. A window of zero or less closes
 // everything at once.
 //
 // Spread returns nil once end has been called on every item, whatever ctx does
@@ -55,7 +55,7 @@ func Spread[T any](ctx context.Context, window time.Duration, items []T, end fun
 			}
 			return err
 		}
-		wait := max(spreadSlot(i, n, window)-elapsed, SpreadTick)
+		wait := max(spreadSlot(i, n, window)-elapsed, spreadTick)
 		if t == nil {
 			t = time.NewTimer(wait)
 			defer t.Stop()
@@ -86,5 +86,5 @@ func spreadWindow(ctx context.Context, window time.Duration) time.Duration {
 
 // ErrStreamDrained is the context.Cause of a long-lived request's ctx (a stream, a
 // server-streaming RPC) when its server ends it: the spread drain reached it, or Stop
-// cut it. httpentry.ErrStreamDrained and grpcentry.ErrStreamDrained are this value.
-var ErrStreamDrained = errors.New("stream closed by the server's drain")
+// cut it. httpentry and grpcentry end their streams with it.
+var ErrStreamDrained = errors.New("entrypoint: stream closed by the server's drain")

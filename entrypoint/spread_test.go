@@ -125,7 +125,7 @@ func TestSpread(t *testing.T) {
 				}
 				distinct[got] = true
 			}
-			if limit := int(100*time.Millisecond/SpreadTick) + 1; len(distinct) > limit {
+			if limit := int(100*time.Millisecond/spreadTick) + 1; len(distinct) > limit {
 				t.Errorf("closed at %d distinct times, want at most %d", len(distinct), limit)
 			}
 		})

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"go.uber.org/zap"
 
@@ -53,14 +52,6 @@ type TaskConfig struct {
 	// marked by fault.Permanent. 0 means DefaultPermanentExitCode (3). It must be
 	// from 2 to 127 and must not be 75 or 78, which mean other things.
 	PermanentExitCode int
-	// Logger receives the line that says how a stop ended the work. nil: the Host's
-	// logger (see DefaultsUser), or none outside a Host.
-	Logger *zap.Logger
-	// Reporter receives a panic of the work that Serve does not return, because a
-	// stop came first (a panic Serve returns is the Host's to report, as the
-	// entrypoint's failure), tagged with the entrypoint. nil: the Host's error
-	// reporter (see DefaultsUser), or none outside a Host.
-	Reporter fault.Reporter
 }
 
 // TaskError is how a task's failure reaches the Host, wrapped in the Host's
@@ -111,13 +102,11 @@ func (e *TaskError) ExitCode() int { return e.Code }
 // work is always logged, once the work returns, with what it returned: the unit's
 // error when the stop cut a unit, the cause when the work stopped at a checkpoint.
 type Task struct {
-	name  string
-	code  int
-	work  func(ctx context.Context) error
-	given Telemetry // TaskConfig's Logger and Reporter; SetDefaults keeps them
+	name string
+	code int
+	work func(ctx context.Context) error
 
-	mu          sync.Mutex
-	guard       Guard
+	base        Base                    // the phase, under its lock with the fields below
 	returned    bool                    // the work returned
 	finished    bool                    // the work returned nil before any stop
 	interrupted bool                    // a stop arrived before the work returned
@@ -129,10 +118,13 @@ type Task struct {
 	reporter    fault.Reporter // nil: panics after a stop are only logged
 }
 
-// NewTask returns a Task that runs work once. It returns a *fault.ConfigError naming
+// NewTask returns a Task that runs work once. WithTelemetry gives it the logger for
+// the line that says how a stop ended the work, and the error reporter for a panic of
+// the work that Serve does not return because a stop came first (a panic Serve
+// returns is the Host's to report, as the entrypoint's failure). It returns a *fault.ConfigError naming
 // each bad field: an empty Name, a nil work, a PermanentExitCode outside 2–127 or equal
 // to 75 or 78. It starts nothing.
-func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error) {
+func NewTask(cfg TaskConfig, work func(ctx context.Context) error, opts ...Option) (*Task, error) {
 	var l fault.Problems
 	if cfg.Name == "" {
 		l.Addf("Name", "must not be empty")
@@ -150,34 +142,29 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error) (*Task, error
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	t := &Task{name: cfg.Name, code: code, work: work, guard: NewGuard(cfg.Name), done: make(chan struct{}),
-		given: Telemetry{Logger: cfg.Logger, Reporter: cfg.Reporter}}
-	t.useDefaults(t.given)
+	t := &Task{name: cfg.Name, code: code, work: work, done: make(chan struct{})}
+	_ = t.base.Init(cfg.Name, newOptions(opts).given, t.use) // use never fails
 	return t, nil
 }
 
-// SetDefaults takes the Host's logger and error reporter for those TaskConfig left
-// nil. It does nothing once the Task is bound, and never fails.
-func (t *Task) SetDefaults(d Telemetry) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.guard.Phase() == PhaseNew {
-		t.useDefaults(t.given.Or(d))
-	}
-	return nil
-}
+// SetDefaults takes the Host's logger and error reporter for those WithTelemetry
+// left nil. It does nothing once the Task is bound, and never fails.
+func (t *Task) SetDefaults(d Telemetry) error { return t.base.SetDefaults(d) }
 
-func (t *Task) useDefaults(d Telemetry) {
+// use takes the logger and the error reporter of d; the Base calls it with what
+// WithTelemetry gave, and again from SetDefaults merged with the Host's.
+func (t *Task) use(d Telemetry) error {
 	t.log = cmp.Or(d.Logger, zap.NewNop())
 	t.reporter = d.Reporter
+	return nil
 }
 
 // InFlight reports 1 while the work runs (started and not returned), and while a
 // unit the stop interrupted has not been accounted for by Drain or Stop, even when the
 // cut unit returned at once: the drain's report counts it. 0 otherwise.
 func (t *Task) InFlight() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.base.Lock()
+	defer t.base.Unlock()
 	if t.cancel != nil && (!t.returned || (t.interrupted && !t.accounted)) {
 		return 1
 	}
@@ -185,7 +172,7 @@ func (t *Task) InFlight() int {
 }
 
 // Name returns the task's name.
-func (t *Task) Name() string { return t.name }
+func (t *Task) Name() string { return t.base.Name() }
 
 // PermanentExitCode returns the exit code of a permanent failure.
 func (t *Task) PermanentExitCode() int { return t.code }
@@ -193,12 +180,12 @@ func (t *Task) PermanentExitCode() int { return t.code }
 // Bind holds nothing, since a task holds nothing before it runs; it refuses a second
 // call with an error wrapping ErrOutOfTurn.
 func (t *Task) Bind(context.Context) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.guard.Bind(); err != nil {
+	t.base.Lock()
+	defer t.base.Unlock()
+	if err := t.base.Bind(); err != nil {
 		return err
 	}
-	t.guard.Bound()
+	t.base.Bound()
 	return nil
 }
 
@@ -209,20 +196,20 @@ func (t *Task) Bind(context.Context) error {
 // and Stop wait for the work. Serve before Bind, or twice, returns an error wrapping
 // ErrOutOfTurn; after Drain or Stop it runs nothing and returns nil.
 func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
-	t.mu.Lock()
-	if start, err := t.guard.Serve(); !start {
-		t.mu.Unlock()
+	t.base.Lock()
+	if start, err := t.base.Serve(); !start {
+		t.base.Unlock()
 		return err
 	}
 	wctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	t.cancel = cancel
-	t.mu.Unlock()
+	t.base.Unlock()
 
 	go t.run(wctx)
 	select {
 	case <-t.done:
-		t.mu.Lock()
-		defer t.mu.Unlock()
+		t.base.Lock()
+		defer t.base.Unlock()
 		if t.finished {
 			return nil
 		}
@@ -244,9 +231,9 @@ func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
 // reportUnreturned reports the work's panic when the work returned it before the stop
 // that makes Serve return without it. (Once the stop reached the work, run reports.)
 func (t *Task) reportUnreturned() {
-	t.mu.Lock()
+	t.base.Lock()
 	err, lost := t.err, t.returned && !t.interrupted
-	t.mu.Unlock()
+	t.base.Unlock()
 	if lost {
 		safe.ReportPanic(context.Background(), t.reporter, t.name, err)
 	}
@@ -256,12 +243,12 @@ func (t *Task) reportUnreturned() {
 // logs the stop with what the work returned, before Drain or Stop can see it done.
 func (t *Task) run(ctx context.Context) {
 	err := safe.Call(fmt.Sprintf("task %q", t.name), func() error { return t.work(ctx) })
-	t.mu.Lock()
+	t.base.Lock()
 	t.returned = true
 	t.err = err
 	t.finished = err == nil && !t.interrupted
 	interrupted, log := t.interrupted, t.log
-	t.mu.Unlock()
+	t.base.Unlock()
 	if interrupted { // Serve has returned nil: the panic, if any, is reported here
 		safe.ReportPanic(context.WithoutCancel(ctx), t.reporter, t.name, err)
 		how := "its work returned nil after the stop"
@@ -287,8 +274,8 @@ func (t *Task) failure() error {
 
 // interrupt cancels the work with cause fault.ErrInterrupted unless it has returned.
 func (t *Task) interrupt() {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.base.Lock()
+	defer t.base.Unlock()
 	if t.returned || t.cancel == nil {
 		return
 	}
@@ -312,9 +299,9 @@ func (t *Task) Drain(ctx context.Context) error {
 // interrupted unit is no longer in flight.
 func (t *Task) account(err error) {
 	if err == nil {
-		t.mu.Lock()
+		t.base.Lock()
 		t.accounted = true
-		t.mu.Unlock()
+		t.base.Unlock()
 	}
 }
 
@@ -329,39 +316,41 @@ func (t *Task) Stop(ctx context.Context) error {
 	err := wait.Await(ctx, t.done)
 	t.account(err)
 	if err != nil {
-		t.mu.Lock()
+		t.base.Lock()
 		log := t.log
-		t.mu.Unlock()
+		t.base.Unlock()
 		log.Error("task stopped with its work still running; it is abandoned mid-unit",
 			zap.String("task", t.name), zap.Error(err))
 	}
 	return err
 }
 
-// halt moves the guard to stopped (stop) or draining and reports whether the work
-// was started.
+// halt moves the phase to stopped (stop) or draining and reports whether there is
+// work to wait for: Serve started it, and this is the first Drain or Stop (or a Stop
+// after Drain).
 func (t *Task) halt(stop bool) (started bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.base.Lock()
+	defer t.base.Unlock()
+	var turn Turn
 	if stop {
-		t.guard.Stop()
+		turn = t.base.Stop()
 	} else {
-		t.guard.Drain()
+		turn = t.base.Drain()
 	}
-	return t.cancel != nil
+	return turn == Served && t.cancel != nil
 }
 
 // Finished reports whether the work returned nil before any stop reached it.
 func (t *Task) Finished() bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.base.Lock()
+	defer t.base.Unlock()
 	return t.finished
 }
 
 // Err returns the work's error once it has returned one, or nil.
 func (t *Task) Err() error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.base.Lock()
+	defer t.base.Unlock()
 	return t.err
 }
 

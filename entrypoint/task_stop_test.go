@@ -40,7 +40,7 @@ func TestTaskStopMidUnit(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				core, logs := observer.New(zap.DebugLevel)
-				task := bound(t, entrypoint.TaskConfig{Name: "backfill", Logger: zap.New(core)}, func(ctx context.Context) error {
+				task := bound(t, entrypoint.TaskConfig{Name: "backfill"}, func(ctx context.Context) error {
 					for i := 1; ; i++ {
 						if err := entrypoint.Checkpoint(ctx); err != nil {
 							return err
@@ -49,7 +49,7 @@ func TestTaskStopMidUnit(t *testing.T) {
 							return err
 						}
 					}
-				})
+				}, entrypoint.WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core)}))
 				if n := task.InFlight(); n != 0 {
 					t.Errorf("InFlight before Serve = %d, want 0", n)
 				}
@@ -90,10 +90,10 @@ func TestTaskStopAbandonedIsLogged(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zap.DebugLevel)
 		release := make(chan struct{})
-		task := bound(t, entrypoint.TaskConfig{Name: "stuck", Logger: zap.New(core)}, func(context.Context) error {
+		task := bound(t, entrypoint.TaskConfig{Name: "stuck"}, func(context.Context) error {
 			<-release
 			return nil
-		})
+		}, entrypoint.WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core)}))
 		stop := make(chan struct{})
 		served := make(chan error, 1)
 		go func() { served <- task.Serve(context.Background(), stop) }()

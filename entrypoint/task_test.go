@@ -133,9 +133,9 @@ func TestTaskLifecycle(t *testing.T) {
 }
 
 // bound returns a Task made of cfg and work, bound as the Host binds it.
-func bound(t *testing.T, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
+func bound(t *testing.T, cfg entrypoint.TaskConfig, work func(context.Context) error, opts ...entrypoint.Option) *entrypoint.Task {
 	t.Helper()
-	return boundWith(t, entrypoint.Telemetry{}, cfg, work)
+	return boundWith(t, entrypoint.Telemetry{}, cfg, work, opts...)
 }
 
 // serveToStop serves task in a synctest bubble until its work blocks, then closes the
@@ -150,9 +150,9 @@ func serveToStop(task *entrypoint.Task) error {
 }
 
 // boundWith is bound with the Host's telemetry d handed over before Bind.
-func boundWith(t *testing.T, d entrypoint.Telemetry, cfg entrypoint.TaskConfig, work func(context.Context) error) *entrypoint.Task {
+func boundWith(t *testing.T, d entrypoint.Telemetry, cfg entrypoint.TaskConfig, work func(context.Context) error, opts ...entrypoint.Option) *entrypoint.Task {
 	t.Helper()
-	task, err := entrypoint.NewTask(cfg, work)
+	task, err := entrypoint.NewTask(cfg, work, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,20 +183,21 @@ func TestTaskReportsPanics(t *testing.T) {
 		ownRep bool
 	}{
 		{"a panic after the stop, which Serve does not return, goes to the Host's reporter", false},
-		{"TaskConfig.Reporter wins over the Host's", true},
+		{"WithTelemetry's reporter wins over the Host's", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				host, own := &testenv.Reports{}, &testenv.Reports{}
 				cfg := entrypoint.TaskConfig{Name: "backfill"}
 				want, other := host, own
+				var opts []entrypoint.Option
 				if tc.ownRep {
-					cfg.Reporter, want, other = own, own, host
+					opts, want, other = []entrypoint.Option{entrypoint.WithTelemetry(entrypoint.Telemetry{Reporter: own})}, own, host
 				}
 				task := boundWith(t, entrypoint.Telemetry{Reporter: host}, cfg, func(ctx context.Context) error {
 					<-ctx.Done()
 					panic("cleanup failed")
-				})
+				}, opts...)
 				if err := serveToStop(task); err != nil {
 					t.Fatalf("Serve = %v, want nil at the stop", err)
 				}

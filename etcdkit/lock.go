@@ -28,8 +28,8 @@ var (
 	_ lock.Expiring     = (*Lock)(nil)
 )
 
-// DefaultKeyPrefix starts the name of every etcd key a Lock writes.
-const DefaultKeyPrefix = "servicewright/lock/"
+// defaultKeyPrefix starts the name of every etcd key a Lock writes.
+const defaultKeyPrefix = "servicewright/lock/"
 
 // Lock is a lock.Lock on etcd through a go.etcd.io/etcd/client/v3 client. For a
 // lock named key it keeps two etcd keys: PREFIX+key+"/holder", whose value is
@@ -103,7 +103,7 @@ type fenceSeen struct {
 
 // LockConfig configures a Lock. The zero value takes the defaults.
 type LockConfig struct {
-	// KeyPrefix starts every key the lock writes. Default DefaultKeyPrefix.
+	// KeyPrefix starts every key the lock writes. Default "servicewright/lock/".
 	KeyPrefix string
 }
 
@@ -119,7 +119,7 @@ func NewLock(client *clientv3.Client, cfg LockConfig) (*Lock, error) {
 	}
 	return &Lock{
 		client:  client,
-		prefix:  cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix),
+		prefix:  cmp.Or(cfg.KeyPrefix, defaultKeyPrefix),
 		held:    map[string]holding{},
 		spare:   map[spareKey]spare{},
 		fence:   map[string]fenceSeen{},

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -74,7 +73,7 @@ func TestLock(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp, err := c.Txn(ctx).Then(clientv3.OpGet(DefaultKeyPrefix+k+"/holder"), clientv3.OpGet(DefaultKeyPrefix+k+"/fence")).Commit()
+		resp, err := c.Txn(ctx).Then(clientv3.OpGet(defaultKeyPrefix+k+"/holder"), clientv3.OpGet(defaultKeyPrefix+k+"/fence")).Commit()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -100,51 +99,16 @@ func TestLock(t *testing.T) {
 	})
 }
 
-// TestRace has candidates on separate clients race for one free lock, many times:
-// exactly one wins each round, and the tokens strictly increase.
+// TestRace has candidates on separate clients race for one free lock, many times
+// (locktest.Race).
 func TestRace(t *testing.T) {
 	e := etcd(t)
 	const n = 4
-	var locks []*Lock
+	var locks []lock.Lock
 	for range n {
 		locks = append(locks, newLock(t, newClient(t, e.Endpoints())))
 	}
-	ctx := context.Background()
-	k := unique(t)
-	var last uint64
-	for round := range 10 {
-		var (
-			wg     sync.WaitGroup
-			mu     sync.Mutex
-			won    []lock.Lease
-			others []error
-		)
-		for i, lk := range locks {
-			wg.Go(func() {
-				l, err := lk.Acquire(ctx, k, "c"+strconv.Itoa(i), time.Minute)
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					won = append(won, l)
-				} else if !errors.Is(err, lock.ErrHeld) {
-					others = append(others, err)
-				}
-			})
-		}
-		wg.Wait()
-		if len(won) != 1 || len(others) != 0 {
-			t.Fatalf("round %d: winners %+v, errors %v; want exactly one winner, the rest lock.ErrHeld", round, won, others)
-		}
-		if won[0].Token <= last {
-			t.Fatalf("round %d: token %d after %d", round, won[0].Token, last)
-		}
-		last = won[0].Token
-		for _, lk := range locks {
-			if err := lk.Release(ctx, won[0]); err == nil {
-				break
-			}
-		}
-	}
+	locktest.Race(t, locks, unique(t), 10)
 }
 
 // TestStaleHolder lets a holder's lease lapse while another takes the lock: the old

@@ -9,14 +9,7 @@
 // naming the unit, in one ConfigError. The marks are declared by the unit's author:
 // mutation cannot be detected, so the check is honest by declaration.
 //
-// NewSingleton makes the guard: it wraps a start step so that the replica that takes
-// a lock runs it and the others skip it; register it with its Marks. It holds
-// the lock only while the step runs, so the step must be idempotent, and a replica
-// that starts later runs it again. For work that must run on one replica at a time
-// for the life of the process, use a leader.Leadership, which declares its own marks.
-//
-// What a SingletonStep does not guarantee: the lock is not renewed, so a step that outlives
-// the TTL may run on two replicas at once; and a lock backend that loses its data
-// (a Redis restart without persistence) forgets the holder. Steps that must never
-// overlap should fence their writes with the lease token, as package leader explains.
+// The package is a vocabulary and imports nothing of the module's: the guards that
+// earn SingletonGuarded live beside leadership, in package leader (NewSingleton for a
+// start step, a Leadership for work that runs for the life of the process).
 package fleet

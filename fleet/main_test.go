@@ -1,16 +1,9 @@
 package fleet_test
 
 import (
-	"os"
 	"testing"
 
-	"github.com/servicewright/servicewright/internal/testenv"
+	"go.uber.org/goleak"
 )
 
-var env testenv.Env
-
-// TestMain starts the package's services once; testenv.Run stops them and then
-// checks for leaked goroutines with goleak.Find, as goleak.VerifyTestMain would.
-func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, &env, testenv.WithRedis()))
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -54,7 +54,7 @@ type Marker interface {
 func (p Profile) Check(m Marks) string {
 	switch {
 	case p == Fleet && m.MutatesSharedState && !m.SingletonGuarded:
-		return "mutates shared state but is not singleton-guarded (wrap it with fleet.NewSingleton)"
+		return "mutates shared state but is not singleton-guarded (wrap it with leader.NewSingleton)"
 	case p == Serverless && m.RequiresLongRunning:
 		return "requires a long-running process, which the serverless profile does not give"
 	}

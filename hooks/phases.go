@@ -27,4 +27,4 @@ const (
 
 // ErrPhaseDeadline is the context.Cause of a drain phase's ctx when its own window
 // ran out.
-var ErrPhaseDeadline = errors.New("drain phase ran out of its allowed time")
+var ErrPhaseDeadline = errors.New("hooks: drain phase ran out of its allowed time")

@@ -81,7 +81,7 @@ func TestMarksOneWay(t *testing.T) {
 		p := problems(t, host.AppSpec{Profile: fleet.Fleet, Lifecycle: reg,
 			Warmups: []host.Step{{Name: "seed", Start: func(context.Context) error { return nil }, Marks: mut}}})
 		for _, f := range []string{`Warmups["seed"]`, `Lifecycle.pre_start["migrate"]`, `Lifecycle.DrainPhases["handover"]`} {
-			if !strings.Contains(p[f], "fleet.NewSingleton") {
+			if !strings.Contains(p[f], "leader.NewSingleton") {
 				t.Errorf("%s: %q, want the fleet singleton named", f, p[f])
 			}
 		}

@@ -207,7 +207,7 @@ func checkMarks(profile fleet.Profile, field string, m fleet.Marks, kind int, l 
 			why = "mutates shared state but is not singleton-guarded: guard its work (a cron job: cronentry.Job.OncePerFleet; " +
 				"other work: run it under leadership) and mark the registration SingletonGuarded"
 		default:
-			why = "mutates shared state but is not singleton-guarded: build it with fleet.NewSingleton, so one replica runs it"
+			why = "mutates shared state but is not singleton-guarded: build it with leader.NewSingleton, so one replica runs it"
 		}
 	}
 	l.Addf(field, "%s profile: %s", profile, why)

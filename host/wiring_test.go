@@ -197,7 +197,7 @@ func TestDefaultsRefused(t *testing.T) {
 	clashing := func(t *testing.T) (*prometheus.Registry, *httpentry.Server) {
 		t.Helper()
 		reg := prometheus.NewRegistry()
-		if _, err := httpentry.New(httpentry.Config{Name: "api"}, http.NotFoundHandler(), httpentry.WithRegisterer(reg)); err != nil {
+		if _, err := httpentry.New(httpentry.Config{Name: "api"}, http.NotFoundHandler(), httpentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 			t.Fatal(err)
 		}
 		api, err := httpentry.New(httpentry.Config{Name: "api", Addr: "127.0.0.1:0"}, http.NotFoundHandler())

@@ -15,12 +15,12 @@ import (
 // AcquireExpiring implements lock.Expiring, for keys taken once and never again
 // (a cron tick's lease):
 //
-//  1. It sweeps: it lists the namespace's Leases labelled LabelExpiring and deletes
-//     each whose AnnotationExpires has passed on this replica's clock, with the
+//  1. It sweeps: it lists the namespace's Leases labelled labelExpiring and deletes
+//     each whose annotationExpires has passed on this replica's clock, with the
 //     resourceVersion it listed as a precondition, so that a Lease written since
 //     (renewed, taken again) is left alone. It forgets what it knew of them.
-//  2. It acquires key as Acquire does, and marks its Lease with LabelExpiring and an
-//     AnnotationExpires of fenceTTL from now.
+//  2. It acquires key as Acquire does, and marks its Lease with labelExpiring and an
+//     annotationExpires of fenceTTL from now.
 //
 // A deleted Lease takes its counter with it: the next acquire of the key creates a
 // Lease and counts from 1 again. The expiry is judged on wall clocks, the acquirer's
@@ -38,10 +38,10 @@ func (k *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenc
 	return k.acquire(ctx, key, owner, ttl, fenceTTL)
 }
 
-// sweep deletes the Leases marked LabelExpiring whose expiry has passed, and
+// sweep deletes the Leases marked labelExpiring whose expiry has passed, and
 // forgets this Lock's records of keys past their expiry.
 func (k *Lock) sweep(ctx context.Context) error {
-	list, err := k.leases.List(ctx, metav1.ListOptions{LabelSelector: LabelExpiring + "=true"})
+	list, err := k.leases.List(ctx, metav1.ListOptions{LabelSelector: labelExpiring + "=true"})
 	if err != nil {
 		return err
 	}
@@ -84,13 +84,13 @@ func (k *Lock) wrapSweep(key string, err error) error {
 // setExpiry marks l for deletion at expires, or, for a zero expires, keeps it.
 func setExpiry(l *coordinationv1.Lease, expires time.Time) {
 	if expires.IsZero() {
-		delete(l.Labels, LabelExpiring)
-		setAnnotations(l, map[string]string{AnnotationExpires: ""})
+		delete(l.Labels, labelExpiring)
+		setAnnotations(l, map[string]string{annotationExpires: ""})
 		return
 	}
 	if l.Labels == nil {
 		l.Labels = map[string]string{}
 	}
-	l.Labels[LabelExpiring] = "true"
-	setAnnotations(l, map[string]string{AnnotationExpires: expires.UTC().Format(time.RFC3339Nano)})
+	l.Labels[labelExpiring] = "true"
+	setAnnotations(l, map[string]string{annotationExpires: expires.UTC().Format(time.RFC3339Nano)})
 }

@@ -28,7 +28,7 @@ func (k *Lock) Renew(ctx context.Context, lease lock.Lease) error {
 func (k *Lock) Release(ctx context.Context, lease lock.Lease) error {
 	return k.change(ctx, "release", lease, func(l *coordinationv1.Lease) {
 		l.Spec.HolderIdentity, l.Spec.AcquireTime, l.Spec.RenewTime = nil, nil, nil
-		setAnnotations(l, map[string]string{AnnotationToken: "", AnnotationTTL: "", AnnotationReleaser: lease.Owner})
+		setAnnotations(l, map[string]string{annotationToken: "", annotationTTL: "", annotationReleaser: lease.Owner})
 	})
 }
 
@@ -55,7 +55,7 @@ func (k *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error
 			return nil
 		}
 		l = l.DeepCopy()
-		setAnnotations(l, map[string]string{AnnotationFence: strconv.FormatUint(floor, 10)})
+		setAnnotations(l, map[string]string{annotationFence: strconv.FormatUint(floor, 10)})
 		setExpiry(l, time.Time{}) // an advanced counter is kept
 		u, err := k.leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) {

@@ -28,18 +28,19 @@ var (
 	_ lock.Expiring     = (*Lock)(nil)
 )
 
-// The annotations a Lock keeps on each Lease, beside spec.holderIdentity (the owner).
+// The annotations a Lock keeps on each Lease, beside spec.holderIdentity (the owner),
+// and the label of the Leases it may delete: what kubectl shows of a lock.
 const (
-	AnnotationKey      = "servicewright.io/lock-key" // the lock's name, as given
-	AnnotationToken    = "servicewright.io/token"    // the current holding's fencing token
-	AnnotationFence    = "servicewright.io/fence"    // the counter: the last token drawn, or the floor
-	AnnotationTTL      = "servicewright.io/ttl-ms"   // the holding's TTL, exact
-	AnnotationReleaser = "servicewright.io/released-by"
-	// AnnotationExpires is when a Lease taken with AcquireExpiring may be deleted
-	// (RFC 3339, the acquirer's clock); LabelExpiring marks such Leases, so that a
+	annotationKey      = "servicewright.io/lock-key" // the lock's name, as given
+	annotationToken    = "servicewright.io/token"    // the current holding's fencing token
+	annotationFence    = "servicewright.io/fence"    // the counter: the last token drawn, or the floor
+	annotationTTL      = "servicewright.io/ttl-ms"   // the holding's TTL, exact
+	annotationReleaser = "servicewright.io/released-by"
+	// annotationExpires is when a Lease taken with AcquireExpiring may be deleted
+	// (RFC 3339, the acquirer's clock); labelExpiring marks such Leases, so that a
 	// sweep lists them alone.
-	AnnotationExpires = "servicewright.io/expires-at"
-	LabelExpiring     = "servicewright.io/expiring"
+	annotationExpires = "servicewright.io/expires-at"
+	labelExpiring     = "servicewright.io/expiring"
 )
 
 // Lock is a lock.Lock on Kubernetes Leases (coordination.k8s.io/v1), one Lease per
@@ -87,7 +88,7 @@ type Lock struct {
 type seen struct {
 	rv      string
 	at      time.Time
-	expires time.Time // the Lease's AnnotationExpires; zero: none
+	expires time.Time // the Lease's annotationExpires; zero: none
 }
 
 type held struct {
@@ -173,11 +174,11 @@ func stateOf(l *coordinationv1.Lease) (state, error) {
 		return n, nil
 	}
 	var err1, err2, err3 error
-	s.token, err1 = parse(AnnotationToken)
-	s.fence, err2 = parse(AnnotationFence)
-	ms, err3 := parse(AnnotationTTL)
+	s.token, err1 = parse(annotationToken)
+	s.fence, err2 = parse(annotationFence)
+	ms, err3 := parse(annotationTTL)
 	s.ttl = time.Duration(ms) * time.Millisecond
-	if v, ok := a[AnnotationExpires]; ok {
+	if v, ok := a[annotationExpires]; ok {
 		s.expires, _ = time.Parse(time.RFC3339Nano, v) // unreadable: kept
 	}
 	if s.ttl == 0 && l.Spec.LeaseDurationSeconds != nil { // a Lease some other client holds
@@ -220,7 +221,7 @@ func (k *Lock) get(ctx context.Context, key string) (*coordinationv1.Lease, erro
 	if apierrors.IsNotFound(err) {
 		l, err = k.leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name,
 			Labels:      map[string]string{"app.kubernetes.io/managed-by": "servicewright"},
-			Annotations: map[string]string{AnnotationKey: key, AnnotationFence: "0"}}}, metav1.CreateOptions{})
+			Annotations: map[string]string{annotationKey: key, annotationFence: "0"}}}, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			l, err = k.leases.Get(ctx, name, metav1.GetOptions{})
 		}
@@ -268,8 +269,8 @@ func (k *Lock) acquire(ctx context.Context, key, owner string, ttl, fenceTTL tim
 	if fenceTTL > 0 {
 		expires = time.Now().Add(fenceTTL)
 	}
-	setAnnotations(l, map[string]string{AnnotationToken: strconv.FormatUint(t, 10), AnnotationFence: strconv.FormatUint(t, 10),
-		AnnotationTTL: strconv.FormatInt(ttl.Milliseconds(), 10), AnnotationReleaser: ""})
+	setAnnotations(l, map[string]string{annotationToken: strconv.FormatUint(t, 10), annotationFence: strconv.FormatUint(t, 10),
+		annotationTTL: strconv.FormatInt(ttl.Milliseconds(), 10), annotationReleaser: ""})
 	setExpiry(l, expires)
 	u, err := k.leases.Update(ctx, l, metav1.UpdateOptions{})
 	switch {

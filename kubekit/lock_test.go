@@ -6,7 +6,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -82,10 +81,10 @@ func TestLock(t *testing.T) {
 }
 
 // TestRace has candidates on separate clients race for one free Lease, many times:
-// exactly one wins each round (the others' updates are refused with 409), and the
-// tokens strictly increase.
+// exactly one wins each round (the others' updates are refused with 409; see
+// locktest.Race).
 func TestRace(t *testing.T) {
-	var locks []*Lock
+	var locks []lock.Lock
 	for range 4 {
 		locks = append(locks, newLock(t, clientFor(t, "admin", "system:masters"), "default"))
 	}
@@ -94,40 +93,7 @@ func TestRace(t *testing.T) {
 	if _, err := locks[0].Inspect(ctx, k); err != nil { // the Lease exists before the race
 		t.Fatal(err)
 	}
-	var last uint64
-	for round := range 8 {
-		var (
-			wg     sync.WaitGroup
-			mu     sync.Mutex
-			won    []lock.Lease
-			others []error
-		)
-		for i, lk := range locks {
-			wg.Go(func() {
-				l, err := lk.Acquire(ctx, k, "c"+strconv.Itoa(i), time.Minute)
-				mu.Lock()
-				defer mu.Unlock()
-				if err == nil {
-					won = append(won, l)
-				} else if !errors.Is(err, lock.ErrHeld) {
-					others = append(others, err)
-				}
-			})
-		}
-		wg.Wait()
-		if len(won) != 1 || len(others) != 0 {
-			t.Fatalf("round %d: winners %+v, errors %v; want exactly one winner, the rest lock.ErrHeld", round, won, others)
-		}
-		if won[0].Token <= last {
-			t.Fatalf("round %d: token %d after %d", round, won[0].Token, last)
-		}
-		last = won[0].Token
-		for _, lk := range locks {
-			if err := lk.Release(ctx, won[0]); err == nil {
-				break
-			}
-		}
-	}
+	locktest.Race(t, locks, k, 8)
 }
 
 // TestStaleHolder lets a holder go silent past its TTL while another takes the

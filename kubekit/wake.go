@@ -82,7 +82,7 @@ func (k *Lock) relay(ctx context.Context, key string, w watch.Interface) {
 				continue
 			}
 			if l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
-				if by := l.Annotations[AnnotationReleaser]; by != "" {
+				if by := l.Annotations[annotationReleaser]; by != "" {
 					k.hub.Notify(key, by)
 				}
 			}

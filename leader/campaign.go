@@ -76,16 +76,16 @@ func (l *Leadership) loop(base, camp context.Context, st *campaignState) error {
 		if kept {
 			st.keep = lease.Token
 		}
-		if reason == ReasonUnclaimed {
+		if reason == reasonUnclaimed {
 			st.fenced = false // the store refused the token: advance before the next wait
 		}
 		if err != nil {
 			return err
 		}
 		switch reason {
-		case ReasonStopped:
+		case reasonStopped:
 			return nil
-		case ReasonFailed:
+		case reasonFailed:
 			next = backoff.Next()
 			l.log.Info("leadership: campaigning again after backoff", zap.Duration("retry_in", next))
 		default:

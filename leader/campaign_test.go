@@ -30,8 +30,8 @@ func TestClaim(t *testing.T) {
 		if claims.Load() != 3 || len(terms) != 1 || terms[0].token != 3 {
 			t.Fatalf("claims=%d terms=%v; want lead to run once, in the third term", claims.Load(), terms)
 		}
-		if r.ended(ReasonUnclaimed) != 2 {
-			t.Fatalf("unclaimed=%v", r.ended(ReasonUnclaimed))
+		if r.ended(reasonUnclaimed) != 2 {
+			t.Fatalf("unclaimed=%v", r.ended(reasonUnclaimed))
 		}
 		if rel := spy.find("release", "job", "a", true); len(rel) != 2 {
 			t.Fatalf("%d releases; each unclaimed term releases its lease", len(rel))
@@ -70,8 +70,8 @@ func TestBodyFailure(t *testing.T) {
 						t.Fatalf("restart %d after %v, want in [%v, %v]", i+1, d, lo, 2*lo)
 					}
 				}
-				if r.ended(ReasonFailed) < 3 || len(spy.find("release", "job", "a", true)) < 3 {
-					t.Fatalf("failed=%v; each failed term is released", r.ended(ReasonFailed))
+				if r.ended(reasonFailed) < 3 || len(spy.find("release", "job", "a", true)) < 3 {
+					t.Fatalf("failed=%v; each failed term is released", r.ended(reasonFailed))
 				}
 				if r.logs.FilterMessageSnippet("lead failed").Len() < 3 || r.l.Halted() != nil {
 					t.Fatal("failures not logged, or campaigning halted")
@@ -82,7 +82,8 @@ func TestBodyFailure(t *testing.T) {
 }
 
 func TestConfigErrorStopsCampaigning(t *testing.T) {
-	cfgErr := fmt.Errorf("store has no digests table: %w", ErrConfig)
+	errNoTable := errors.New("store has no digests table")
+	cfgErr := fault.Permanent(errNoTable)
 	for _, c := range []struct {
 		name  string
 		setup func(s *Config, lead *func(context.Context, *Term) error)
@@ -90,7 +91,7 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 	}{
 		{"from lead", func(_ *Config, lead *func(context.Context, *Term) error) {
 			*lead = func(context.Context, *Term) error { return cfgErr }
-		}, ErrConfig},
+		}, errNoTable},
 		{"from Claim, as a ConfigError", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.Claim = func(context.Context, *Term) (bool, error) {
 				return false, &fault.ConfigError{Problems: []fault.Problem{{Field: "DATABASE_URL", Reason: "wrong database"}}}
@@ -98,10 +99,10 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 		}, nil},
 		{"from MayCampaign", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.MayCampaign = func(context.Context) (bool, error) { return false, cfgErr }
-		}, ErrConfig},
+		}, errNoTable},
 		{"from Prefer", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.Handoff, s.Prefer = HandoffOnRequest, func(context.Context) (bool, error) { return false, cfgErr }
-		}, ErrConfig},
+		}, errNoTable},
 		{"a fence floor the lock cannot pass", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.RequiresFenceAdvance = true
 			s.FenceFloor = func(context.Context) (uint64, error) { return lock.MaxToken, nil }

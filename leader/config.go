@@ -16,9 +16,9 @@ import (
 const (
 	DefaultTTL            = 15 * time.Second
 	DefaultCampaignEvery  = 2 * time.Second
-	DefaultYieldGrace     = 2 * time.Second
-	DefaultReleaseTimeout = 1 * time.Second
-	DefaultMargin         = 1 * time.Second
+	defaultYieldGrace     = 2 * time.Second
+	defaultReleaseTimeout = 1 * time.Second
+	defaultMargin         = 1 * time.Second
 )
 
 // Handoff says whether a holder hands the lease over when another replica asks.
@@ -150,9 +150,9 @@ func (s Config) withDefaults() Config {
 	s.TTL = cmp.Or(s.TTL, DefaultTTL)
 	s.CampaignEvery = cmp.Or(s.CampaignEvery, DefaultCampaignEvery)
 	s.RenewEvery = cmp.Or(s.RenewEvery, s.TTL/3)
-	s.YieldGrace = cmp.Or(s.YieldGrace, DefaultYieldGrace)
-	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, DefaultReleaseTimeout)
-	s.Margin = cmp.Or(s.Margin, DefaultMargin)
+	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
+	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
+	s.Margin = cmp.Or(s.Margin, defaultMargin)
 	s.Retry.Initial = cmp.Or(s.Retry.Initial, entrypoint.DefaultBackoffInitial)
 	s.Retry.Max = cmp.Or(s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
 	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)

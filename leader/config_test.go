@@ -99,7 +99,7 @@ func TestSpecValidate(t *testing.T) {
 	t.Run("two leaderships share one registry", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		for _, key := range []string{"a", "b"} {
-			if _, err := New(Config{Lock: lock.NewMemory(), Key: key, Owner: "o"}, noLead, WithRegisterer(reg)); err != nil {
+			if _, err := New(Config{Lock: lock.NewMemory(), Key: key, Owner: "o"}, noLead, WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -1,8 +1,11 @@
 package leader
 
 import (
+	"cmp"
 	"fmt"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
@@ -13,46 +16,30 @@ var _ entrypoint.DefaultsUser = (*Leadership)(nil)
 // tracerName names the Leadership's tracer.
 const tracerName = "github.com/servicewright/servicewright/leader"
 
-// given is what opts set, without New's defaults: SetDefaults fills in the rest.
-func given(opts []Option) options {
-	var o options
-	for _, f := range opts {
-		f(&o)
-	}
-	return o
-}
+// SetDefaults takes the Host's telemetry for what WithTelemetry did not give: its
+// logger, its registry for the leadership metrics, its tracer provider (the
+// "leadership.term" spans), its error reporter (for the panics of lead and Claim). It
+// returns a metrics registration that fails (the Host refuses the entrypoint then),
+// and does nothing once the Leadership is bound.
+func (l *Leadership) SetDefaults(d entrypoint.Telemetry) error { return l.base.SetDefaults(d) }
 
-// telemetry is what the options gave of the Host's telemetry.
-func (o options) telemetry() entrypoint.Telemetry {
-	return entrypoint.Telemetry{Logger: o.log, Registerer: o.reg, TracerProvider: o.tracer, Reporter: o.reporter}
-}
-
-// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
-// WithLogger, its registry for the leadership metrics unless WithRegisterer, its
-// tracer provider (the "leadership.term" spans) unless WithTracerProvider, its error
-// reporter (for the panics of lead and Claim) unless WithReporter. It returns a
-// metrics registration that fails (the Host refuses the entrypoint then), and does
-// nothing once Serve has started the campaign.
-func (l *Leadership) SetDefaults(d entrypoint.Telemetry) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.done != nil {
-		return nil
-	}
-	t := l.own.telemetry().Or(d)
-	if t.Logger != nil {
-		l.log = l.logger(t.Logger)
-	}
+// use takes t: the Base calls it from New with what WithTelemetry gave, and again from
+// SetDefaults merged with the Host's. The metrics are registered once, with the
+// first registry given.
+func (l *Leadership) use(t entrypoint.Telemetry) error {
+	l.log = l.logger(cmp.Or(t.Logger, zap.NewNop()))
+	var tp trace.TracerProvider = noop.NewTracerProvider()
 	if t.TracerProvider != nil {
-		l.tracer = t.TracerProvider.Tracer(tracerName)
+		tp = t.TracerProvider
 	}
+	l.tracer = tp.Tracer(tracerName)
 	l.reporter = t.Reporter
-	if l.own.reg == nil && t.Registerer != nil {
+	if l.m == nil || (!l.registered && t.Registerer != nil) {
 		m, err := newMetrics(t.Registerer)
 		if err != nil {
 			return fmt.Errorf("leadership %q: metrics: %w", l.conf.Name, err)
 		}
-		l.m = m
+		l.m, l.registered = m, t.Registerer != nil
 	}
 	return nil
 }

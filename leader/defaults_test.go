@@ -107,9 +107,9 @@ func TestSetDefaults(t *testing.T) {
 			myTP := sdktrace.NewTracerProvider()
 			defer myTP.Shutdown(context.Background())
 			leadOnce(t, entrypoint.Telemetry{Logger: zap.New(host), Registerer: hostReg, TracerProvider: hostTP},
-				WithLogger(zap.New(mine)), WithRegisterer(myReg), WithTracerProvider(myTP))
+				WithTelemetry(entrypoint.Telemetry{Logger: zap.New(mine), Registerer: myReg, TracerProvider: myTP}))
 			if myLogs.Len() == 0 || hostLogs.Len() != 0 {
-				t.Errorf("logs: %d to WithLogger's, %d to the Host's", myLogs.Len(), hostLogs.Len())
+				t.Errorf("logs: %d to WithTelemetry's, %d to the Host's", myLogs.Len(), hostLogs.Len())
 			}
 			if n := gatheredNames(t, hostReg); len(n) != 0 {
 				t.Errorf("metrics on the Host's registry: %v, want none", n)
@@ -140,7 +140,7 @@ func TestHeldZeroBeforeLeading(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		l, err := New(vSpec(lock.NewMemory(), "a"), func(ctx context.Context, term *Term) error { return nil },
-			WithRegisterer(reg))
+			WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -170,7 +170,7 @@ func TestReportsPanics(t *testing.T) {
 		ownRep bool
 	}{
 		{"a panic of lead goes to the Host's reporter", false},
-		{"WithReporter wins over the Host's", true},
+		{"WithTelemetry's reporter wins over the Host's", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -178,7 +178,7 @@ func TestReportsPanics(t *testing.T) {
 				var opts []Option
 				want, other := host, own
 				if tc.ownRep {
-					opts, want, other = []Option{WithReporter(own)}, own, host
+					opts, want, other = []Option{WithTelemetry(entrypoint.Telemetry{Reporter: own})}, own, host
 				}
 				c := campaignOnce(t, entrypoint.Telemetry{Reporter: host}, func(context.Context, *Term) error { panic("nil map") }, opts...)
 				c.end(t) // the first term was won, and its lead panicked

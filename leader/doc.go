@@ -24,6 +24,17 @@
 // the backend could give the lease to another replica, counting from when the latest
 // successful renewal was sent; Config.Validate refuses timings that do not fit.
 //
+// # A start step on one replica
+//
+// NewSingleton guards a start step with a lock: the replica that takes it runs the
+// step and releases it, the others skip it; register it with its Marks, which the
+// Host's fleet profile accepts. The lock is held only while the step runs, without
+// renewal, so the step must be idempotent, and a replica that starts later runs it
+// again. What a SingletonStep does not guarantee: a step that outlives the TTL may
+// run on two replicas at once, and a lock backend that loses its data (a Redis
+// restart without persistence) forgets the holder. Steps that must never overlap
+// fence their writes with the lease token, as a Leadership's body does.
+//
 // # Stepping down before anyone can take over
 //
 // A holder cut off from its backend — paused, partitioned, its host gone — must stop
@@ -92,16 +103,17 @@
 // climbing one token per campaign.
 //
 // Misconfiguration is refused at construction as a *fault.ConfigError.
-// At run time, a callback returning an error that wraps ErrConfig (or lead, Claim or
-// MayCampaign one marked with fault.Permanent: retrying cannot fix it), a fencing counter
+// At run time, a callback (lead, Claim, MayCampaign, Prefer, FenceFloor) returning a
+// *fault.ConfigError or an error marked with fault.Permanent (retrying cannot fix
+// it), a fencing counter
 // at its ceiling, or a fence floor the lock cannot pass stops campaigning for good,
 // with an error log marked severity=critical, while the process stays up (see
 // Leadership.Halted). Everything else — the backend gone, a slow callback — is logged
 // and retried.
 //
-// Metrics (WithRegisterer): servicewright_leadership_held{key},
+// Metrics (the registry of WithTelemetry or the Host): servicewright_leadership_held{key},
 // servicewright_leadership_terms_ended_total{key,reason} and
-// servicewright_leadership_duplicate_owner_total{key}; spans (WithTracerProvider):
+// servicewright_leadership_duplicate_owner_total{key}; spans (its tracer provider):
 // one "leadership.term" per term. A sustained rate of "lost"
 // or "expired" means the lock backend is slow or unreachable from the leader.
 package leader

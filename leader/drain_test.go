@@ -37,8 +37,8 @@ func TestEntrypointLifecycle(t *testing.T) {
 			if h, _ := mem.Inspect(context.Background(), "job"); h.Held() {
 				t.Fatalf("lease %+v still held after Drain", h)
 			}
-			if r.ended(ReasonStopped) != 1 || r.gauge() != 0 || r.held() {
-				t.Fatalf("stopped=%v gauge=%v held=%v", r.ended(ReasonStopped), r.gauge(), r.held())
+			if r.ended(reasonStopped) != 1 || r.gauge() != 0 || r.held() {
+				t.Fatalf("stopped=%v gauge=%v held=%v", r.ended(reasonStopped), r.gauge(), r.held())
 			}
 			if err := r.l.Stop(context.Background()); err != nil {
 				t.Fatal(err)
@@ -190,7 +190,7 @@ func TestEntrypointLifecycle(t *testing.T) {
 				return nil, false
 			}}
 			var g termLog
-			r := startReplica(t, vSpec(spy, "a"), g.untilEnded, WithLogger(zap.NewNop()))
+			r := startReplica(t, vSpec(spy, "a"), g.untilEnded, WithTelemetry(entrypoint.Telemetry{Logger: zap.NewNop()}))
 			time.Sleep(vCE / 4)
 			r.stopServing()
 			begin := time.Now()

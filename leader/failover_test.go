@@ -224,7 +224,7 @@ func leadershipSuite(t *testing.T, b backend) {
 		}
 		// Redis: no renewal answers, the term expires. PostgreSQL: the renewal finds
 		// the session gone, the lease is lost.
-		waitFor(t, time.Second, "the term counted as expired or lost", func() bool { return a.ended(ReasonExpired)+a.ended(ReasonLost) == 1 })
+		waitFor(t, time.Second, "the term counted as expired or lost", func() bool { return a.ended(reasonExpired)+a.ended(reasonLost) == 1 })
 		if err := b.restart(); err != nil {
 			t.Fatal(err)
 		}
@@ -283,8 +283,8 @@ func TestRedisFencingAfterDataLoss(t *testing.T) {
 		var g termLog
 		b := startReplica(t, s, g.untilEnded)
 		waitFor(t, 10*time.Second, "the counter to catch up", func() bool { return store.fence.Load() == 22 })
-		if n := store.refused.Load(); n < 20 || b.ended(ReasonUnclaimed) < 20 {
-			t.Fatalf("%d claims refused, %v terms unclaimed; want one per token up to the store's fence", n, b.ended(ReasonUnclaimed))
+		if n := store.refused.Load(); n < 20 || b.ended(reasonUnclaimed) < 20 {
+			t.Fatalf("%d claims refused, %v terms unclaimed; want one per token up to the store's fence", n, b.ended(reasonUnclaimed))
 		}
 		b.shutdown()
 	})

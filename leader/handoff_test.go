@@ -29,8 +29,8 @@ func TestHandoff(t *testing.T) {
 			b := startReplica(t, handoffSpec(spy, "b", true), gb.untilEnded)
 			time.Sleep(30 * vCE)
 			at, bt := ga.all(), gb.all()
-			if len(at) != 1 || at[0].end.Sub(start) != vRenew || a.ended(ReasonYielded) != 1 {
-				t.Fatalf("a's terms %v, yielded=%v; want one, yielded at its first renewal", at, a.ended(ReasonYielded))
+			if len(at) != 1 || at[0].end.Sub(start) != vRenew || a.ended(reasonYielded) != 1 {
+				t.Fatalf("a's terms %v, yielded=%v; want one, yielded at its first renewal", at, a.ended(reasonYielded))
 			}
 			if len(bt) != 1 || bt[0].begin.Sub(start) <= vRenew || bt[0].begin.Sub(start) > vRenew+vCE || !b.held() {
 				t.Fatalf("b's terms %v; want b leading within a campaign interval of the yield", bt)
@@ -86,7 +86,7 @@ func TestHandoff(t *testing.T) {
 				time.Sleep(30*vCE - time.Since(start))
 				terms := g.all()
 				if !c.yields {
-					if len(terms) != 1 || a.ended(ReasonYielded) != 0 {
+					if len(terms) != 1 || a.ended(reasonYielded) != 0 {
 						t.Fatalf("terms %v; want one, never yielded", terms)
 					}
 					return

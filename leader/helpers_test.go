@@ -1,6 +1,7 @@
 package leader
 
 import (
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/lock"
 
 	"context"
@@ -168,7 +169,7 @@ func startReplica(t *testing.T, conf Config, lead func(context.Context, *Term) e
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	reg := prometheus.NewRegistry()
-	opts = append([]Option{WithLogger(zap.New(core)), WithRegisterer(reg)}, opts...)
+	opts = append([]Option{WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg})}, opts...)
 	l, err := New(conf, lead, opts...)
 	if err != nil {
 		t.Fatalf("New: %v", err)

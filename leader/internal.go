@@ -53,14 +53,14 @@ func do(t *wait.Group, ctx context.Context, d time.Duration, what string, fn fun
 	return err
 }
 
-// isFatal reports whether err is one no retry can clear: a configuration error, or a
-// fencing refusal.
+// isFatal reports whether err is one no retry can clear: a *fault.ConfigError, an
+// error marked by fault.Permanent, or a fencing refusal.
 func isFatal(err error) bool {
 	if err == nil {
 		return false
 	}
 	var ce *fault.ConfigError
-	return errors.Is(err, ErrConfig) || errors.As(err, &ce) ||
+	return fault.IsPermanent(err) || errors.As(err, &ce) ||
 		errors.Is(err, lock.ErrFenceExhausted) || errors.Is(err, lock.ErrFenceOutOfRange)
 }
 

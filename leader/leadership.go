@@ -8,7 +8,6 @@ import (
 
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,19 +30,17 @@ var _ interface {
 // It declares its own fleet marks (see Marks): a serverless process cannot keep a
 // lease.
 type Leadership struct {
-	conf   Config
-	lead   func(context.Context, *Term) error
-	log    *zap.Logger
-	m      *metrics
-	tracer trace.Tracer
-	own    options // what the options gave, without New's defaults (defaults.go)
-
-	reporter fault.Reporter // nil: panics of lead and Claim are only logged
+	conf       Config
+	lead       func(context.Context, *Term) error
+	log        *zap.Logger
+	m          *metrics
+	registered bool // m is registered with a registry
+	tracer     trace.Tracer
+	reporter   fault.Reporter // nil: panics of lead and Claim are only logged
 
 	term atomic.Pointer[Term] // the current term, nil between terms
 
-	mu         sync.Mutex
-	guard      entrypoint.Guard
+	base       entrypoint.Base    // the phase, under its lock with the fields below
 	quit       chan struct{}      // closed by Drain and Stop: no new campaign, end the term
 	cut        chan struct{}      // closed by Stop: cancel everything now
 	cancelCamp context.CancelFunc // cancels the campaign calls (Drain)
@@ -63,7 +60,7 @@ type Leadership struct {
 // closed. It should work in units, check term.Live() between them, pass term.Token
 // with every write, and return when Ended is closed. Returning nil ends the term
 // ("released"); returning an error ends it too ("failed"), and the replica campaigns
-// again after Config.Retry; an error wrapping ErrConfig, or marked with
+// again after Config.Retry; a *fault.ConfigError, or an error marked with
 // fault.Permanent, stops campaigning for good.
 func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
 	o := newOptions(opts)
@@ -72,31 +69,20 @@ func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...O
 	if lead == nil {
 		l.Addf("lead", "must not be nil")
 	}
-	m, err := newMetrics(o.reg)
-	if err != nil {
-		l.Addf("WithRegisterer", "%v", err)
-	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	return &Leadership{
-		conf:   cfg,
-		lead:   lead,
-		own:    given(opts),
-		log:    o.log.With(zap.String("entrypoint", cfg.Name), zap.String("key", cfg.Key), zap.String("owner", cfg.Owner)),
-		m:      m,
-		tracer: o.tracer.Tracer(tracerName),
-
-		reporter: o.reporter,
-		guard:    entrypoint.NewGuard(cfg.Name),
-		quit:     make(chan struct{}),
-		cut:      make(chan struct{}),
-	}, nil
+	s := &Leadership{conf: cfg, lead: lead, quit: make(chan struct{}), cut: make(chan struct{})}
+	if err := s.base.Init(cfg.Name, o.given, s.use); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
+		return nil, l.Err()
+	}
+	return s, nil
 }
 
 // Name returns Config.Name ("leadership:" + Key by default).
-func (l *Leadership) Name() string { return l.conf.Name }
+func (l *Leadership) Name() string { return l.base.Name() }
 
 // Config returns the configuration with its defaults applied.
 func (l *Leadership) Config() Config { return l.conf }
@@ -116,9 +102,9 @@ func (l *Leadership) StopTime() time.Duration { return l.conf.StopTime() }
 // (errors.ErrUnsupported) fails Bind with a *fault.ConfigError. Bind accepts nothing.
 // A second Bind returns an error wrapping entrypoint.ErrOutOfTurn.
 func (l *Leadership) Bind(ctx context.Context) error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if err := l.guard.Bind(); err != nil {
+	l.base.Lock()
+	defer l.base.Unlock()
+	if err := l.base.Bind(); err != nil {
 		return err
 	}
 	s := &l.conf
@@ -143,7 +129,7 @@ func (l *Leadership) Bind(ctx context.Context) error {
 	// 0 from the start, not absent: a replica that never led is scraped as not
 	// leading, and "sum(held) == 0" finds a fleet without a leader.
 	l.m.held.WithLabelValues(s.Key).Set(0)
-	l.guard.Bound()
+	l.base.Bound()
 	return nil
 }
 
@@ -159,9 +145,9 @@ func (l *Leadership) Bind(ctx context.Context) error {
 // Serve before Bind, or twice, returns an error wrapping entrypoint.ErrOutOfTurn. It
 // does not start the campaign, and returns nil, if Drain or Stop came first.
 func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
-	l.mu.Lock()
-	if start, err := l.guard.Serve(); !start {
-		l.mu.Unlock()
+	l.base.Lock()
+	if start, err := l.base.Serve(); !start {
+		l.base.Unlock()
 		return err
 	}
 	base, cancelBase := context.WithCancel(context.WithoutCancel(ctx))
@@ -170,7 +156,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 	l.done = make(chan struct{})
 	done := l.done
 	go l.run(base, camp, done)
-	l.mu.Unlock()
+	l.base.Unlock()
 
 	return wait.ServeUntil(ctx, fmt.Sprintf("leadership %q", l.conf.Name), stop, l.quit, func() <-chan struct{} { return l.halt(true) })
 }
@@ -202,25 +188,28 @@ func (l *Leadership) Stop(ctx context.Context) error {
 	return l.bg.Wait(ctx)
 }
 
-// halt moves the guard (to stopped when cut is set, to draining otherwise); the
+// halt moves the phase (to stopped when cut is set, to draining otherwise); the
 // first Drain or Stop after Bind closes quit, and the first Stop closes cut. It
 // returns the loop's done channel (nil when the loop never started).
 func (l *Leadership) halt(cut bool) <-chan struct{} {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var prev entrypoint.Phase
+	l.base.Lock()
+	defer l.base.Unlock()
+	var turn entrypoint.Turn
 	if cut {
-		prev = l.guard.Stop()
+		turn = l.base.Stop()
 	} else {
-		prev = l.guard.Drain()
+		turn = l.base.Drain()
 	}
-	if prev == entrypoint.PhaseBound || prev == entrypoint.PhaseServing {
+	if turn == entrypoint.Idle { // before Bind, or after the same call
+		return l.done
+	}
+	if !closed(l.quit) { // a Stop after Drain finds it closed
 		close(l.quit)
 		if l.cancelCamp != nil {
 			l.cancelCamp()
 		}
 	}
-	if cut && prev != entrypoint.PhaseNew && prev != entrypoint.PhaseStopped {
+	if cut {
 		close(l.cut)
 		if l.cancelBase != nil {
 			l.cancelBase()
@@ -255,15 +244,15 @@ func (l *Leadership) InFlight() int {
 // an exhausted counter, a fence floor the lock cannot pass), or nil. A readiness
 // check may report it; the process is otherwise left running.
 func (l *Leadership) Halted() error {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.base.Lock()
+	defer l.base.Unlock()
 	return l.halted
 }
 
 func (l *Leadership) fail(err error) {
-	l.mu.Lock()
+	l.base.Lock()
 	l.halted = err
-	l.mu.Unlock()
+	l.base.Unlock()
 	l.m.held.WithLabelValues(l.conf.Key).Set(0)
 	// zap has no critical level; Error with severity=critical is the loudest that
 	// does not end the process (DPanic would, in development).

@@ -4,86 +4,45 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
-	"go.opentelemetry.io/otel/trace/noop"
-	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // Reasons a term ends, the `reason` label of servicewright_leadership_terms_ended_total.
 const (
-	ReasonReleased  = "released"  // lead returned nil; the lease was released
-	ReasonUnclaimed = "unclaimed" // Claim returned false
-	ReasonFailed    = "failed"    // lead or Claim returned an error or panicked
-	ReasonLost      = "lost"      // a renewal found the lease gone or taken
-	ReasonExpired   = "expired"   // no renewal succeeded before the soft deadline
-	ReasonYielded   = "yielded"   // handed over to a replica that asked
-	ReasonStopped   = "stopped"   // Drain, Stop, or the Host giving up on Serve
+	reasonReleased  = "released"  // lead returned nil; the lease was released
+	reasonUnclaimed = "unclaimed" // Claim returned false
+	reasonFailed    = "failed"    // lead or Claim returned an error or panicked
+	reasonLost      = "lost"      // a renewal found the lease gone or taken
+	reasonExpired   = "expired"   // no renewal succeeded before the soft deadline
+	reasonYielded   = "yielded"   // handed over to a replica that asked
+	reasonStopped   = "stopped"   // Drain, Stop, or the Host giving up on Serve
 )
 
-// ErrConfig marks an error as a configuration error: wrap it (fmt.Errorf("...: %w",
-// leader.ErrConfig)) in what a Leadership callback returns, and the Leadership stops
-// campaigning for good instead of retrying. A *fault.ConfigError counts too.
-var ErrConfig = errors.New("leader: configuration error")
-
 type options struct {
-	log      *zap.Logger
-	reg      prometheus.Registerer
-	tracer   trace.TracerProvider
-	reporter fault.Reporter
+	given entrypoint.Telemetry // what WithTelemetry gave; SetDefaults fills in the rest
 }
 
 // An Option configures a Leadership.
 type Option func(*options)
 
-// WithLogger sets the logger. Without it the Leadership logs through the logger its
-// Host hands it (SetDefaults), and discards everything with neither.
-func WithLogger(l *zap.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.log = l
-		}
-	}
+// WithTelemetry gives the Leadership its telemetry: the logger; the registry for the
+// leadership metrics (several Leaderships may share one: they share the collectors,
+// told apart by the key label); the tracer provider, which records each term as a
+// span "leadership.term" with the key, the owner, the token and the reason it ended;
+// and the error reporter, which receives each panic of lead or Claim, recovered as a
+// *fault.PanicError with its stack (the term ends "failed" and the replica campaigns
+// again), tagged with the entrypoint. Its nil fields are taken from the Host
+// (SetDefaults); with neither, the Leadership logs, registers, traces and reports
+// nothing. Only the logger of a SingletonStep's telemetry is used.
+func WithTelemetry(t entrypoint.Telemetry) Option {
+	return func(o *options) { o.given = t.Or(o.given) }
 }
 
-// WithRegisterer registers the leadership metrics with reg. Several Leaderships may
-// share one registerer; they share the collectors, told apart by the key label.
-// Without it the metrics go to the registry the Leadership's Host hands it
-// (SetDefaults); with neither, nothing is registered.
-func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(o *options) { o.reg = reg }
-}
-
-// WithTracerProvider records each term as a span "leadership.term" from tp, with
-// the key, the owner, the token and the reason it ended. Without it the Leadership
-// uses the tracer provider its Host hands it (SetDefaults); with neither, it records
-// nothing.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) {
-		if tp != nil {
-			o.tracer = tp
-		}
-	}
-}
-
-// WithReporter sends each panic of lead or Claim, recovered as a *fault.PanicError
-// with its stack (the term ends "failed" and the replica campaigns again), to r,
-// tagged with the entrypoint. Without it the Leadership uses the error reporter its
-// Host hands it (SetDefaults); with neither, such panics are only logged. A nil r is
-// ignored.
-func WithReporter(r fault.Reporter) Option {
-	return func(o *options) {
-		if r != nil {
-			o.reporter = r
-		}
-	}
-}
-
-func newOptions(opts []Option) *options {
-	o := &options{log: zap.NewNop(), tracer: noop.NewTracerProvider()}
+func newOptions(opts []Option) options {
+	var o options
 	for _, f := range opts {
-		f(o)
+		f(&o)
 	}
 	return o
 }

@@ -19,7 +19,7 @@ import (
 
 // bodyResult is how Claim and lead ended a term on their own.
 type bodyResult struct {
-	reason string // ReasonReleased, ReasonUnclaimed or ReasonFailed
+	reason string // reasonReleased, reasonUnclaimed or reasonFailed
 	err    error
 }
 
@@ -82,9 +82,9 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 		case r := <-body:
 			res, reason = &r, r.reason
 		case <-l.quit:
-			reason = ReasonStopped
+			reason = reasonStopped
 		case <-softT.C:
-			reason = ReasonExpired
+			reason = reasonExpired
 			log.Warn("leadership: no renewal succeeded in time; ending the term before the lease can lapse")
 		case <-renewT.C:
 			renewed = l.startRenew(side, lease, term.Deadline())
@@ -99,13 +99,13 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 					yielded = l.startYieldCheck(side)
 				}
 			case errors.Is(r.err, lock.ErrDuplicateOwner):
-				reason = ReasonLost
+				reason = reasonLost
 				l.duplicate(0, r.err)
 			case errors.Is(r.err, lock.ErrNotHeld):
-				reason = ReasonLost
+				reason = reasonLost
 				log.Warn("leadership: the lease is gone; ending the term", zap.Error(r.err))
 			case isFatal(r.err):
-				reason, fatal = ReasonFailed, r.err
+				reason, fatal = reasonFailed, r.err
 			default:
 				log.Warn("leadership: renewal failed; retrying", zap.Error(r.err))
 				renewT.Reset(max(s.RenewEvery/4, time.Millisecond))
@@ -114,9 +114,9 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 			yielded = nil
 			switch {
 			case y.err != nil:
-				reason, fatal = ReasonFailed, y.err
+				reason, fatal = reasonFailed, y.err
 			case y.yield:
-				reason = ReasonYielded
+				reason = reasonYielded
 			}
 		}
 	}
@@ -128,7 +128,7 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 		switch {
 		case isFatal(res.err), fault.IsPermanent(res.err): // retrying cannot fix it: stop campaigning
 			fatal = errors.Join(fatal, res.err)
-		case reason == ReasonFailed:
+		case reason == reasonFailed:
 			fields := []zap.Field{zap.Error(res.err)}
 			if pe, ok := errors.AsType[*fault.PanicError](res.err); ok {
 				fields = append(fields, zap.ByteString("stack", pe.Stack))
@@ -165,11 +165,11 @@ func (l *Leadership) runBody(ctx context.Context, term *Term) bodyResult {
 	})
 	switch {
 	case err != nil:
-		return bodyResult{reason: ReasonFailed, err: err}
+		return bodyResult{reason: reasonFailed, err: err}
 	case unclaimed:
-		return bodyResult{reason: ReasonUnclaimed}
+		return bodyResult{reason: reasonUnclaimed}
 	}
-	return bodyResult{reason: ReasonReleased}
+	return bodyResult{reason: reasonReleased}
 }
 
 // startRenew sends a renewal in a goroutine; its answer arrives on the channel. It is

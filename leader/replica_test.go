@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/pgkit"
 	"github.com/servicewright/servicewright/rediskit"
@@ -117,7 +118,7 @@ func replicaMain() int {
 	l, err := New(cfg, func(ctx context.Context, term *Term) error {
 		<-term.Ended()
 		return nil
-	}, WithLogger(log))
+	}, WithTelemetry(entrypoint.Telemetry{Logger: log}))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 78

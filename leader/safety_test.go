@@ -155,7 +155,7 @@ func TestDuplicateOwner(t *testing.T) {
 		}
 		b := startReplica(t, vSpec(lk, "same"), gb.untilEnded)
 		time.Sleep(5 * vTTL)
-		if n := a.ended(ReasonLost) + a.ended(ReasonExpired); n != 0 || !a.held() || len(ga.all()) != 1 {
+		if n := a.ended(reasonLost) + a.ended(reasonExpired); n != 0 || !a.held() || len(ga.all()) != 1 {
 			t.Fatalf("a lost its term (%v lost or expired, %d terms, leading %v): the duplicate took the lease from it", n, len(ga.all()), a.held())
 		}
 		if len(gb.all()) != 0 {
@@ -191,7 +191,7 @@ func TestDuplicateOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 			time.Sleep(vRenew + time.Second)
-			if a.held() || a.ended(ReasonLost) != 1 {
+			if a.held() || a.ended(reasonLost) != 1 {
 				t.Fatalf("a still leads (%v) or did not end its term as lost", a.held())
 			}
 			logs := a.logs.FilterLevelExact(zap.ErrorLevel).FilterFieldKey("duplicate_owner").All()

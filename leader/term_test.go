@@ -182,8 +182,8 @@ func TestTermEndsBeforeLeaseLapses(t *testing.T) {
 				if len(bt) != 1 || bt[0].begin.Sub(start) <= c.relAt || bt[0].begin.Sub(start) > c.relAt+vCE {
 					t.Fatalf("b's terms %v; want one starting within a campaign interval of the release", bt)
 				}
-				if a.ended(ReasonExpired) != 1 || a.held() {
-					t.Fatalf("expired=%v held=%v", a.ended(ReasonExpired), a.held())
+				if a.ended(reasonExpired) != 1 || a.held() {
+					t.Fatalf("expired=%v held=%v", a.ended(reasonExpired), a.held())
 				}
 				if n := len(failing.find("renew", "job", "a", false)); n < 4 {
 					t.Fatalf("%d renewal attempts; a failed one is retried", n)
@@ -202,8 +202,8 @@ func TestTermEndsBeforeLeaseLapses(t *testing.T) {
 			r := startReplica(t, vSpec(spy, "a"), g.untilEnded)
 			time.Sleep(vRenew + time.Millisecond)
 			terms := g.all()
-			if len(terms) != 1 || terms[0].end.Sub(start) != vRenew || r.ended(ReasonLost) != 1 {
-				t.Fatalf("terms %v, lost=%v; want one ended at the first renewal", terms, r.ended(ReasonLost))
+			if len(terms) != 1 || terms[0].end.Sub(start) != vRenew || r.ended(reasonLost) != 1 {
+				t.Fatalf("terms %v, lost=%v; want one ended at the first renewal", terms, r.ended(reasonLost))
 			}
 		})
 	})

@@ -10,12 +10,12 @@ import (
 	"github.com/segmentio/kafka-go"
 )
 
-// DefaultInboxTable names the inbox table when none is given.
-const DefaultInboxTable = "inbox"
+// defaultInboxTable names the inbox table when none is given.
+const defaultInboxTable = "inbox"
 
 // ErrNoEventID is returned by Inbox.Handle for a message without a HeaderEventID
 // header: it was not published by a Relay, and it cannot be told from a repeat.
-var ErrNoEventID = errors.New("outbox inbox: message has no " + HeaderEventID + " header")
+var ErrNoEventID = errors.New("outbox: the message has no " + HeaderEventID + " header")
 
 // Inbox is one inbox table: the ids of the events a consumer handled, written in the
 // consumer's own transaction. Make it with NewInbox; it is safe for concurrent use
@@ -25,10 +25,10 @@ type Inbox struct {
 }
 
 // NewInbox returns the inbox kept in table, optionally schema-qualified; empty means
-// DefaultInboxTable. A name that is not an identifier is a *fault.ConfigError naming
+// "inbox". A name that is not an identifier is a *fault.ConfigError naming
 // field.
 func NewInbox(field, table string) (*Inbox, error) {
-	name, quoted, err := parseTable(field, cmp.Or(table, DefaultInboxTable))
+	name, quoted, err := parseTable(field, cmp.Or(table, defaultInboxTable))
 	if err != nil {
 		return nil, err
 	}

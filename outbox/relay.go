@@ -10,7 +10,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
 	"go.uber.org/zap"
 
@@ -23,12 +22,12 @@ import (
 
 // Relay defaults.
 const (
-	DefaultEvery = time.Second
-	DefaultBatch = 100
-	// MaxBatch bounds RelayConfig.Batch: kafka-go splits a write into batches of
+	defaultEvery = time.Second
+	defaultBatch = 100
+	// maxBatch bounds RelayConfig.Batch: kafka-go splits a write into batches of
 	// 100 messages per partition, so that a key's messages of one pass leave in one
 	// batch.
-	MaxBatch = 100
+	maxBatch = 100
 )
 
 // The wait after a failed pass: jittered, from 100ms doubling up to 5s.
@@ -62,40 +61,28 @@ func (c RelayConfig) resolve(l *fault.Problems) RelayConfig {
 	if c.Jitter < 0 {
 		l.Addf("Jitter", "must not be negative, got %v", c.Jitter)
 	}
-	if c.Batch < 0 || c.Batch > MaxBatch {
-		l.Addf("Batch", "must be from 1 to %d (0: %d), got %d", MaxBatch, DefaultBatch, c.Batch)
+	if c.Batch < 0 || c.Batch > maxBatch {
+		l.Addf("Batch", "must be from 1 to %d (0: %d), got %d", maxBatch, defaultBatch, c.Batch)
 	}
 	c.Name = cmp.Or(c.Name, "outbox-relay")
-	c.Every = cmp.Or(c.Every, DefaultEvery)
+	c.Every = cmp.Or(c.Every, defaultEvery)
 	c.Jitter = cmp.Or(c.Jitter, c.Every/5)
 	if c.Jitter > c.Every {
 		l.Addf("Jitter", "must not exceed Every (%v), got %v", c.Every, c.Jitter)
 	}
-	c.Batch = cmp.Or(c.Batch, DefaultBatch)
+	c.Batch = cmp.Or(c.Batch, defaultBatch)
 	return c
 }
 
 // A RelayOption adds an optional part to a Relay.
 type RelayOption func(*entrypoint.Telemetry)
 
-// WithLogger sets the logger failed passes are reported to; without it the Relay
-// takes its Host's. A nil l is ignored.
-func WithLogger(l *zap.Logger) RelayOption {
-	return func(d *entrypoint.Telemetry) {
-		if l != nil {
-			d.Logger = l
-		}
-	}
-}
-
-// WithRegisterer registers the Relay's metrics with r; without it the Relay takes
-// its Host's registry. A nil r is ignored.
-func WithRegisterer(r prometheus.Registerer) RelayOption {
-	return func(d *entrypoint.Telemetry) {
-		if r != nil {
-			d.Registerer = r
-		}
-	}
+// WithTelemetry gives the Relay the logger failed passes are reported to and the
+// registry its metrics are registered with. Its nil fields are taken from the Host
+// (SetDefaults); with neither, the Relay logs nothing and registers no metrics. The
+// Relay uses no other field.
+func WithTelemetry(t entrypoint.Telemetry) RelayOption {
+	return func(d *entrypoint.Telemetry) { *d = t.Or(*d) }
 }
 
 var _ interface {
@@ -128,12 +115,10 @@ type Relay struct {
 	box      *Outbox
 	pool     *pgxpool.Pool
 	producer *kafkakit.Producer
-	given    entrypoint.Telemetry
 
-	mu      sync.Mutex
+	// Set before Bind by the telemetry the Runner hands over (use).
 	log     *zap.Logger
-	metrics *metrics // nil until SetDefaults with a registerer
-	set     bool     // SetDefaults was called
+	metrics *metrics // nil until a registerer is given
 }
 
 // NewRelay checks cfg and returns the Relay of box, claiming with pool and
@@ -155,28 +140,26 @@ func NewRelay(box *Outbox, pool *pgxpool.Pool, producer *kafkakit.Producer, cfg 
 		return nil, err
 	}
 	r := &Relay{Runner: entrypoint.NewRunner(cfg.Name), cfg: cfg, box: box, pool: pool, producer: producer}
+	var given entrypoint.Telemetry
 	for _, o := range opts {
-		o(&r.given)
+		o(&given)
 	}
-	r.log = cmp.Or(r.given.Logger, zap.NewNop())
+	if err := r.Init(given, r.use); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
+		return nil, l.Err()
+	}
 	return r, nil
 }
 
-// Name returns RelayConfig.Name.
-func (r *Relay) Name() string { return r.cfg.Name }
-
-// SetDefaults takes the Host's logger and registry unless options gave them, and
-// registers the metrics. A registration that clashes (two relays of one name) is
-// returned.
-func (r *Relay) SetDefaults(d entrypoint.Telemetry) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.set {
+// use takes t's logger, and registers the metrics with t's registry unless they are
+// registered already. The Runner calls it from NewRelay with what WithTelemetry gave,
+// and again from SetDefaults (the Host's telemetry for what the option did not give).
+// A registration that clashes (two relays of one name) is returned.
+func (r *Relay) use(t entrypoint.Telemetry) error {
+	r.log = cmp.Or(t.Logger, zap.NewNop()).With(zap.String("entrypoint", r.cfg.Name))
+	if r.metrics != nil {
 		return nil
 	}
-	r.set = true
-	t := r.given.Or(d)
-	r.log = cmp.Or(t.Logger, zap.NewNop()).With(zap.String("entrypoint", r.cfg.Name))
 	m, err := newMetrics(t.Registerer, r.cfg.Name, r.box.name)
 	if err != nil {
 		return err
@@ -185,13 +168,12 @@ func (r *Relay) SetDefaults(d entrypoint.Telemetry) error {
 	return nil
 }
 
-// Bind verifies the table (or creates it, with CreateTable), and registers the
-// metrics with the Relay's registerer when SetDefaults did not.
+// Name returns RelayConfig.Name.
+func (r *Relay) Name() string { return r.cfg.Name }
+
+// Bind verifies the table (or creates it, with CreateTable).
 func (r *Relay) Bind(ctx context.Context) error {
 	return r.Runner.Bind(ctx, func(ctx context.Context) error {
-		if err := r.SetDefaults(entrypoint.Telemetry{}); err != nil {
-			return err
-		}
 		if r.cfg.CreateTable {
 			if err := r.box.Create(ctx, r.pool); err != nil {
 				return err

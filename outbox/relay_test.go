@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/outbox"
 )
@@ -83,7 +84,7 @@ func TestRelayWokenByNotify(t *testing.T) {
 	b, producer := broker(t, map[string]int{"orders": 1})
 	box, _ := outbox.New("T", "")
 	reg := prometheus.NewRegistry()
-	r, err := outbox.NewRelay(box, pool, producer, outbox.RelayConfig{Every: time.Hour, CreateTable: true}, outbox.WithRegisterer(reg))
+	r, err := outbox.NewRelay(box, pool, producer, outbox.RelayConfig{Every: time.Hour, CreateTable: true}, outbox.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestRelayBrokerDown(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	failedPass := make(chan struct{})
 	r, err := outbox.NewRelay(box, pool, producer, outbox.RelayConfig{CreateTable: true, Every: 50 * time.Millisecond},
-		outbox.WithRegisterer(reg), outbox.WithLogger(onLog("outbox relay pass failed; its events stay pending", func() { close(failedPass) })))
+		outbox.WithTelemetry(entrypoint.Telemetry{Registerer: reg, Logger: onLog("outbox relay pass failed; its events stay pending", func() { close(failedPass) })}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +226,7 @@ func TestRelayDrainHandsOver(t *testing.T) {
 	}
 	write(t, pool, box, events...)
 	reg := prometheus.NewRegistry()
-	first, err := outbox.NewRelay(box, pool, producer, outbox.RelayConfig{Name: "first"}, outbox.WithRegisterer(reg))
+	first, err := outbox.NewRelay(box, pool, producer, outbox.RelayConfig{Name: "first"}, outbox.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}

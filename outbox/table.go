@@ -14,8 +14,8 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// DefaultTable names the outbox table when none is given.
-const DefaultTable = "outbox"
+// defaultTable names the outbox table when none is given.
+const defaultTable = "outbox"
 
 // HeaderEventID is the Kafka header that carries each event's id, a UUID: the same
 // on every publication of the event, so a consumer's Inbox recognises a repeat.
@@ -50,11 +50,11 @@ type Outbox struct {
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
 // New returns the outbox kept in table, optionally schema-qualified ("events.outbox");
-// empty means DefaultTable. A table name that is not an identifier is a
+// empty means "outbox". A table name that is not an identifier is a
 // *fault.ConfigError naming field, the setting it was read from. Its NOTIFY channel
 // is the table's name, with an underscore for the dot.
 func New(field, table string) (*Outbox, error) {
-	name, quoted, err := parseTable(field, cmp.Or(table, DefaultTable))
+	name, quoted, err := parseTable(field, cmp.Or(table, defaultTable))
 	if err != nil {
 		return nil, err
 	}

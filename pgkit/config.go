@@ -32,7 +32,7 @@ type LockConfig struct {
 	// silent (its host gone, a partition): the keepalives and TCP_USER_TIMEOUT the
 	// lock sets on each of its sessions. A lease is freed at the earliest when the
 	// server detects that, so it bounds how long a holder may act (see
-	// Lock.EarliestRelease). Zero fields take DefaultDeadClient's.
+	// Lock.EarliestRelease). Zero fields take the defaults: 10s idle, then 3 probes 1s apart, and a 13s TCP_USER_TIMEOUT.
 	DeadClient DeadClient
 }
 
@@ -52,10 +52,12 @@ type DeadClient struct {
 	UserTimeout time.Duration
 }
 
-// DefaultDeadClient detects a silent client after 10s + 3 × 1s = 13s of silence, or
+// defaultDeadClient detects a silent client after 10s + 3 × 1s = 13s of silence, or
 // 13s of unacknowledged data: within the leader's default TTL (15s), with room for
 // the default RenewEvery, YieldGrace, ReleaseTimeout and Margin (5+2+1+1 = 9s).
-var DefaultDeadClient = DeadClient{KeepaliveIdle: 10 * time.Second, KeepaliveInterval: time.Second, KeepaliveCount: 3, UserTimeout: 13 * time.Second}
+func defaultDeadClient() DeadClient {
+	return DeadClient{KeepaliveIdle: 10 * time.Second, KeepaliveInterval: time.Second, KeepaliveCount: 3, UserTimeout: 13 * time.Second}
+}
 
 // within is the longest silence the server tolerates before it ends a session:
 // the earlier of the keepalives' end and the user timeout.
@@ -64,10 +66,10 @@ func (d DeadClient) within() time.Duration {
 }
 
 func (d DeadClient) withDefaults() DeadClient {
-	d.KeepaliveIdle = cmp.Or(d.KeepaliveIdle, DefaultDeadClient.KeepaliveIdle)
-	d.KeepaliveInterval = cmp.Or(d.KeepaliveInterval, DefaultDeadClient.KeepaliveInterval)
-	d.KeepaliveCount = cmp.Or(d.KeepaliveCount, DefaultDeadClient.KeepaliveCount)
-	d.UserTimeout = cmp.Or(d.UserTimeout, DefaultDeadClient.UserTimeout)
+	d.KeepaliveIdle = cmp.Or(d.KeepaliveIdle, defaultDeadClient().KeepaliveIdle)
+	d.KeepaliveInterval = cmp.Or(d.KeepaliveInterval, defaultDeadClient().KeepaliveInterval)
+	d.KeepaliveCount = cmp.Or(d.KeepaliveCount, defaultDeadClient().KeepaliveCount)
+	d.UserTimeout = cmp.Or(d.UserTimeout, defaultDeadClient().UserTimeout)
 	return d
 }
 

@@ -45,6 +45,17 @@ func waitFree(t *testing.T, lk lock.Lock, key string, within time.Duration) {
 	}
 }
 
+// TestRace has candidates on separate pools race for one free lock, many times
+// (locktest.Race).
+func TestRace(t *testing.T) {
+	pg := env.Postgres(t)
+	var locks []lock.Lock
+	for range 4 {
+		locks = append(locks, newLock(t, pg.DSN()))
+	}
+	locktest.Race(t, locks, unique(t), 10)
+}
+
 func TestLock(t *testing.T) {
 	pg := env.Postgres(t)
 	lk := newLock(t, pg.DSN())

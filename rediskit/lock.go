@@ -22,8 +22,8 @@ var (
 	_ lock.ReleaseBound = (*Lock)(nil)
 )
 
-// DefaultKeyPrefix starts the name of every Redis key a Lock writes.
-const DefaultKeyPrefix = "servicewright:lock:"
+// defaultKeyPrefix starts the name of every Redis key a Lock writes.
+const defaultKeyPrefix = "servicewright:lock:"
 
 // The scripts. KEYS[1] is the lease, KEYS[2] the fencing counter; both carry the same
 // hash tag, so each script touches one Redis Cluster slot. The lease's value is
@@ -105,7 +105,7 @@ type Lock struct {
 // LockConfig configures a Lock. The zero value takes the defaults.
 type LockConfig struct {
 	// KeyPrefix starts every key and channel the lock uses. It must not contain
-	// '{' or '}', which would move the hash tag. Default DefaultKeyPrefix.
+	// '{' or '}', which would move the hash tag. Default "servicewright:lock:".
 	KeyPrefix string
 	// FenceTTL, when positive, lets each fencing counter expire FenceTTL after the
 	// last acquire of its key. It is for locks taken once per key and never again —
@@ -136,7 +136,7 @@ func NewLock(client redis.UniversalClient, cfg LockConfig) (*Lock, error) {
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, DefaultKeyPrefix)
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
 	return &Lock{
 		client:   client,
 		prefix:   cfg.KeyPrefix,

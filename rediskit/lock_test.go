@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/servicewright/servicewright/internal/testenv"
+	"github.com/servicewright/servicewright/lock"
 	"github.com/servicewright/servicewright/lock/locktest"
 )
 
@@ -44,6 +45,17 @@ func newLock(t testing.TB, c redis.UniversalClient, cfg LockConfig) *Lock {
 		t.Fatal(err)
 	}
 	return lk
+}
+
+// TestRace has candidates on separate clients race for one free lock, many times
+// (locktest.Race).
+func TestRace(t *testing.T) {
+	r := env.Redis(t)
+	var locks []lock.Lock
+	for range 4 {
+		locks = append(locks, newLock(t, newClient(t, r), LockConfig{}))
+	}
+	locktest.Race(t, locks, strings.NewReplacer("/", ".").Replace(t.Name())+"-"+strconv.FormatInt(time.Now().UnixNano(), 36), 10)
 }
 
 func TestLock(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/entrypoint/httpentry/httpfx"
 	"github.com/servicewright/servicewright/host/hostfx"
@@ -80,7 +81,7 @@ func events(w http.ResponseWriter, r *http.Request) {
 	for n := 1; ; n++ {
 		select {
 		case <-r.Context().Done():
-			if errors.Is(context.Cause(r.Context()), httpentry.ErrStreamDrained) {
+			if errors.Is(context.Cause(r.Context()), entrypoint.ErrStreamDrained) {
 				fmt.Fprint(w, "event: bye\ndata: draining, reconnect\n\n")
 				flusher.Flush()
 			}

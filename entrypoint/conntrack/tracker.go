@@ -16,11 +16,11 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// Defaults of the Config fields left at zero.
+// The defaults of the Config fields left at zero, which their docs state.
 const (
-	DefaultGoodbyeTimeout     = time.Second
-	DefaultIdleCloseWindow    = 5 * time.Second
-	DefaultBacklogReadTimeout = time.Second
+	defaultGoodbyeTimeout     = time.Second
+	defaultIdleCloseWindow    = 5 * time.Second
+	defaultBacklogReadTimeout = time.Second
 )
 
 // Config is what a Tracker does at the drain. Zero fields take the defaults.
@@ -41,12 +41,12 @@ type Config struct {
 	// to reconnect elsewhere rather than seeing a bare end of stream.
 	Goodbye []byte
 
-	// GoodbyeTimeout bounds the write of Goodbye (default DefaultGoodbyeTimeout).
+	// GoodbyeTimeout bounds the write of Goodbye (default 1s).
 	GoodbyeTimeout time.Duration
 
 	// IdleCloseWindow is the longest span over which Drain closes the idle
 	// connections, a few at a time (entrypoint.Spread), so that their clients
-	// reconnect to the other replicas gradually (default DefaultIdleCloseWindow;
+	// reconnect to the other replicas gradually (default 5s;
 	// it is shortened to fit the drain's ctx).
 	IdleCloseWindow time.Duration
 
@@ -58,7 +58,7 @@ type Config struct {
 	// client would hold its place for the entrypoint's whole header timeout, and a
 	// queue of them would hold the drain for that timeout once per cap's worth of
 	// connections. Clients already queued at the drain have most often sent their
-	// request, which is then read at once. Default DefaultBacklogReadTimeout.
+	// request, which is then read at once. Default 1s.
 	BacklogReadTimeout time.Duration
 }
 
@@ -117,9 +117,9 @@ func New(cfg Config, opts ...Option) (*Tracker, error) {
 		opt(&o)
 	}
 	var l fault.Problems
-	transport.Default(&l, "GoodbyeTimeout", &cfg.GoodbyeTimeout, DefaultGoodbyeTimeout)
-	transport.Default(&l, "IdleCloseWindow", &cfg.IdleCloseWindow, DefaultIdleCloseWindow)
-	transport.Default(&l, "BacklogReadTimeout", &cfg.BacklogReadTimeout, DefaultBacklogReadTimeout)
+	transport.Default(&l, "GoodbyeTimeout", &cfg.GoodbyeTimeout, defaultGoodbyeTimeout)
+	transport.Default(&l, "IdleCloseWindow", &cfg.IdleCloseWindow, defaultIdleCloseWindow)
+	transport.Default(&l, "BacklogReadTimeout", &cfg.BacklogReadTimeout, defaultBacklogReadTimeout)
 	if o.layer != nil && cfg.MaxConns != 0 {
 		l.Addf("MaxConns", "must be zero with WithListenerLayer (the layer caps), got %d", cfg.MaxConns)
 	}

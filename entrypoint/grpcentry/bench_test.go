@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkUnary(b *testing.B) {
 	entry := func(opts ...grpcentry.Option) func(*testing.B) {
 		return func(b *testing.B) {
 			addr, stop := serveFor(b, "grpcentry", register,
-				append([]grpcentry.Option{grpcentry.WithRegisterer(prometheus.NewRegistry())}, opts...)...)
+				append([]grpcentry.Option{grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry()})}, opts...)...)
 			call(b, addr)
 			stop()
 		}
@@ -73,7 +74,7 @@ func BenchmarkUnary(b *testing.B) {
 		{"grpcentry+trace-1pct", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))},
 	} {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(c.sampler))
-		b.Run(c.name, entry(grpcentry.WithTracerProvider(tp)))
+		b.Run(c.name, entry(grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp})))
 		if err := tp.Shutdown(context.Background()); err != nil {
 			b.Fatal(err)
 		}

@@ -21,6 +21,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 )
 
@@ -143,7 +144,7 @@ func TestBoundsBadInput(t *testing.T) {
 // alone; the abuser's next connection is cut sooner.
 func TestRapidResetIsCut(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	x := run(t, grpcentry.Config{MaxStreamResets: 50, StreamResetRate: 1}, &service{}, grpcentry.WithRegisterer(reg))
+	x := run(t, grpcentry.Config{MaxStreamResets: 50, StreamResetRate: 1}, &service{}, grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 
 	polite := dialH2(t, dialTCP(t, x.s.Addr()))
 	waitFor(t, polite.settings, "the server's SETTINGS") // its bucket is full, before any cut

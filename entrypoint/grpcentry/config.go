@@ -10,28 +10,29 @@ import (
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
-// Defaults for the fields of Config left at their zero value.
+// The defaults for the fields of Config left at their zero value, which their
+// docs state.
 const (
-	DefaultName                  = "grpc"
-	DefaultAddr                  = ":9090"
-	DefaultMaxRecvMsgSize        = 4 << 20
-	DefaultMaxSendMsgSize        = 4 << 20
-	DefaultMaxMetadataBytes      = 1 << 20
-	DefaultMaxConcurrentStreams  = 100
-	DefaultMaxStreamResets       = 1000
-	DefaultStreamResetRate       = 33
-	DefaultKeepaliveTime         = 30 * time.Second
-	DefaultKeepaliveTimeout      = 10 * time.Second
-	DefaultKeepaliveMinTime      = 10 * time.Second
-	DefaultMaxConnectionIdle     = 5 * time.Minute
-	DefaultMaxConnectionAge      = 5 * time.Minute
-	DefaultMaxConnectionAgeGrace = 30 * time.Second
-	DefaultConnectionTimeout     = 10 * time.Second
-	DefaultStreamDrainWindow     = 5 * time.Second
+	defaultName                  = "grpc"
+	defaultAddr                  = ":9090"
+	defaultMaxRecvMsgSize        = 4 << 20
+	defaultMaxSendMsgSize        = 4 << 20
+	defaultMaxMetadataBytes      = 1 << 20
+	defaultMaxConcurrentStreams  = 100
+	defaultMaxStreamResets       = 1000
+	defaultStreamResetRate       = 33
+	defaultKeepaliveTime         = 30 * time.Second
+	defaultKeepaliveTimeout      = 10 * time.Second
+	defaultKeepaliveMinTime      = 10 * time.Second
+	defaultMaxConnectionIdle     = 5 * time.Minute
+	defaultMaxConnectionAge      = 5 * time.Minute
+	defaultMaxConnectionAgeGrace = 30 * time.Second
+	defaultConnectionTimeout     = 10 * time.Second
+	defaultStreamDrainWindow     = 5 * time.Second
 )
 
-// Config configures a Server. Every zero field takes the default named after it, so
-// the zero Config is a plaintext server on DefaultAddr with bounded messages, keepalive
+// Config configures a Server. Every zero field takes the default its doc states, so
+// the zero Config is a plaintext server on ":9090" with bounded messages, keepalive
 // enforcement and a connection age that makes clients rebalance.
 type Config struct {
 	// Name identifies the entrypoint in logs, metrics and errors. Default "grpc".
@@ -108,28 +109,28 @@ type Config struct {
 // completed Config and, when CertFile and KeyFile are set and valid, the TLS
 // configuration.
 func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
-	cfg.Name = cmp.Or(cfg.Name, DefaultName)
-	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
-	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, DefaultMaxRecvMsgSize)
-	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, DefaultMaxSendMsgSize)
-	transport.Default(l, "MaxMetadataBytes", &cfg.MaxMetadataBytes, DefaultMaxMetadataBytes)
+	cfg.Name = cmp.Or(cfg.Name, defaultName)
+	transport.Addr(l, hasListener, &cfg.Addr, defaultAddr)
+	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, defaultMaxRecvMsgSize)
+	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, defaultMaxSendMsgSize)
+	transport.Default(l, "MaxMetadataBytes", &cfg.MaxMetadataBytes, defaultMaxMetadataBytes)
 	if cfg.MaxMetadataBytes > math.MaxUint32 {
 		l.Addf("MaxMetadataBytes", "must be at most 2^32-1, got %d", cfg.MaxMetadataBytes)
 	}
-	transport.Default(l, "MaxConcurrentStreams", &cfg.MaxConcurrentStreams, DefaultMaxConcurrentStreams)
+	transport.Default(l, "MaxConcurrentStreams", &cfg.MaxConcurrentStreams, defaultMaxConcurrentStreams)
 	if cfg.MaxConcurrentStreams > 1<<31 {
 		l.Addf("MaxConcurrentStreams", "must be at most 2^31, got %d", cfg.MaxConcurrentStreams)
 	}
 	transport.Default(l, "MaxConnections", &cfg.MaxConnections, transport.DefaultMaxConns())
-	transport.Default(l, "MaxStreamResets", &cfg.MaxStreamResets, DefaultMaxStreamResets)
-	transport.Default(l, "StreamResetRate", &cfg.StreamResetRate, DefaultStreamResetRate)
-	transport.Default(l, "KeepaliveTime", &cfg.KeepaliveTime, DefaultKeepaliveTime)
-	transport.Default(l, "KeepaliveTimeout", &cfg.KeepaliveTimeout, DefaultKeepaliveTimeout)
-	transport.Default(l, "KeepaliveMinTime", &cfg.KeepaliveMinTime, DefaultKeepaliveMinTime)
-	transport.Default(l, "MaxConnectionIdle", &cfg.MaxConnectionIdle, DefaultMaxConnectionIdle)
-	transport.Default(l, "MaxConnectionAge", &cfg.MaxConnectionAge, DefaultMaxConnectionAge)
-	transport.Default(l, "MaxConnectionAgeGrace", &cfg.MaxConnectionAgeGrace, DefaultMaxConnectionAgeGrace)
-	transport.Default(l, "ConnectionTimeout", &cfg.ConnectionTimeout, DefaultConnectionTimeout)
-	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
+	transport.Default(l, "MaxStreamResets", &cfg.MaxStreamResets, defaultMaxStreamResets)
+	transport.Default(l, "StreamResetRate", &cfg.StreamResetRate, defaultStreamResetRate)
+	transport.Default(l, "KeepaliveTime", &cfg.KeepaliveTime, defaultKeepaliveTime)
+	transport.Default(l, "KeepaliveTimeout", &cfg.KeepaliveTimeout, defaultKeepaliveTimeout)
+	transport.Default(l, "KeepaliveMinTime", &cfg.KeepaliveMinTime, defaultKeepaliveMinTime)
+	transport.Default(l, "MaxConnectionIdle", &cfg.MaxConnectionIdle, defaultMaxConnectionIdle)
+	transport.Default(l, "MaxConnectionAge", &cfg.MaxConnectionAge, defaultMaxConnectionAge)
+	transport.Default(l, "MaxConnectionAgeGrace", &cfg.MaxConnectionAgeGrace, defaultMaxConnectionAgeGrace)
+	transport.Default(l, "ConnectionTimeout", &cfg.ConnectionTimeout, defaultConnectionTimeout)
+	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, defaultStreamDrainWindow)
 	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }

@@ -12,19 +12,17 @@ import (
 
 var _ entrypoint.DefaultsUser = (*Server)(nil)
 
-// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
-// WithLogger, its registry for the metrics unless WithRegisterer, its tracer
-// provider unless WithTracerProvider, its propagator unless WithPropagator, its
-// error reporter (for handler panics) unless WithReporter. A no-op tracer provider
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil: the
+// logger, the registry for the metrics, the tracer provider, the propagator and
+// the error reporter (for handler panics). A no-op tracer provider
 // traces nothing, at no cost per RPC. It returns a metrics registration that fails
 // (the Host refuses the entrypoint then), and does nothing once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Telemetry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.guard.Phase() != entrypoint.PhaseNew {
-		return nil
-	}
-	t := s.own.given.Or(d)
+func (s *Server) SetDefaults(d entrypoint.Telemetry) error { return s.base.SetDefaults(d) }
+
+// useTelemetry takes t, the options' telemetry at New and that merged with the
+// Host's at SetDefaults: the logger, the reporter, the tracing and, once, the
+// metrics registry.
+func (s *Server) useTelemetry(t entrypoint.Telemetry) error {
 	if t.Logger != nil {
 		s.log = t.Logger.With(zap.String("entrypoint", s.cfg.Name))
 	}

@@ -38,7 +38,7 @@ func TestSetDefaults(t *testing.T) {
 		own, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 		x := runWith(t, func(s *grpcentry.Server) {
 			s.SetDefaults(entrypoint.Telemetry{Registerer: hostReg})
-		}, grpcentry.WithRegisterer(own))
+		}, grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: own}))
 		if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +51,7 @@ func TestSetDefaults(t *testing.T) {
 	})
 	t.Run("a registration that fails is SetDefaults' error", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		if _, err := grpcentry.New(grpcentry.Config{}, register, grpcentry.WithRegisterer(reg)); err != nil {
+		if _, err := grpcentry.New(grpcentry.Config{}, register, grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 			t.Fatal(err)
 		}
 		s, err := grpcentry.New(grpcentry.Config{Addr: "127.0.0.1:0"}, register)

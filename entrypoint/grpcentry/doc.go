@@ -5,7 +5,8 @@
 //	srv, err := grpcentry.New(grpcentry.Config{Addr: ":9090"}, func(g *grpc.Server) {
 //		ordersv1.RegisterOrdersServer(g, api)
 //		reflection.Register(g)
-//	}, grpcentry.WithHealth(monitor), grpcentry.WithRegisterer(reg))
+//	}, grpcentry.WithHealth(monitor),
+//		grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 //
 // # What happens on SIGTERM, in order
 //
@@ -34,13 +35,14 @@
 //
 // A handler that panics is answered INTERNAL, logged with its method and stack, and
 // counted (Stats, servicewright_grpc_panics_total); the server keeps serving. A
-// streaming handler's ctx is the one the drain cancels, with cause ErrStreamDrained:
-// a handler that returns when its ctx is done is drained without change, and its
-// result becomes UNAVAILABLE unless it returned a status of its own.
+// streaming handler's ctx is the one the drain cancels, with cause
+// entrypoint.ErrStreamDrained: a handler that returns when its ctx is done is drained
+// without change, and its result becomes UNAVAILABLE unless it returned a status of
+// its own.
 //
 // Tracing (a server span per admitted RPC, started by the Server's interceptor, only
 // through the tracer provider given) and Prometheus RED metrics (servicewright_grpc_*)
-// use what WithTracerProvider and WithRegisterer give, or else what the Host hands
+// use what WithTelemetry gives, or else what the Host hands
 // over (SetDefaults). A call to a method the server does not register is answered
 // UNIMPLEMENTED, as grpc-go does, but through the interceptor: it is traced and
 // counted under the method "unknown", one series whatever names clients send.

@@ -39,13 +39,13 @@ import (
 //
 // Before Serve it closes the listener and returns nil; after Stop it does nothing.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	prev := s.guard.Drain()
-	s.mu.Unlock()
-	switch prev {
-	case entrypoint.PhaseNew, entrypoint.PhaseStopped, entrypoint.PhaseDraining:
+	s.base.Lock()
+	turn := s.base.Drain()
+	s.base.Unlock()
+	switch turn {
+	case entrypoint.Idle:
 		return nil
-	case entrypoint.PhaseBound:
+	case entrypoint.Unserved:
 		s.gate.Close()
 		return s.closeListener()
 	}
@@ -109,7 +109,7 @@ func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{})
 }
 
 // Stop cuts off whatever Drain left: it closes the Gate, ends the health Watch
-// streams, cancels every stream's ctx with cause ErrStreamDrained and calls
+// streams, cancels every stream's ctx with cause entrypoint.ErrStreamDrained and calls
 // grpc.Server.Stop, which closes the listener and every connection (their RPCs end
 // UNAVAILABLE on the client side, and each running handler's ctx is cancelled). It
 // returns nil once Stop and the serving goroutine have returned.
@@ -122,13 +122,13 @@ func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{})
 // Stop may be called without Drain, and more than once. Before Serve it closes the
 // listener; before Bind it does nothing.
 func (s *Server) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	prev := s.guard.Stop()
-	s.mu.Unlock()
-	switch {
-	case prev == entrypoint.PhaseNew:
+	s.base.Lock()
+	turn := s.base.Stop()
+	s.base.Unlock()
+	switch turn {
+	case entrypoint.Idle:
 		return nil
-	case s.serving.Done() == nil:
+	case entrypoint.Unserved:
 		s.gate.Close()
 		return s.closeListener()
 	}
@@ -140,9 +140,9 @@ func (s *Server) Stop(ctx context.Context) error {
 }
 
 // cutAll closes everything without waiting: the health service for good, the Gate,
-// every stream (cancelled with ErrStreamDrained), and the grpc.Server with its
-// listener and connections (grpc.Server.Stop, on a goroutine of its own). It returns
-// the channel closed when grpc.Server.Stop has returned.
+// every stream (cancelled with entrypoint.ErrStreamDrained), and the grpc.Server with
+// its listener and connections (grpc.Server.Stop, on a goroutine of its own). It
+// returns the channel closed when grpc.Server.Stop has returned.
 func (s *Server) cutAll() <-chan struct{} {
 	s.endHealth()
 	s.gate.Close()
@@ -156,10 +156,10 @@ func (s *Server) cutAll() <-chan struct{} {
 // Monitor.
 func (s *Server) endHealth() {
 	s.health.withdraw(true)
-	s.mu.Lock()
+	s.base.Lock()
 	unsub := s.unsubscribe
 	s.unsubscribe = nil
-	s.mu.Unlock()
+	s.base.Unlock()
 	if unsub != nil {
 		unsub()
 	}
@@ -168,8 +168,8 @@ func (s *Server) endHealth() {
 // startGracefulStop runs GracefulStop once, on its own goroutine, and returns the
 // channel closed when it returns.
 func (s *Server) startGracefulStop() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	if s.graceful == nil {
 		ch := make(chan struct{})
 		s.graceful = ch
@@ -184,8 +184,8 @@ func (s *Server) startGracefulStop() <-chan struct{} {
 // startStop runs grpc.Server.Stop once, on its own goroutine, and returns the channel
 // closed when it returns.
 func (s *Server) startStop() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	if s.stopped == nil {
 		ch := make(chan struct{})
 		s.stopped = ch
@@ -198,9 +198,9 @@ func (s *Server) startStop() <-chan struct{} {
 }
 
 func (s *Server) setReport(r string) {
-	s.mu.Lock()
+	s.base.Lock()
 	s.report = r
-	s.mu.Unlock()
+	s.base.Unlock()
 }
 
 func (s *Server) closeListener() error { return transport.CloseListener(s.ln, s.cfg.Name) }

@@ -90,7 +90,7 @@ func (s *Server) stream(srv any, ss grpc.ServerStream, info *grpc.StreamServerIn
 		if r != nil {
 			err = s.panicked(ctx, method, r)
 		}
-		if errors.Is(context.Cause(ctx), ErrStreamDrained) {
+		if errors.Is(context.Cause(ctx), entrypoint.ErrStreamDrained) {
 			err = drainedStatus(err)
 		}
 		s.streams.remove(st)

@@ -12,13 +12,15 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // Once the Gate is closed every RPC but the health service's is refused with
 // UNAVAILABLE before its handler runs, and counted.
 func TestClosedGateRefusesWithUnavailable(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{}, func(*grpc.Server) {}, WithRegisterer(reg))
+	s, err := New(Config{}, func(*grpc.Server) {}, WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +79,7 @@ func TestDrainedStatus(t *testing.T) {
 // once the method's series exist (docs/cost.md): a change that adds an allocation to
 // the call path fails here.
 func TestUnaryAllocs(t *testing.T) {
-	s, err := New(Config{}, func(*grpc.Server) {}, WithRegisterer(prometheus.NewRegistry()))
+	s, err := New(Config{}, func(*grpc.Server) {}, WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry()}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +101,7 @@ func TestUnaryAllocs(t *testing.T) {
 func TestUnaryAllocsUnsampled(t *testing.T) {
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
 	defer tp.Shutdown(context.Background())
-	s, err := New(Config{}, func(*grpc.Server) {}, WithRegisterer(prometheus.NewRegistry()), WithTracerProvider(tp))
+	s, err := New(Config{}, func(*grpc.Server) {}, WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry(), TracerProvider: tp}))
 	if err != nil {
 		t.Fatal(err)
 	}

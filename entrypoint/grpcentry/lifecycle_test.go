@@ -13,6 +13,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 )
 
@@ -176,7 +177,7 @@ func TestHandlerBlockingForeverDoesNotBlockStop(t *testing.T) {
 func TestPanicBecomesInternal(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	svc := &service{unary: func(context.Context) error { panic("boom") }}
-	x := run(t, grpcentry.Config{}, svc, grpcentry.WithRegisterer(reg))
+	x := run(t, grpcentry.Config{}, svc, grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	ctx := ctxT(t)
 	if _, err := x.client.UnaryCall(ctx, &testpb.SimpleRequest{}); status.Code(err) != codes.Internal {
 		t.Fatalf("RPC whose handler panicked: %v, want INTERNAL", err)

@@ -10,7 +10,7 @@ import (
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
-// metrics are the RED metrics of WithRegisterer.
+// metrics are the RED metrics of WithTelemetry's Registerer.
 type metrics struct {
 	requests *prometheus.CounterVec
 	duration *prometheus.HistogramVec

@@ -13,9 +13,9 @@ var _ health.MonitorUser = (*Server)(nil)
 // or Host.BeginDraining) and while a check fails. The Host calls it at registration.
 // A nil m, or a call once the Server is bound, does nothing.
 func (s *Server) UseMonitor(m *health.Monitor) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m == nil || s.own.monitor != nil || s.guard.Phase() != entrypoint.PhaseNew {
+	s.base.Lock()
+	defer s.base.Unlock()
+	if m == nil || s.own.monitor != nil || s.base.Phase() != entrypoint.PhaseNew {
 		return
 	}
 	s.monitor = m

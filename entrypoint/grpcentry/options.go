@@ -3,102 +3,28 @@ package grpcentry
 import (
 	"net"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
 	"google.golang.org/grpc"
 
-	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // Option changes how New builds a Server.
 type Option func(*options)
 
 type options struct {
-	listener    net.Listener
-	given       entrypoint.Telemetry // the telemetry options; SetDefaults takes the Host's for the rest
-	monitor     *health.Monitor
-	services    []string
-	servicesSet bool
-	serverOpts  []grpc.ServerOption
-	admission   admissionOptions // admission.go
-	problems    fault.Problems
+	transport.Options // WithListener, WithTelemetry, and the problems of every option
+	monitor           *health.Monitor
+	services          []string
+	servicesSet       bool
+	serverOpts        []grpc.ServerOption
+	admission         admissionOptions // admission.go
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then
 // be empty. The Server takes ownership of l: Drain or Stop closes it.
 func WithListener(l net.Listener) Option {
-	return func(o *options) {
-		if l == nil {
-			o.problems.Addf("WithListener", "listener must not be nil")
-		}
-		o.listener = l
-	}
-}
-
-// WithLogger sets the logger for handler panics. Without it the Server takes the
-// Host's (SetDefaults), or discards them. A nil logger is ignored.
-func WithLogger(l *zap.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.given.Logger = l
-		}
-	}
-}
-
-// WithRegisterer registers the Server's RED metrics with reg, each with a constant
-// label entrypoint=Config.Name so that two servers can share a registry:
-//
-//	servicewright_grpc_requests_total{method,code}         counter
-//	servicewright_grpc_request_duration_seconds{method}    histogram
-//	servicewright_grpc_in_flight                           gauge
-//	servicewright_grpc_refused_draining_total              counter
-//	servicewright_grpc_panics_total                        counter
-//	servicewright_grpc_reset_abuse_closed_total            counter
-//	servicewright_grpc_connections_open                    gauge
-//	servicewright_grpc_connections_max                     gauge
-//	servicewright_grpc_accept_paused_total                 counter
-//	servicewright_grpc_accept_paused_seconds_total         counter
-//
-// method is the RPC's full name ("/orders.v1.Orders/GetOrder"), code its status
-// code's name ("OK", "UNAVAILABLE"). requests_total and the histogram count admitted
-// RPCs when their handler returns; a refused RPC is counted only in
-// refused_draining_total; the health service is not counted. reset_abuse_closed_total
-// counts the connections closed for resetting too many streams (Config.MaxStreamResets),
-// connections_open the connections open, and accept_paused_total and
-// accept_paused_seconds_total how often and how long the listener stopped accepting at
-// MaxConnections (new connections waiting in the backlog), the same connection cap
-// and figures as httpentry's. A registration that
-// fails (a name already taken) makes New fail, and nothing is left registered. A nil
-// reg is ignored. Without it the Server registers with the Host's registry
-// (SetDefaults), if any.
-func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(o *options) {
-		if reg != nil {
-			o.given.Registerer = reg
-		}
-	}
-}
-
-// WithTracerProvider makes the Server start a server span per admitted RPC with tp,
-// continuing the trace of the call's metadata (W3C trace context and baggage unless
-// WithPropagator says otherwise), named "package.Service/Method" and ended once the
-// status — a panic's INTERNAL included — is known. The span carries the RPC semantic
-// conventions' rpc.system.name, rpc.method and rpc.response.status_code, and an error
-// status for UNKNOWN, DEADLINE_EXCEEDED, UNIMPLEMENTED, INTERNAL, UNAVAILABLE,
-// DATA_LOSS or a panic (whose type only is recorded, never its text). The health
-// service is not traced, and the global OpenTelemetry provider and propagator are
-// not used. Without it the Server uses the tracer provider the Host hands it
-// (SetDefaults), if any; with neither, or with a no-op provider, no span is made and
-// tracing costs nothing. A nil tp is ignored.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) {
-		if tp != nil {
-			o.given.TracerProvider = tp
-		}
-	}
+	return func(o *options) { o.UseListener(l) }
 }
 
 // WithHealth ties the grpc.health.v1 service to m: it answers SERVING only while m's
@@ -111,7 +37,7 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 func WithHealth(m *health.Monitor) Option {
 	return func(o *options) {
 		if m == nil {
-			o.problems.Addf("WithHealth", "monitor must not be nil")
+			o.Problems.Addf("WithHealth", "monitor must not be nil")
 		}
 		o.monitor = m
 	}

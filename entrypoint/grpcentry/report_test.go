@@ -68,7 +68,7 @@ func TestPanicReports(t *testing.T) {
 		if len(spans) != 1 {
 			t.Fatalf("%d spans, want 1", len(spans))
 		}
-		want := map[string]string{fault.TagEntrypoint: "grpc", grpcentry.TagMethod: "/grpc.testing.TestService/UnaryCall",
+		want := map[string]string{fault.TagEntrypoint: "grpc", "method": "/grpc.testing.TestService/UnaryCall",
 			fault.TagTraceID: spans[0].SpanContext().TraceID().String()}
 		for k, v := range want {
 			if tags[0][k] != v {
@@ -80,32 +80,32 @@ func TestPanicReports(t *testing.T) {
 		}
 	})
 
-	t.Run("WithReporter and WithPropagator win over the Host's", func(t *testing.T) {
+	t.Run("WithTelemetry's reporter and propagator win over the Host's", func(t *testing.T) {
 		mine, host := &testenv.Reports{}, &testenv.Reports{}
 		myProp, hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}, &extracts{TextMapPropagator: propagation.TraceContext{}}
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
 		x := runHooked(t, grpcentry.Config{}, &service{unary: boom}, func(s *grpcentry.Server) {
 			s.SetDefaults(entrypoint.Telemetry{Reporter: host, Propagator: hostProp, TracerProvider: tp})
-		}, grpcentry.WithReporter(mine), grpcentry.WithPropagator(myProp))
+		}, grpcentry.WithTelemetry(entrypoint.Telemetry{Reporter: mine, Propagator: myProp}))
 		x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{})
 		m, _ := mine.Get()
 		h, _ := host.Get()
 		if len(m) != 1 || len(h) != 0 {
-			t.Errorf("reports: %d to WithReporter's, %d to the Host's; want 1 and 0", len(m), len(h))
+			t.Errorf("reports: %d to WithTelemetry's, %d to the Host's; want 1 and 0", len(m), len(h))
 		}
 		if myProp.count() == 0 || hostProp.count() != 0 {
-			t.Errorf("extracts: %d by WithPropagator's, %d by the Host's", myProp.count(), hostProp.count())
+			t.Errorf("extracts: %d by WithTelemetry's, %d by the Host's", myProp.count(), hostProp.count())
 		}
 	})
 
-	t.Run("the Host's propagator reaches a Server traced by WithTracerProvider", func(t *testing.T) {
+	t.Run("the Host's propagator reaches a Server traced by WithTelemetry", func(t *testing.T) {
 		hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
 		x := runHooked(t, grpcentry.Config{}, &service{}, func(s *grpcentry.Server) {
 			s.SetDefaults(entrypoint.Telemetry{Propagator: hostProp})
-		}, grpcentry.WithTracerProvider(tp))
+		}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 		if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"net"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"go.uber.org/zap"
@@ -56,8 +55,7 @@ type Server struct {
 	abuses  atomic.Uint64 // connections cut for resetting too many streams
 	resets  *resetGuard   // the credentials every connection is wrapped in (resets.go, leave.go)
 
-	mu          sync.Mutex
-	guard       entrypoint.Guard // the lifecycle phase
+	base        entrypoint.Base // the name and the phase, under its lock with the fields below
 	ln          net.Listener
 	capped      *transport.ConnCap // MaxConnections, on ln from Bind
 	serving     *transport.Serving // the goroutine of grpc.Server.Serve
@@ -84,20 +82,20 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
+	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
 	if register == nil {
 		l.Addf("register", "must not be nil")
 	}
-	l.Merge("", o.problems.Err())
+	l.Merge("", o.Problems.Err())
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
 
-	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), serving: transport.NewServing(cfg.Name, "grpc.Server", grpc.ErrServerStopped), guard: entrypoint.NewGuard(cfg.Name), own: o, tlsCfg: tlsCfg, register: register, ln: o.listener, monitor: o.monitor, log: zap.NewNop(),
-		trace: newTracing(o.given.TracerProvider, o.given.Propagator), reporter: o.given.Reporter}
+	s := &Server{cfg: cfg, capped: transport.NewConnCap(cfg.MaxConnections, nil), serving: transport.NewServing(cfg.Name, "grpc.Server", grpc.ErrServerStopped), own: o, tlsCfg: tlsCfg, register: register, ln: o.Listener, monitor: o.monitor, log: zap.NewNop(),
+		trace: newTracing(o.Given.TracerProvider, o.Given.Propagator), reporter: o.Given.Reporter}
 	s.useAdmission(o.admission, &l)
-	if o.given.Logger != nil {
-		s.log = o.given.Logger.With(zap.String("entrypoint", cfg.Name))
+	if o.Given.Logger != nil {
+		s.log = o.Given.Logger.With(zap.String("entrypoint", cfg.Name))
 	}
 	gs, names, err := s.build()
 	if err != nil {
@@ -115,15 +113,13 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 	healthpb.RegisterHealthServer(gs, s.health)
 	s.grpc = gs
 
-	if o.given.Registerer != nil {
-		if err := s.useRegisterer(o.given.Registerer); err != nil {
-			if transport.AlreadyRegistered(err) {
-				l.Addf("WithRegisterer", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
-			} else {
-				l.Addf("WithRegisterer", "%v", err)
-			}
-			return nil, l.Err()
+	if err := s.base.Init(cfg.Name, o.Given, s.useTelemetry); err != nil {
+		if transport.AlreadyRegistered(err) {
+			l.Addf("WithTelemetry", "metrics for entrypoint %q are already registered: %v", cfg.Name, err)
+		} else {
+			l.Addf("WithTelemetry", "%v", err)
 		}
+		return nil, l.Err()
 	}
 	return s, nil
 }
@@ -196,13 +192,13 @@ func checkServices(l *fault.Problems, want, have []string) {
 }
 
 // Name returns Config.Name.
-func (s *Server) Name() string { return s.cfg.Name }
+func (s *Server) Name() string { return s.base.Name() }
 
 // Addr returns the address the Server listens on, or nil before Bind. With Addr
 // ":0", it tells which port was picked.
 func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	if s.ln == nil {
 		return nil
 	}
@@ -224,7 +220,7 @@ type Stats struct {
 	ConnectionsHeld uint64 // connections left waiting in the backlog at MaxConnections
 }
 
-// Stats returns the Server's counters, with or without WithRegisterer.
+// Stats returns the Server's counters, with or without a metrics registry.
 func (s *Server) Stats() Stats {
 	return Stats{Panics: s.panics.Load(), RefusedDraining: s.refused.Load(),
 		ResetAbuses: s.abuses.Load(), ConnectionsHeld: s.capped.Stats().Paused}
@@ -239,8 +235,8 @@ func (s *Server) Connections() int {
 // with the connections sent a GOAWAY when readiness was withdrawn (moved_off=N,
 // see Serve).
 func (s *Server) DrainReport() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	return strings.TrimSpace(s.report + " " + s.capped.Report())
 }
 
@@ -249,9 +245,9 @@ func (s *Server) DrainReport() string {
 // until Serve. A failure to listen is returned naming the entrypoint, and leaves the
 // Server unbound. Calling it twice is an error wrapping entrypoint.ErrOutOfTurn.
 func (s *Server) Bind(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ln, err := transport.Bind(ctx, &s.guard, s.ln, s.cfg.Addr, s.cfg.Name)
+	s.base.Lock()
+	defer s.base.Unlock()
+	ln, err := transport.Bind(ctx, &s.base, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {
 		return err
 	}
@@ -286,10 +282,10 @@ func (s *Server) Bind(ctx context.Context) error {
 // Serve returns an error wrapping entrypoint.ErrOutOfTurn if called before Bind or
 // twice; nil at once, serving nothing, if Drain or Stop came first.
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
-	s.mu.Lock()
-	start, err := s.guard.Serve()
+	s.base.Lock()
+	start, err := s.base.Serve()
 	if !start {
-		s.mu.Unlock()
+		s.base.Unlock()
 		return err
 	}
 	if s.monitor != nil {
@@ -304,7 +300,7 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	}
 	ln, gs := s.ln, s.grpc
 	s.serving.Start(func() error { return gs.Serve(ln) })
-	s.mu.Unlock()
+	s.base.Unlock()
 
 	err = s.serving.Until(ctx, stop, func() { s.cutAll() })
 	select {

@@ -11,13 +11,6 @@ import (
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
-// ErrStreamDrained is the context.Cause of a streaming RPC's ctx when the Server ends
-// it: the spread drain reached it, or Stop cut it. A handler that returns when its
-// ctx is done needs nothing more: the Server turns what it returns into
-// StatusStreamDrained. One that checks context.Cause can send a last message first.
-// It is entrypoint.ErrStreamDrained, the one sentinel every transport uses.
-var ErrStreamDrained = entrypoint.ErrStreamDrained
-
 // StatusStreamDrained is the status a drained stream ends with, unless its handler
 // returned a status of its own: UNAVAILABLE, which a client may retry at once,
 // elsewhere.
@@ -39,7 +32,7 @@ func (ss *streamSet) add(parent context.Context) (*stream, context.Context) {
 	ctx, cancel := context.WithCancelCause(parent)
 	st := &stream{cancel: cancel}
 	if !ss.Add(st) {
-		cancel(ErrStreamDrained)
+		cancel(entrypoint.ErrStreamDrained)
 	}
 	return st, ctx
 }
@@ -50,7 +43,7 @@ func (ss *streamSet) remove(st *stream) {
 	st.cancel(context.Canceled)
 }
 
-func (st *stream) drain() { st.cancel(ErrStreamDrained) }
+func (st *stream) drain() { st.cancel(entrypoint.ErrStreamDrained) }
 
 // drainedStatus is what a drained stream's handler result becomes: its own status
 // if it returned one (other than CANCELLED), StatusStreamDrained otherwise.

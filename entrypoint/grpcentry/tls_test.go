@@ -23,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 )
 
@@ -89,13 +90,13 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// WithTracerProvider starts one server span per RPC with the given provider, and
+// WithTelemetry's TracerProvider starts one server span per RPC with the given provider, and
 // continues the caller's trace.
 func TestTracing(t *testing.T) {
 	rec := tracetest.NewSpanRecorder()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
 	defer tp.Shutdown(context.Background())
-	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithTracerProvider(tp))
+	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if _, err := x.client.EmptyCall(ctxT(t), &testpb.Empty{}); err != nil {
 		t.Fatal(err)
 	}

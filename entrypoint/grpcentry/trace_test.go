@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 )
 
@@ -79,7 +80,7 @@ func TestSpans(t *testing.T) {
 		x := run(t, grpcentry.Config{}, &service{unary: func(ctx context.Context) error {
 			seen = trace.SpanContextFromContext(ctx)
 			return nil
-		}}, grpcentry.WithTracerProvider(tp))
+		}}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 		if _, err := x.client.UnaryCall(withParent(ctxT(t), sampled), &testpb.SimpleRequest{}); err != nil {
 			t.Fatal(err)
 		}
@@ -129,7 +130,7 @@ func TestSpans(t *testing.T) {
 			rec, tp := newTP(t)
 			x := run(t, grpcentry.Config{}, &service{unary: func(context.Context) error {
 				return status.Error(c.code, "what went wrong")
-			}}, grpcentry.WithTracerProvider(tp))
+			}}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 			if _, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{}); status.Code(err) != c.code {
 				t.Fatalf("%v: RPC = %v", c.code, err)
 			}
@@ -151,7 +152,7 @@ func TestSpans(t *testing.T) {
 		rec, tp := newTP(t)
 		x := run(t, grpcentry.Config{}, &service{unary: func(context.Context) error {
 			panic(secretPanic{password: "hunter2"})
-		}}, grpcentry.WithTracerProvider(tp))
+		}}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 		if _, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{}); status.Code(err) != codes.Internal {
 			t.Fatalf("RPC = %v, want INTERNAL", err)
 		}
@@ -178,7 +179,7 @@ func TestSpans(t *testing.T) {
 		x := run(t, grpcentry.Config{}, &service{stream: func(ctx context.Context, send func() error) error {
 			seen = trace.SpanContextFromContext(ctx)
 			return send()
-		}}, grpcentry.WithTracerProvider(tp))
+		}}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 		st, err := x.client.StreamingOutputCall(withParent(ctxT(t), true), &testpb.StreamingOutputCallRequest{})
 		if err != nil {
 			t.Fatal(err)
@@ -212,7 +213,7 @@ func TestSpans(t *testing.T) {
 
 	t.Run("the health service is not traced", func(t *testing.T) {
 		rec, tp := newTP(t)
-		x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithTracerProvider(tp))
+		x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 		if _, err := x.health.Check(withParent(ctxT(t), true), &healthpb.HealthCheckRequest{}); err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +227,7 @@ func TestSpans(t *testing.T) {
 		x := run(t, grpcentry.Config{}, &service{unary: func(ctx context.Context) error {
 			seen = trace.SpanContextFromContext(ctx)
 			return nil
-		}}, grpcentry.WithTracerProvider(noop.NewTracerProvider()))
+		}}, grpcentry.WithTelemetry(entrypoint.Telemetry{TracerProvider: noop.NewTracerProvider()}))
 		if _, err := x.client.UnaryCall(withParent(ctxT(t), true), &testpb.SimpleRequest{}); err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/grpc/status"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 )
 
@@ -19,7 +20,7 @@ import (
 // keeps its own.
 func TestUnknownMethodsCountedUnderOneLabel(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithRegisterer(reg))
+	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	ctx := ctxT(t)
 	names := []string{"/nope.Svc/A", "/nope.Svc/B", "/other.Svc/A", "/grpc.testing.TestService/Nope"}
 	for _, m := range names {

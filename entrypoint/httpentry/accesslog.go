@@ -46,12 +46,12 @@ var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Coo
 func WithAccessLog(cfg AccessLog) Option {
 	return func(o *options) {
 		if cfg.Every < 0 {
-			o.problems.Addf("WithAccessLog", "Every must not be negative, got %d", cfg.Every)
+			o.Problems.Addf("WithAccessLog", "Every must not be negative, got %d", cfg.Every)
 		}
 		for _, h := range cfg.Headers {
 			for _, c := range credentialHeaders {
 				if strings.EqualFold(h, c) {
-					o.problems.Addf("WithAccessLog", "header %q carries a credential and is never logged", h)
+					o.Problems.Addf("WithAccessLog", "header %q carries a credential and is never logged", h)
 				}
 			}
 		}

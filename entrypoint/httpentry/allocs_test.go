@@ -10,6 +10,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // TestMiddlewareAllocs holds the Server's allocations per request to what they are
@@ -38,7 +40,7 @@ func TestMiddlewareAllocs(t *testing.T) {
 	}
 	bare := allocs(mux)
 
-	if got := allocs(server(WithRegisterer(prometheus.NewRegistry()))); got != bare {
+	if got := allocs(server(WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry()}))); got != bare {
 		t.Errorf("untraced request through the Server: %v allocations, bare handler %v: want no more", got, bare)
 	}
 	// A handler that writes a string: the Server's writer passes it on as a string,
@@ -64,7 +66,7 @@ func TestMiddlewareAllocs(t *testing.T) {
 		{"sampled", sdktrace.AlwaysSample(), 5},
 	} {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(c.sampler))
-		got := allocs(server(WithTracerProvider(tp), WithPropagator(prop)))
+		got := allocs(server(WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Propagator: prop})))
 		if err := tp.Shutdown(context.Background()); err != nil {
 			t.Fatal(err)
 		}

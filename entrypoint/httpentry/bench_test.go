@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/admission"
 )
 
@@ -65,7 +66,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	b.Run("bare", through(handler))
 	b.Run("gate", through(server()))
 	b.Run("gate/admission-off", through(server(WithAdmission(admission.Config{Off: true}))))
-	b.Run("gate+metrics", through(server(WithRegisterer(prometheus.NewRegistry()))))
+	b.Run("gate+metrics", through(server(WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry()}))))
 	// What WithRequestID adds (a new id: the request carries none), and the access
 	// log on top of it, 1 in 100 logged to a logger that drops what it is given.
 	b.Run("gate+requestid", through(server(WithRequestID())))

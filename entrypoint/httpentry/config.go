@@ -11,21 +11,24 @@ import (
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
-// Defaults for the fields of Config left at their zero value.
+// Defaults for the fields of Config left at their zero value; each field's doc
+// states its own. The exported ones are those a peer server configured like this
+// one takes (the benchmarks' peers do).
 const (
 	DefaultName              = "http"
-	DefaultAddr              = ":8080"
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
 	DefaultMaxHeaderBytes    = 1 << 20
-	DefaultMaxHeaderFields   = 100
-	DefaultStreamDrainWindow = 5 * time.Second
-	DefaultRetryAfter        = time.Second
+
+	defaultAddr              = ":8080"
+	defaultMaxHeaderFields   = 100
+	defaultStreamDrainWindow = 5 * time.Second
+	defaultRetryAfter        = time.Second
 )
 
-// Config configures a Server. Every zero field takes the default named after it, so
-// the zero Config is a plain-HTTP server on DefaultAddr with safe timeouts.
+// Config configures a Server. Every zero field takes the default its doc states, so
+// the zero Config is a plain-HTTP server on ":8080" with safe timeouts.
 type Config struct {
 	// Name identifies the entrypoint in logs, metrics and errors. Default "http".
 	Name string
@@ -68,8 +71,8 @@ type Config struct {
 	// MaxConns caps the connections open at once. At the cap the server stops
 	// accepting: new connections wait in the listen backlog, costing no descriptor,
 	// until one closes; this is counted in servicewright_http_accept_paused_total and
-	// in the drain report. Zero takes transport.DefaultMaxConns, derived from the
-	// process's RLIMIT_NOFILE so that the probe listener, the backends and telemetry
+	// in the drain report. Zero takes a default derived from the process's
+	// RLIMIT_NOFILE so that the probe listener, the backends and telemetry
 	// keep descriptors: (soft − max(128, soft/4)) / 2, 384 at a limit of 1024. A
 	// negative value is a ConfigError naming MaxConns.
 	MaxConns int
@@ -94,15 +97,15 @@ type Config struct {
 // Config and, when CertFile and KeyFile are set and valid, the TLS configuration.
 func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
 	cfg.Name = cmp.Or(cfg.Name, DefaultName)
-	transport.Addr(l, hasListener, &cfg.Addr, DefaultAddr)
+	transport.Addr(l, hasListener, &cfg.Addr, defaultAddr)
 	transport.Default(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	transport.Default(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)
 	transport.Default(l, "WriteTimeout", &cfg.WriteTimeout, 0)
 	transport.Default(l, "IdleTimeout", &cfg.IdleTimeout, DefaultIdleTimeout)
-	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, DefaultStreamDrainWindow)
-	transport.Default(l, "RetryAfter", &cfg.RetryAfter, DefaultRetryAfter)
+	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, defaultStreamDrainWindow)
+	transport.Default(l, "RetryAfter", &cfg.RetryAfter, defaultRetryAfter)
 	transport.Default(l, "MaxHeaderBytes", &cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
-	transport.Default(l, "MaxHeaderFields", &cfg.MaxHeaderFields, DefaultMaxHeaderFields)
+	transport.Default(l, "MaxHeaderFields", &cfg.MaxHeaderFields, defaultMaxHeaderFields)
 	transport.Default(l, "MaxConns", &cfg.MaxConns, transport.DefaultMaxConns())
 	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
 }

@@ -48,10 +48,10 @@ func TestSetDefaults(t *testing.T) {
 		myReg, hostReg := prometheus.NewRegistry(), prometheus.NewRegistry()
 		x := runWith(t, Config{}, panicky(), func(s *Server) {
 			s.SetDefaults(entrypoint.Telemetry{Logger: zap.New(host), Registerer: hostReg})
-		}, WithLogger(zap.New(mine)), WithRegisterer(myReg))
+		}, WithTelemetry(entrypoint.Telemetry{Logger: zap.New(mine), Registerer: myReg}))
 		x.get("/panic")
 		if mineLogs.Len() != 1 || hostLogs.Len() != 0 {
-			t.Errorf("logs: %d to WithLogger's, %d to the Host's; want 1 and 0", mineLogs.Len(), hostLogs.Len())
+			t.Errorf("logs: %d to WithTelemetry's logger, %d to the Host's; want 1 and 0", mineLogs.Len(), hostLogs.Len())
 		}
 		if n := len(gathered(t, hostReg)); n != 0 {
 			t.Errorf("%d series on the Host's registry, want none", n)
@@ -63,7 +63,7 @@ func TestSetDefaults(t *testing.T) {
 
 	t.Run("a registration that fails is SetDefaults' error, and SetDefaults after Bind does nothing", func(t *testing.T) {
 		reg := prometheus.NewRegistry()
-		if _, err := New(Config{}, panicky(), WithRegisterer(reg)); err != nil {
+		if _, err := New(Config{}, panicky(), WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 			t.Fatal(err)
 		}
 		s, err := New(Config{Addr: "127.0.0.1:0"}, panicky())

@@ -46,7 +46,7 @@
 // or to upgrade its connection (IsStreamRequest); WithStreamMatcher changes the rule
 // — and, over HTTP/1, when its answer is Content-Type: text/event-stream, whatever
 // the request asked. A stream's r.Context() is the ctx the drain
-// cancels, with cause ErrStreamDrained: an SSE handler that returns when its
+// cancels, with cause entrypoint.ErrStreamDrained: an SSE handler that returns when its
 // r.Context() is done is drained without change, and one that checks
 // context.Cause can send a final event first. StreamContext returns that ctx.
 //
@@ -69,8 +69,8 @@
 // graceful stop; streams are not cut by them.
 //
 // A server span per request (trace.go) and Prometheus RED metrics, labelled by
-// route, come from WithTracerProvider and
-// WithRegisterer, or from the telemetry the Host hands the Server (SetDefaults);
+// route, come from WithTelemetry, or from the telemetry the Host hands the Server
+// (SetDefaults);
 // without either the request path is the Gate, a response wrapper and a deferred
 // recover.
 //
@@ -83,8 +83,8 @@
 //
 // # Not done
 //
-// The package does not route (pass an http.ServeMux, or Routes through httpfx), does not
-// serve probes (the health package does), and does not speak h2c. On HTTP/2 a
+// The package does not route (pass an http.ServeMux, or Routes through httpfx), does
+// not serve probes (the health package does), and does not speak h2c. On HTTP/2 a
 // client whose stream DrainStreams ended may reconnect on the same connection until
 // Drain sends its GOAWAY; that stream is then closed again by Drain's spread.
 package httpentry

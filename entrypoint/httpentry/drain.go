@@ -23,10 +23,10 @@ import (
 // through its load balancer rather than on the same connection: an HTTP/1
 // connection closes after its current response (idle ones at once), an HTTP/2 one is
 // sent a GOAWAY when it falls idle. Then it reaches each stream in turn, oldest
-// first, with entrypoint.Spread: its ctx is cancelled with cause ErrStreamDrained,
-// and a hijacked connection whose handler does not watch StreamContext is closed. It
-// returns nil once every stream it reached has ended, however close to ctx's
-// deadline that is.
+// first, with entrypoint.Spread: its ctx is cancelled with cause
+// entrypoint.ErrStreamDrained, and a hijacked connection whose handler does not watch
+// StreamContext is closed. It returns nil once every stream it reached has ended,
+// however close to ctx's deadline that is.
 //
 // When ctx is done before the spread finished, the streams not yet reached are
 // reached at once; DrainStreams then returns ctx.Err() and leaves the streams not
@@ -35,9 +35,9 @@ import (
 // It refuses no request. Streams opened while it runs are left to Drain. Before
 // Serve or after Drain began it does nothing and returns nil.
 func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
-	s.mu.Lock()
-	serving := s.guard.Phase() == entrypoint.PhaseServing
-	s.mu.Unlock()
+	s.base.Lock()
+	serving := s.base.Phase() == entrypoint.PhaseServing
+	s.base.Unlock()
 	if !serving {
 		return nil
 	}
@@ -99,14 +99,14 @@ func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error 
 // not cut by Drain. Before Serve it closes the listener and returns nil; after Stop
 // it does nothing.
 func (s *Server) Drain(ctx context.Context) error {
-	s.mu.Lock()
-	prev := s.guard.Drain()
+	s.base.Lock()
+	turn := s.base.Drain()
 	done := s.serveDone
-	s.mu.Unlock()
-	switch {
-	case prev == entrypoint.PhaseNew || prev == entrypoint.PhaseStopped || prev == entrypoint.PhaseDraining:
+	s.base.Unlock()
+	switch turn {
+	case entrypoint.Idle:
 		return nil
-	case done == nil: // bound, never served
+	case entrypoint.Unserved:
 		s.gate.Close()
 		return s.closeListener()
 	}
@@ -116,9 +116,7 @@ func (s *Server) Drain(ctx context.Context) error {
 	// The queued connections are handed over, and the listener closed, only once
 	// the Gate refuses: each of them is answered 503 draining.
 	s.conns.t.DrainBacklog()
-	if prev == entrypoint.PhaseServing {
-		close(s.draining)
-	}
+	close(s.draining)
 	list := s.streams.Snapshot(true)
 
 	// Shutdown closes the idle connections and sends HTTP/2 connections a GOAWAY;
@@ -170,8 +168,8 @@ func (s *Server) Drain(ctx context.Context) error {
 
 // Stop cuts off whatever Drain left: it closes the Gate, calls http.Server.Close,
 // which closes the listener and every connection (each running handler's ctx is
-// cancelled), cancels every stream's ctx with cause ErrStreamDrained and closes
-// every hijacked connection, watched or not. It then waits for the running
+// cancelled), cancels every stream's ctx with cause entrypoint.ErrStreamDrained and
+// closes every hijacked connection, watched or not. It then waits for the running
 // handlers to return and returns nil.
 //
 // When ctx is done first, Stop returns an error wrapping ctx.Err() that tells how
@@ -181,14 +179,14 @@ func (s *Server) Drain(ctx context.Context) error {
 // Stop may be called without Drain, and more than once. Before Serve it closes the
 // listener; before Bind it does nothing.
 func (s *Server) Stop(ctx context.Context) error {
-	s.mu.Lock()
-	prev := s.guard.Stop()
+	s.base.Lock()
+	turn := s.base.Stop()
 	done := s.serveDone
-	s.mu.Unlock()
-	switch {
-	case prev == entrypoint.PhaseNew:
+	s.base.Unlock()
+	switch turn {
+	case entrypoint.Idle:
 		return nil
-	case done == nil:
+	case entrypoint.Unserved:
 		s.gate.Close()
 		return s.closeListener()
 	}

@@ -18,6 +18,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // panicky panics on /panic before writing, on /late after the response started,
@@ -43,7 +45,7 @@ func panicky() http.Handler {
 func TestHandlerPanics(t *testing.T) {
 	core, logs := observer.New(zap.ErrorLevel)
 	reg := prometheus.NewRegistry()
-	x := run(t, Config{}, panicky(), WithLogger(zap.New(core)), WithRegisterer(reg))
+	x := run(t, Config{}, panicky(), WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg}))
 
 	t.Run("a panic is answered 500, logged with its route and counted", func(t *testing.T) {
 		code, body, err := x.get("/panic")
@@ -116,7 +118,7 @@ func TestSlowHeadersAreCut(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	x := run(t, Config{}, panicky(), WithRegisterer(reg))
+	x := run(t, Config{}, panicky(), WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	for i := range 3 {
 		x.mustGet(fmt.Sprintf("/ok/%d", i), 200) // three raw paths, one route: "/"
 	}
@@ -187,11 +189,11 @@ func TestMetrics(t *testing.T) {
 	})
 
 	t.Run("a second server with the same name cannot register", func(t *testing.T) {
-		_, err := New(Config{}, panicky(), WithRegisterer(reg))
-		if err == nil || !strings.Contains(err.Error(), "WithRegisterer") {
+		_, err := New(Config{}, panicky(), WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
+		if err == nil || !strings.Contains(err.Error(), "WithTelemetry") {
 			t.Errorf("New = %v, want a WithRegisterer problem", err)
 		}
-		if _, err := New(Config{Name: "admin"}, panicky(), WithRegisterer(reg)); err != nil {
+		if _, err := New(Config{Name: "admin"}, panicky(), WithTelemetry(entrypoint.Telemetry{Registerer: reg})); err != nil {
 			t.Errorf("New with another name = %v", err)
 		}
 	})
@@ -245,7 +247,7 @@ func TestTracing(t *testing.T) {
 	mux.HandleFunc("POST /orders/{id}/pay", func(w http.ResponseWriter, r *http.Request) {
 		panic("card " + r.PathValue("id"))
 	})
-	x := run(t, Config{}, mux, WithTracerProvider(tp), WithLogger(zap.NewNop()))
+	x := run(t, Config{}, mux, WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Logger: zap.NewNop()}))
 
 	t.Run("each admitted request is a server span named after its route", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", x.base+"/orders/7", nil)

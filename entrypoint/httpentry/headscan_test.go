@@ -109,7 +109,7 @@ func BenchmarkHeadScan(b *testing.B) {
 		"Cookie: session=0123456789abcdef0123456789abcdef\r\nSec-Fetch-Dest: empty\r\nSec-Fetch-Mode: cors\r\n" +
 		"Traceparent: 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\r\nX-Request-Id: 7f1c2a\r\n\r\n")
 	b.Run("scan", func(b *testing.B) {
-		s := headScan{maxFields: DefaultMaxHeaderFields}
+		s := headScan{maxFields: defaultMaxHeaderFields}
 		b.SetBytes(int64(len(head)))
 		b.ReportAllocs()
 		for b.Loop() {

@@ -17,9 +17,9 @@ var _ health.MonitorUser = (*Server)(nil)
 // clients off (see Serve). The Host calls it at registration. A nil m, or a call
 // once the Server is bound, does nothing.
 func (s *Server) UseMonitor(m *health.Monitor) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if m == nil || s.guard.Phase() != entrypoint.PhaseNew {
+	s.base.Lock()
+	defer s.base.Unlock()
+	if m == nil || s.base.Phase() != entrypoint.PhaseNew {
 		return
 	}
 	s.monitor = m

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/admission"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
@@ -131,7 +132,7 @@ func TestStreamRecognisedByItsResponse(t *testing.T) {
 			w.(http.Flusher).Flush()
 			opened <- struct{}{}
 			<-r.Context().Done()
-			if errors.Is(context.Cause(r.Context()), ErrStreamDrained) {
+			if errors.Is(context.Cause(r.Context()), entrypoint.ErrStreamDrained) {
 				io.WriteString(w, "{\"bye\":true}\n")
 			}
 		})

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // Requests of different routes, methods and statuses through the same pooled
@@ -21,7 +23,7 @@ func TestMetricsSeriesFollowEachRequest(t *testing.T) {
 		}
 	})
 	reg := prometheus.NewRegistry()
-	s, err := New(Config{}, mux, WithRegisterer(reg))
+	s, err := New(Config{}, mux, WithTelemetry(entrypoint.Telemetry{Registerer: reg}))
 	if err != nil {
 		t.Fatal(err)
 	}

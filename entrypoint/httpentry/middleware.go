@@ -41,7 +41,7 @@ func WithMiddleware(mw ...Middleware) Option {
 	return func(o *options) {
 		for i, m := range mw {
 			if m == nil {
-				o.problems.Addf("WithMiddleware", "middleware %d of %d is nil", i+1, len(mw))
+				o.Problems.Addf("WithMiddleware", "middleware %d of %d is nil", i+1, len(mw))
 			}
 		}
 		o.middleware = append(o.middleware, mw...)

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/internal/testenv"
@@ -85,7 +86,7 @@ func TestMiddlewarePanicRecovered(t *testing.T) {
 		return http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("middleware broke") })
 	}
 	rep := &testenv.Reports{}
-	s, err := New(Config{}, http.NotFoundHandler(), WithLogger(zap.New(core)), WithRequestID(), WithReporter(rep),
+	s, err := New(Config{}, http.NotFoundHandler(), WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core)}), WithRequestID(), WithTelemetry(entrypoint.Telemetry{Reporter: rep}),
 		WithAccessLog(AccessLog{Every: 1000}), WithMiddleware(boom))
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +182,7 @@ func TestRequestIDPropagation(t *testing.T) {
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		log.Info("handled", zap.String("request_id", RequestID(r.Context())))
 	})
-	s, err := New(Config{}, h, WithLogger(log), WithTracerProvider(tp), WithRequestID(), WithAccessLog(AccessLog{}))
+	s, err := New(Config{}, h, WithTelemetry(entrypoint.Telemetry{Logger: log, TracerProvider: tp}), WithRequestID(), WithAccessLog(AccessLog{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,7 +242,7 @@ func TestMiddlewareNotRunForRefused(t *testing.T) {
 	count := func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { ran++; next.ServeHTTP(w, r) })
 	}
-	s, err := New(Config{}, http.NotFoundHandler(), WithLogger(zap.New(core)), WithRequestID(),
+	s, err := New(Config{}, http.NotFoundHandler(), WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core)}), WithRequestID(),
 		WithAccessLog(AccessLog{}), WithMiddleware(count))
 	if err != nil {
 		t.Fatal(err)
@@ -275,7 +276,7 @@ func TestMiddlewareCopiedRequestKeepsRoute(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) {})
 	mux.HandleFunc("GET /boom/{id}", func(w http.ResponseWriter, r *http.Request) { panic("boom") })
-	s, err := New(Config{}, mux, WithLogger(zap.New(core)), WithTracerProvider(tp),
+	s, err := New(Config{}, mux, WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core), TracerProvider: tp}),
 		WithAccessLog(AccessLog{}), WithMiddleware(copying))
 	if err != nil {
 		t.Fatal(err)

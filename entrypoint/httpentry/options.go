@@ -5,13 +5,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
-	"go.uber.org/zap"
-
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/transport"
 )
 
 // An Option adds an optional part to a Server. Middleware that is not asked for costs
@@ -19,41 +15,29 @@ import (
 type Option func(*options)
 
 type options struct {
-	listener   net.Listener
-	given      entrypoint.Telemetry // the telemetry options; SetDefaults takes the Host's for the rest
-	isStream   func(*http.Request) bool
-	streams    []string // WithStreams
-	admission  admissionOptions
-	middleware []Middleware // WithMiddleware
-	requestID  bool         // WithRequestID
-	access     *AccessLog   // WithAccessLog
-	problems   fault.Problems
+	transport.Options // WithListener, WithTelemetry, and the problems of every option
+	isStream          func(*http.Request) bool
+	streams           []string // WithStreams
+	admission         admissionOptions
+	middleware        []Middleware // WithMiddleware
+	requestID         bool         // WithRequestID
+	access            *AccessLog   // WithAccessLog
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then
 // be empty. The Server takes ownership of l: Drain or Stop closes it.
 func WithListener(l net.Listener) Option {
-	return func(o *options) {
-		if l == nil {
-			o.problems.Addf("WithListener", "listener must not be nil")
-		}
-		o.listener = l
-	}
+	return func(o *options) { o.UseListener(l) }
 }
 
-// WithLogger sets the logger for handler panics, refused hijacks and net/http's own
-// errors (TLS handshakes, malformed requests). Without it the Server uses the logger
-// its Host hands it (see entrypoint.DefaultsUser), and discards them when there is
-// none. A nil logger is ignored.
-func WithLogger(l *zap.Logger) Option {
-	return func(o *options) {
-		if l != nil {
-			o.given.Logger = l
-		}
-	}
-}
-
-// WithRegisterer registers the Server's RED metrics with reg, each with a constant label
+// WithTelemetry gives the Server its own telemetry; each nil field of t is taken
+// from the Host (SetDefaults), and without a Host it stays off. Given more than
+// once, the later call's non-nil fields win.
+//
+// Logger receives handler panics, refused hijacks and net/http's own errors (TLS
+// handshakes, malformed requests); with none they are discarded.
+//
+// Registerer gets the Server's RED metrics, each with a constant label
 // entrypoint=Config.Name so that two servers can share a registry:
 //
 //	servicewright_http_requests_total{code,method}            counter
@@ -71,60 +55,27 @@ func WithLogger(l *zap.Logger) Option {
 // shed_total{reason="overload"} (the concurrency limit) or
 // shed_total{reason="saturated"} (the CPUs; see admission.Limiter).
 // admission_limit is the adaptive concurrency limit and admission_share the share
-// of ordinary requests under it admitted in the limiter's last window (both 0 when WithAdmission turned
-// it off). method is
-// the request's method when it is a standard one and "other" otherwise; code is
-// the status sent, "101" for a hijacked connection and "aborted" when the handler
-// aborted the response. in_flight counts admitted requests whose handler runs and
-// hijacked connections still open. A registration that fails (a name already
-// taken) makes New fail, and nothing is left registered. Without it the metrics go
-// to the registry the Host hands the Server, if any. A nil reg is ignored.
-func WithRegisterer(reg prometheus.Registerer) Option {
-	return func(o *options) {
-		if reg != nil {
-			o.given.Registerer = reg
-		}
-	}
-}
-
-// WithTracerProvider makes the Server start a server span per admitted request with
-// tp, continuing the trace of the request's headers (W3C trace context and baggage
-// unless WithPropagator says otherwise), named after the method and the matched
-// route and ended once the answer — a panic's 500 included — is known. The global
-// OpenTelemetry propagator is not used. Without it
-// the Server uses the tracer provider the Host hands it, if any; with neither, no
-// span is made and tracing costs nothing. A nil tp is ignored.
-func WithTracerProvider(tp trace.TracerProvider) Option {
-	return func(o *options) {
-		if tp != nil {
-			o.given.TracerProvider = tp
-		}
-	}
-}
-
-// WithPropagator makes the tracing extract the caller's trace context from the
-// request headers with p. Without it the Server uses the propagator its Host hands
-// it (OTEL_PROPAGATORS), and W3C trace context and baggage with neither. It matters
-// only when requests are traced (WithTracerProvider). A nil p is ignored.
-func WithPropagator(p propagation.TextMapPropagator) Option {
-	return func(o *options) {
-		if p != nil {
-			o.given.Propagator = p
-		}
-	}
-}
-
-// WithReporter sends each recovered handler panic to r, as a *fault.PanicError with
-// the panicking goroutine's stack, tagged with the entrypoint, the route (the
-// ServeMux pattern, or the path), the method and the trace id of the request's span.
-// Without it the Server uses the error reporter its Host hands it, if any; with
-// neither, a panic is only logged. A nil r is ignored.
-func WithReporter(r fault.Reporter) Option {
-	return func(o *options) {
-		if r != nil {
-			o.given.Reporter = r
-		}
-	}
+// of ordinary requests under it admitted in the limiter's last window (both 0 when
+// WithAdmission turned it off). method is the request's method when it is a
+// standard one and "other" otherwise; code is the status sent, "101" for a hijacked
+// connection and "aborted" when the handler aborted the response. in_flight counts
+// admitted requests whose handler runs and hijacked connections still open. A
+// registration that fails (a name already taken) makes New fail, and nothing is
+// left registered.
+//
+// TracerProvider makes the Server start a server span per admitted request,
+// continuing the trace of the request's headers as Propagator reads them (W3C trace
+// context and baggage with none), named after the method and the matched route and
+// ended once the answer — a panic's 500 included — is known. The global
+// OpenTelemetry provider and propagator are not used; with no provider no span is
+// made and tracing costs nothing.
+//
+// Reporter receives each recovered handler panic, as a *fault.PanicError with the
+// panicking goroutine's stack, tagged with the entrypoint, the route (the ServeMux
+// pattern, or the path), the method and the trace id of the request's span; with
+// none, a panic is only logged.
+func WithTelemetry(t entrypoint.Telemetry) Option {
+	return func(o *options) { o.UseTelemetry(t) }
 }
 
 // WithStreamMatcher replaces the rule that tells, from the request, which requests
@@ -142,10 +93,10 @@ func WithStreamMatcher(match func(r *http.Request) bool) Option {
 
 // WithStreams declares streaming routes: a request that matches one of patterns,
 // read as http.ServeMux patterns ("GET /events"), is a stream whatever its headers —
-// its r.Context() is cancelled with cause ErrStreamDrained when the drain reaches
-// it (see StreamContext), and it is outside the admission limiter. It is the one
-// declaration a streaming route needs beyond a handler that ends when its ctx does;
-// the stream matcher (WithStreamMatcher) still applies to the other routes.
+// its r.Context() is cancelled with cause entrypoint.ErrStreamDrained when the drain
+// reaches it (see StreamContext), and it is outside the admission limiter. It is the
+// one declaration a streaming route needs beyond a handler that ends when its ctx
+// does; the stream matcher (WithStreamMatcher) still applies to the other routes.
 //
 // A Server-Sent Events handler, one that sets Content-Type: text/event-stream, is
 // recognised without it over HTTP/1.1, and a hijacked connection always is; declare

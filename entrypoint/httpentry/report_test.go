@@ -85,22 +85,22 @@ func TestPanicReports(t *testing.T) {
 		}
 	})
 
-	t.Run("WithReporter and WithPropagator win over the Host's", func(t *testing.T) {
+	t.Run("WithTelemetry's reporter and propagator win over the Host's", func(t *testing.T) {
 		mine, host := &testenv.Reports{}, &testenv.Reports{}
 		myProp, hostProp := &extracts{TextMapPropagator: propagation.TraceContext{}}, &extracts{TextMapPropagator: propagation.TraceContext{}}
 		tp := sdktrace.NewTracerProvider()
 		defer tp.Shutdown(context.Background())
 		x := runWith(t, Config{}, panicky(), func(s *Server) {
 			s.SetDefaults(entrypoint.Telemetry{Reporter: host, Propagator: hostProp})
-		}, WithReporter(mine), WithPropagator(myProp), WithTracerProvider(tp))
+		}, WithTelemetry(entrypoint.Telemetry{Reporter: mine, Propagator: myProp, TracerProvider: tp}))
 		x.mustGet("/panic", http.StatusInternalServerError)
 		m, _ := mine.Get()
 		h, _ := host.Get()
 		if len(m) != 1 || len(h) != 0 {
-			t.Errorf("reports: %d to WithReporter's, %d to the Host's; want 1 and 0", len(m), len(h))
+			t.Errorf("reports: %d to WithTelemetry's, %d to the Host's; want 1 and 0", len(m), len(h))
 		}
 		if myProp.count() != 1 || hostProp.count() != 0 {
-			t.Errorf("extracts: %d by WithPropagator's, %d by the Host's; want 1 and 0", myProp.count(), hostProp.count())
+			t.Errorf("extracts: %d by WithTelemetry's, %d by the Host's; want 1 and 0", myProp.count(), hostProp.count())
 		}
 		if err := x.drain(failAfter); err != nil {
 			t.Errorf("Drain = %v", err)
@@ -109,7 +109,7 @@ func TestPanicReports(t *testing.T) {
 
 	t.Run("without tracing, the report has the route and no trace id", func(t *testing.T) {
 		rep := &testenv.Reports{}
-		x := run(t, Config{}, panicky(), WithReporter(rep))
+		x := run(t, Config{}, panicky(), WithTelemetry(entrypoint.Telemetry{Reporter: rep}))
 		x.get("/late") // the 200 went out before the panic: the connection is cut
 		_, tags := rep.Get()
 		if len(tags) != 1 || tags[0][TagRoute] != "GET /late" || tags[0][fault.TagTraceID] != "" {

@@ -42,7 +42,6 @@ type Server struct {
 	tracing    trace.TracerProvider // nil without a tracer provider
 	prop       propagation.TextMapPropagator
 	reporter   fault.Reporter // nil: panics are only logged
-	own        options        // what the options gave; SetDefaults fills in the rest
 	isStream   func(*http.Request) bool
 	classes    *classes // nil: every request not a stream is Ordinary (admission.go)
 	retryAfter string
@@ -60,8 +59,7 @@ type Server struct {
 	leaving   atomic.Bool     // readiness is withdrawn: every response closes its connection
 	movedOff  atomic.Uint64   // connections told to close by leave
 
-	mu        sync.Mutex
-	guard     entrypoint.Guard // the lifecycle phase
+	base      entrypoint.Base // the name and the phase, under its lock with the fields below
 	ln        net.Listener
 	serveDone chan struct{} // closed when the http.Server's Serve has returned (serving.Done)
 	draining  chan struct{} // closed once Drain has closed the Gate
@@ -75,7 +73,7 @@ type Server struct {
 // option is invalid (the certificate files are read and checked here), and starts
 // nothing: no socket is opened until Bind.
 //
-// With WithRegisterer, the metrics are registered here; nothing is registered when
+// With a Registerer in WithTelemetry, the metrics are registered here; nothing is registered when
 // New fails.
 func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 	o := options{isStream: IsStreamRequest}
@@ -83,24 +81,22 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.listener != nil, &l)
+	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")
 	}
-	l.Merge("", o.problems.Err())
+	l.Merge("", o.Problems.Err())
 	s := &Server{
 		cfg:        cfg,
 		responses:  sync.Pool{New: func() any { return new(response) }},
 		handler:    handler,
-		prop:       o.given.Propagator,
-		reporter:   o.given.Reporter,
+		prop:       o.Given.Propagator,
+		reporter:   o.Given.Reporter,
 		isStream:   streamMatcher(o.isStream, o.streams, &l),
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		requestID:  o.requestID,
-		ln:         o.listener,
+		ln:         o.Listener,
 		draining:   make(chan struct{}),
-		guard:      entrypoint.NewGuard(cfg.Name),
-		own:        o,
 		capped:     transport.NewConnCap(cfg.MaxConns, nil),
 		heads:      newHeadLimits(cfg.MaxHeaderFields),
 		serving:    transport.NewServing(cfg.Name, "http.Server", http.ErrServerClosed),
@@ -127,30 +123,24 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		ConnState:         s.conns.track,
 		ConnContext:       connContext,
 	}
-	s.useLogger(o.given.Logger)
-	s.useTracerProvider(o.given.TracerProvider)
-	if o.given.Registerer != nil {
-		if err := s.useRegisterer(o.given.Registerer); err != nil {
-			l.Addf("WithRegisterer", "%v", err)
-			return nil, l.Err()
-		}
+	if err := s.base.Init(cfg.Name, o.Given, s.useTelemetry); err != nil {
+		l.Addf("WithTelemetry", "%v", err)
+		return nil, l.Err()
 	}
 	return s, nil
 }
 
-// SetDefaults takes the Host's telemetry for what no option gave: its logger unless
-// WithLogger, its registry for the metrics unless WithRegisterer, its tracer
-// provider unless WithTracerProvider, its propagator unless WithPropagator, its
-// error reporter (for handler panics) unless WithReporter. It returns a metrics
+// SetDefaults takes the Host's telemetry for each field WithTelemetry left nil: the
+// logger, the registry for the metrics, the tracer provider, the propagator and
+// the error reporter (for handler panics). It returns a metrics
 // registration that fails (the Host refuses the entrypoint then), and does nothing
 // once the Server is bound.
-func (s *Server) SetDefaults(d entrypoint.Telemetry) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.guard.Phase() != entrypoint.PhaseNew {
-		return nil
-	}
-	t := s.own.given.Or(d)
+func (s *Server) SetDefaults(d entrypoint.Telemetry) error { return s.base.SetDefaults(d) }
+
+// useTelemetry takes t, the options' telemetry at New and that merged with the
+// Host's at SetDefaults: the logger, the reporter, the propagator, the tracer
+// provider and, once, the metrics registry.
+func (s *Server) useTelemetry(t entrypoint.Telemetry) error {
 	s.useLogger(t.Logger)
 	s.reporter, s.prop = t.Reporter, t.Propagator
 	s.useTracerProvider(t.TracerProvider) // again with the Host's propagator, when it is the option's
@@ -198,13 +188,13 @@ func (s *Server) useRegisterer(reg prometheus.Registerer) error {
 }
 
 // Name returns Config.Name.
-func (s *Server) Name() string { return s.cfg.Name }
+func (s *Server) Name() string { return s.base.Name() }
 
 // Addr returns the address the Server listens on, or nil before Bind. With Addr
 // ":0", it tells which port was picked.
 func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.base.Lock()
+	defer s.base.Unlock()
 	if s.ln == nil {
 		return nil
 	}
@@ -239,9 +229,9 @@ func (s *Server) Stats() Stats {
 // "http: listen tcp 127.0.0.1:8080: bind: address already in use", and leaves the
 // Server unbound. Bind honours ctx while it listens. Calling it twice is an error.
 func (s *Server) Bind(ctx context.Context) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ln, err := transport.Bind(ctx, &s.guard, s.ln, s.cfg.Addr, s.cfg.Name)
+	s.base.Lock()
+	defer s.base.Unlock()
+	ln, err := transport.Bind(ctx, &s.base, s.ln, s.cfg.Addr, s.cfg.Name)
 	if err != nil {
 		return err
 	}
@@ -274,16 +264,16 @@ func (s *Server) Bind(ctx context.Context) error {
 // Serve returns an error if called before Bind or twice. It returns nil at once,
 // serving nothing, if Drain or Stop was called first.
 func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
-	s.mu.Lock()
-	if start, err := s.guard.Serve(); !start {
-		s.mu.Unlock()
+	s.base.Lock()
+	if start, err := s.base.Serve(); !start {
+		s.base.Unlock()
 		return err
 	}
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }
 	ln := s.ln
 	s.serveDone = s.serving.Start(func() error { return s.serve(ln) })
-	s.mu.Unlock()
+	s.base.Unlock()
 	unfollow := s.follow()
 	err := s.serving.Until(ctx, stop, s.cutAll)
 	unfollow()

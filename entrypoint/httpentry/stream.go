@@ -13,19 +13,13 @@ import (
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
-// ErrStreamDrained is the context.Cause of a stream's ctx when the Server ends the
-// stream: the spread drain reached it, or Stop cut it. A handler that sees it can end
-// its response cleanly, for instance with a final event telling the client to
-// reconnect. It is entrypoint.ErrStreamDrained, the one sentinel every transport
-// uses, so a handler shared by transports matches either.
-var ErrStreamDrained = entrypoint.ErrStreamDrained
-
 // streamKey finds a request's *stream in its ctx.
 type streamKey struct{}
 
-// StreamContext returns the ctx the Server cancels, with cause ErrStreamDrained,
-// when the spread drain reaches the stream r belongs to or Stop cuts it. It is also
-// cancelled when the client goes away or the stream otherwise ends.
+// StreamContext returns the ctx the Server cancels, with cause
+// entrypoint.ErrStreamDrained, when the spread drain reaches the stream r belongs
+// to or Stop cuts it. It is also cancelled when the client goes away or the stream
+// otherwise ends.
 //
 // A request is a stream when its route is declared with WithStreams or the stream
 // matcher says so (by default: Server-Sent Events and protocol upgrades, see
@@ -78,7 +72,7 @@ func (ss *streamSet) newStream(parent context.Context, attach bool) *stream {
 	}
 	if !ss.Add(st) {
 		// A drain has taken its snapshot already; this one would be missed.
-		st.cancel(ErrStreamDrained)
+		st.cancel(entrypoint.ErrStreamDrained)
 	}
 	return st
 }
@@ -89,12 +83,12 @@ func (ss *streamSet) newStream(parent context.Context, attach bool) *stream {
 // that is not a stream already.
 //
 // The handler's ctx is then net/http's own, not a stream's: the drain reaches the
-// stream by cancelling, with cause ErrStreamDrained, the ctx of its connection's
-// requests, which only an HTTP/1 connection can spare — it carries this one request
-// until the handler returns, and the drain has disabled keep-alives by then, so the
-// connection closes after it. Over HTTP/2, where a connection carries other
-// requests, a stream is recognised only by the stream matcher and WithStreams. The
-// request's Gate unit leaves the admission limiter at once, without a latency
+// stream by cancelling, with cause entrypoint.ErrStreamDrained, the ctx of its
+// connection's requests, which only an HTTP/1 connection can spare — it carries this
+// one request until the handler returns, and the drain has disabled keep-alives by
+// then, so the connection closes after it. Over HTTP/2, where a connection carries
+// other requests, a stream is recognised only by the stream matcher and WithStreams.
+// The request's Gate unit leaves the admission limiter at once, without a latency
 // sample, as a hijacked connection's does.
 func (s *Server) recognise(w *response) {
 	r := w.req
@@ -115,16 +109,16 @@ func (s *Server) recognise(w *response) {
 
 // adopt registers as a stream a request whose ctx is ctx, recognised by its
 // response: reaching it cancels its connection's ctx, conn, with cause
-// ErrStreamDrained; its end cancels nothing.
+// entrypoint.ErrStreamDrained; its end cancels nothing.
 func (ss *streamSet) adopt(ctx context.Context, conn context.CancelCauseFunc) *stream {
 	st := &stream{set: ss, ctx: ctx, done: make(chan struct{})}
 	st.cancel = func(cause error) {
-		if errors.Is(cause, ErrStreamDrained) {
+		if errors.Is(cause, entrypoint.ErrStreamDrained) {
 			conn(cause)
 		}
 	}
 	if !ss.Add(st) {
-		st.cancel(ErrStreamDrained) // a drain has taken its snapshot already
+		st.cancel(entrypoint.ErrStreamDrained) // a drain has taken its snapshot already
 	}
 	return st
 }
@@ -145,7 +139,7 @@ func (st *stream) reach() { st.close(false) }
 func (st *stream) cut() { st.close(true) }
 
 func (st *stream) close(evenWatched bool) {
-	st.cancel(ErrStreamDrained)
+	st.cancel(entrypoint.ErrStreamDrained)
 	st.mu.Lock()
 	c := st.conn
 	st.mu.Unlock()
@@ -162,7 +156,7 @@ func (st *stream) hijacked(c *hijackedConn) {
 	st.mu.Lock()
 	st.conn = c
 	st.mu.Unlock()
-	if errors.Is(context.Cause(st.ctx), ErrStreamDrained) && !st.watched.Load() {
+	if errors.Is(context.Cause(st.ctx), entrypoint.ErrStreamDrained) && !st.watched.Load() {
 		c.Close()
 	}
 }

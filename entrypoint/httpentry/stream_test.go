@@ -37,7 +37,7 @@ func (h *sseHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.(http.Flusher).Flush()
 	h.opened <- struct{}{}
 	<-ctx.Done()
-	if errors.Is(context.Cause(ctx), entrypoint.ErrStreamDrained) { // the one sentinel: ErrStreamDrained is it
+	if errors.Is(context.Cause(ctx), entrypoint.ErrStreamDrained) {
 		io.WriteString(w, "event: bye\ndata: reconnect\n\n")
 	}
 }

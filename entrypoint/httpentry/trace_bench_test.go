@@ -10,6 +10,8 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // discardExporter receives batches and drops them, so the benchmark measures the
@@ -57,7 +59,7 @@ func BenchmarkTracing(b *testing.B) {
 		{"ratio-1%", sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0.01))},
 	} {
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(c.sampler))
-		b.Run(c.name+"/server-span", through(server(mux, WithTracerProvider(tp), WithPropagator(prop))))
+		b.Run(c.name+"/server-span", through(server(mux, WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Propagator: prop}))))
 		b.Run(c.name+"/otelhttp", through(server(otelhttp.NewHandler(mux, "http",
 			otelhttp.WithTracerProvider(tp), otelhttp.WithMeterProvider(noop.NewMeterProvider()), otelhttp.WithPropagators(prop)))))
 		tp.Shutdown(context.Background())

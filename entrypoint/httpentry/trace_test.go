@@ -8,6 +8,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/servicewright/servicewright/entrypoint"
 )
 
 // A span's attributes are built in the pooled response (trace.go): each request's
@@ -20,7 +22,7 @@ func TestSpanAttributesPerRequest(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /orders/{id}", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusAccepted) })
 	mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) {})
-	s, err := New(Config{}, mux, WithTracerProvider(tp))
+	s, err := New(Config{}, mux, WithTelemetry(entrypoint.Telemetry{TracerProvider: tp}))
 	if err != nil {
 		t.Fatal(err)
 	}

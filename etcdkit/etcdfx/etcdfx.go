@@ -18,8 +18,8 @@ import (
 	"github.com/servicewright/servicewright/lock"
 )
 
-// DefaultDialTimeout bounds the client's first connection to each endpoint.
-const DefaultDialTimeout = 2 * time.Second
+// defaultDialTimeout bounds the client's first connection to each endpoint.
+const defaultDialTimeout = 2 * time.Second
 
 // ModuleConfig configures Module.
 type ModuleConfig struct {
@@ -31,8 +31,7 @@ type ModuleConfig struct {
 	// CheckName names the readiness check the module registers with the Host.
 	// Default "etcd".
 	CheckName string
-	// DialTimeout bounds the client's first connection to an endpoint. Default
-	// DefaultDialTimeout.
+	// DialTimeout bounds the client's first connection to an endpoint. Default 2s.
 	DialTimeout time.Duration
 }
 
@@ -59,7 +58,7 @@ func Module(cfg ModuleConfig) fx.Option {
 			func(lc fx.Lifecycle) (*clientv3.Client, error) {
 				c, err := clientv3.New(clientv3.Config{
 					Endpoints:   endpoints,
-					DialTimeout: cmp.Or(cfg.DialTimeout, DefaultDialTimeout),
+					DialTimeout: cmp.Or(cfg.DialTimeout, defaultDialTimeout),
 					Logger:      zap.NewNop(),
 				})
 				if err != nil {

@@ -190,7 +190,7 @@ func leaderSnippet(client redis.UniversalClient, instanceID string, store fenced
 			}
 		}
 		return nil
-	}, leader.WithLogger(log), leader.WithRegisterer(reg))
+	}, leader.WithTelemetry(entrypoint.Telemetry{Logger: log, Registerer: reg}))
 	// host.Registration{Entrypoint: l} — it declares its own marks (RequiresLongRunning)
 	_ = l
 	return err

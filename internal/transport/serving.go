@@ -12,18 +12,18 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// Bind is a transport's Bind under its lock: it moves guard out of New (an
+// Bind is a transport's Bind under its base's lock: it checks base is new (an
 // ErrOutOfTurn error otherwise), takes ln or listens on addr (see Listen), and marks
-// guard bound. A failure to listen leaves guard new, so Bind may be tried again.
-func Bind(ctx context.Context, guard *entrypoint.Guard, ln net.Listener, addr, name string) (net.Listener, error) {
-	if err := guard.Bind(); err != nil {
+// base bound. A failure to listen leaves base new, so Bind may be tried again.
+func Bind(ctx context.Context, base *entrypoint.Base, ln net.Listener, addr, name string) (net.Listener, error) {
+	if err := base.Bind(); err != nil {
 		return nil, err
 	}
 	ln, err := Listen(ctx, ln, addr, name)
 	if err != nil {
 		return nil, err
 	}
-	guard.Bound()
+	base.Bound()
 	return ln, nil
 }
 

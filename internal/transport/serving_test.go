@@ -102,20 +102,22 @@ func TestServing(t *testing.T) {
 }
 
 func TestBind(t *testing.T) {
-	g := entrypoint.NewGuard("api")
-	ln, err := Bind(context.Background(), &g, nil, "127.0.0.1:0", "api")
+	var b entrypoint.Base
+	_ = b.Init("api", entrypoint.Telemetry{}, nil)
+	ln, err := Bind(context.Background(), &b, nil, "127.0.0.1:0", "api")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if g.Phase() != entrypoint.PhaseBound {
-		t.Errorf("phase %v after Bind, want bound", g.Phase())
+	if b.Phase() != entrypoint.PhaseBound {
+		t.Errorf("phase %v after Bind, want bound", b.Phase())
 	}
-	if _, err := Bind(context.Background(), &g, nil, "127.0.0.1:0", "api"); !errors.Is(err, entrypoint.ErrOutOfTurn) {
+	if _, err := Bind(context.Background(), &b, nil, "127.0.0.1:0", "api"); !errors.Is(err, entrypoint.ErrOutOfTurn) {
 		t.Errorf("second Bind = %v, want ErrOutOfTurn", err)
 	}
-	g = entrypoint.NewGuard("api")
-	if _, err := Bind(context.Background(), &g, nil, ln.Addr().(*net.TCPAddr).String(), "api"); err == nil || g.Phase() != entrypoint.PhaseNew {
-		t.Errorf("Bind on a taken address = %v, phase %v; want the failure and a Guard still new", err, g.Phase())
+	var fresh entrypoint.Base
+	_ = fresh.Init("api", entrypoint.Telemetry{}, nil)
+	if _, err := Bind(context.Background(), &fresh, nil, ln.Addr().(*net.TCPAddr).String(), "api"); err == nil || fresh.Phase() != entrypoint.PhaseNew {
+		t.Errorf("Bind on a taken address = %v, phase %v; want the failure and a Base still new", err, fresh.Phase())
 	}
 }

@@ -184,8 +184,9 @@ func TestProductionBuildLinksNoDevBroker(t *testing.T) {
 
 // TestNoUpwardEdges: the packages that wait on a call take the unwind constant from
 // internal/wait, at the bottom of the graph, not from hooks (which would drag
-// hooks → fleet → lock into every entrypoint); and entrypoint's Gate talks to its
-// limiter through an interface, never importing its own child entrypoint/admission.
+// hooks → fleet into every entrypoint); entrypoint's Gate talks to its limiter
+// through an interface, never importing its own child entrypoint/admission; and
+// fleet links neither lock nor zap.
 func TestNoUpwardEdges(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
@@ -212,6 +213,12 @@ func TestNoUpwardEdges(t *testing.T) {
 			if f[0] == module+"/entrypoint" && strings.HasPrefix(imp, module+"/entrypoint/") {
 				t.Errorf("entrypoint imports its child %s", strings.TrimPrefix(imp, module+"/"))
 			}
+		}
+	}
+	// fleet is a vocabulary: SingletonStep's runtime (the lock, zap) lives in leader.
+	for _, d := range deps(t, []string{"fleet"})["fleet"] {
+		if d == module+"/lock" || strings.HasPrefix(d, "go.uber.org/zap") {
+			t.Errorf("fleet links %s", d)
 		}
 	}
 }

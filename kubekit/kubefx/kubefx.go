@@ -24,8 +24,8 @@ import (
 // namespaceFile is where a pod's service account names its namespace.
 const namespaceFile = "/var/run/secrets/kubernetes.io/serviceaccount/namespace"
 
-// DefaultTimeout bounds each request to the apiserver.
-const DefaultTimeout = 5 * time.Second
+// defaultTimeout bounds each request to the apiserver.
+const defaultTimeout = 5 * time.Second
 
 // ModuleConfig configures Module.
 type ModuleConfig struct {
@@ -39,7 +39,7 @@ type ModuleConfig struct {
 	// CheckName names the readiness check the module registers. Default
 	// "kubernetes".
 	CheckName string
-	// Timeout bounds each request. Default DefaultTimeout.
+	// Timeout bounds each request. Default 5s.
 	Timeout time.Duration
 }
 
@@ -75,7 +75,7 @@ func Module(cfg ModuleConfig) fx.Option {
 	if err := l.Err(); err != nil {
 		return fx.Error(err)
 	}
-	rc.Timeout = cmp.Or(cfg.Timeout, DefaultTimeout)
+	rc.Timeout = cmp.Or(cfg.Timeout, defaultTimeout)
 	// client-go's default of 5 requests a second would make a renewal wait behind
 	// the campaigns of the process's other leases.
 	rc.QPS, rc.Burst = cmp.Or(rc.QPS, 50), cmp.Or(rc.Burst, 100)

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/safe"
@@ -49,8 +50,7 @@ type Params struct {
 	// container gets those whose Route.Server is empty or its own Config.Name.
 	Routes []Route `group:"http.routes"`
 
-	// When present, they turn on httpentry.WithLogger, WithRegisterer and
-	// WithTracerProvider.
+	// When present, they are the Server's httpentry.WithTelemetry.
 	Logger         *zap.Logger           `optional:"true"`
 	Registerer     prometheus.Registerer `optional:"true"`
 	TracerProvider trace.TracerProvider  `optional:"true"`
@@ -71,8 +71,8 @@ func Provider(cfg httpentry.Config, opts ...httpentry.Option) func(Params) (*htt
 		if err != nil {
 			return nil, err
 		}
-		all := []httpentry.Option{httpentry.WithLogger(p.Logger), httpentry.WithRegisterer(p.Registerer),
-			httpentry.WithTracerProvider(p.TracerProvider)}
+		all := []httpentry.Option{httpentry.WithTelemetry(entrypoint.Telemetry{
+			Logger: p.Logger, Registerer: p.Registerer, TracerProvider: p.TracerProvider})}
 		return httpentry.New(cfg, h, append(all, opts...)...)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"
@@ -54,7 +55,7 @@ func serve(ctx context.Context, addr, mode string) error {
 	var opts []httpentry.Option
 	switch mode {
 	case "entry+metrics":
-		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()))
+		opts = append(opts, httpentry.WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry()}))
 	case "entry+trace-all", "entry+trace-1pct":
 		// Metrics on, as under the Host, and every request traced: each span sampled,
 		// or 1 % of them (ParentBased(TraceIDRatioBased(0.01)), the usual production
@@ -66,7 +67,7 @@ func serve(ctx context.Context, addr, mode string) error {
 		}
 		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(discardExporter{}), sdktrace.WithSampler(sampler))
 		defer tp.Shutdown(context.Background())
-		opts = append(opts, httpentry.WithRegisterer(prometheus.NewRegistry()), httpentry.WithTracerProvider(tp))
+		opts = append(opts, httpentry.WithTelemetry(entrypoint.Telemetry{Registerer: prometheus.NewRegistry(), TracerProvider: tp}))
 	}
 	s, err := httpentry.New(httpentry.Config{Addr: addr}, http.HandlerFunc(hello), opts...)
 	if err != nil {

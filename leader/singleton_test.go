@@ -1,4 +1,4 @@
-package fleet_test
+package leader
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 func nop(context.Context) error { return nil }
 
 func TestSingletonValidation(t *testing.T) {
-	_, err := fleet.NewSingleton(fleet.SingletonConfig{}, nil, nil)
+	_, err := NewSingleton(SingletonConfig{}, nil, nil)
 	ce, ok := errors.AsType[*fault.ConfigError](err)
 	if !ok {
 		t.Fatalf("err = %v, want *fault.ConfigError", err)
@@ -33,7 +33,7 @@ func TestSingletonValidation(t *testing.T) {
 	if fmt.Sprint(fields) != "[Lock Key Owner TTL start]" {
 		t.Fatalf("problems %v", ce.Problems)
 	}
-	_, err = fleet.NewSingleton(fleet.SingletonConfig{Lock: lock.NewMemory(), Key: "migrate:want", Owner: "a", TTL: -time.Second}, nop, nil)
+	_, err = NewSingleton(SingletonConfig{Lock: lock.NewMemory(), Key: "migrate:want", Owner: "a", TTL: -time.Second}, nop, nil)
 	if ce, ok = errors.AsType[*fault.ConfigError](err); !ok || len(ce.Problems) != 2 || ce.Problems[0].Field != "Key" || ce.Problems[1].Field != "TTL" {
 		t.Fatalf("err = %v, want key and ttl refused", err)
 	}
@@ -45,7 +45,7 @@ func TestSingleton(t *testing.T) {
 	t.Run("the replica that takes the lock runs start, releases, and later runs stop", func(t *testing.T) {
 		lk := lock.NewMemory()
 		var started, stopped atomic.Int32
-		s, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute},
+		s, err := NewSingleton(SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute},
 			func(context.Context) error { started.Add(1); return nil },
 			func(context.Context) error { stopped.Add(1); return nil })
 		if err != nil {
@@ -67,7 +67,7 @@ func TestSingleton(t *testing.T) {
 		if _, err := lk.Acquire(ctx, "migrate", "other", time.Minute); err != nil {
 			t.Fatal(err)
 		}
-		s, _ := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute},
+		s, _ := NewSingleton(SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute},
 			func(context.Context) error { t.Fatal("start ran"); return nil },
 			func(context.Context) error { t.Fatal("stop ran"); return nil })
 		if err := s.Start(ctx); err != nil || s.Ran() {
@@ -81,7 +81,7 @@ func TestSingleton(t *testing.T) {
 	t.Run("start's error is returned and the lock still released", func(t *testing.T) {
 		lk := lock.NewMemory()
 		boom := errors.New("boom")
-		s, _ := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute}, func(context.Context) error { return boom }, nil)
+		s, _ := NewSingleton(SingletonConfig{Lock: lk, Key: "migrate", Owner: "a", TTL: time.Minute}, func(context.Context) error { return boom }, nil)
 		if err := s.Start(ctx); !errors.Is(err, boom) {
 			t.Fatalf("Start = %v", err)
 		}
@@ -93,7 +93,7 @@ func TestSingleton(t *testing.T) {
 	t.Run("a lock backend that fails is an error, not a skip", func(t *testing.T) {
 		c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 		defer c.Close()
-		s, _ := fleet.NewSingleton(fleet.SingletonConfig{Lock: redisLock(t, c), Key: "migrate", Owner: "a", TTL: time.Minute}, nop, nil)
+		s, _ := NewSingleton(SingletonConfig{Lock: redisLock(t, c), Key: "migrate", Owner: "a", TTL: time.Minute}, nop, nil)
 		if err := s.Start(ctx); err == nil || s.Ran() {
 			t.Fatalf("Start = %v with Redis unreachable", err)
 		}
@@ -112,10 +112,10 @@ func TestSingletonAcrossReplicas(t *testing.T) {
 		ran      atomic.Int32
 		returned atomic.Int32
 		others   = make(chan struct{}) // closed once the other replicas' Starts returned
-		steps    []*fleet.SingletonStep
+		steps    []*SingletonStep
 	)
 	for i := range replicas {
-		s, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: key, Owner: fmt.Sprintf("replica-%d", i), TTL: 10 * time.Second}, func(ctx context.Context) error {
+		s, err := NewSingleton(SingletonConfig{Lock: lk, Key: key, Owner: fmt.Sprintf("replica-%d", i), TTL: 10 * time.Second}, func(ctx context.Context) error {
 			ran.Add(1)
 			// Hold the lock until every other replica has tried it, so that none
 			// could find it released; give up after a while if two ever ran.
@@ -157,7 +157,7 @@ func TestSingletonAcrossReplicas(t *testing.T) {
 }
 
 func TestMarks(t *testing.T) {
-	step, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lock.NewMemory(), Key: "k", Owner: "a", TTL: time.Second}, nop, nil)
+	step, err := NewSingleton(SingletonConfig{Lock: lock.NewMemory(), Key: "k", Owner: "a", TTL: time.Second}, nop, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -171,7 +171,7 @@ func TestMarks(t *testing.T) {
 
 func ExampleNewSingleton() {
 	lk := lock.NewMemory() // rediskit.NewLock or pgkit.NewLock across replicas
-	step, err := fleet.NewSingleton(fleet.SingletonConfig{Lock: lk, Key: "ensure-indexes", Owner: "replica-1", TTL: time.Minute},
+	step, err := NewSingleton(SingletonConfig{Lock: lk, Key: "ensure-indexes", Owner: "replica-1", TTL: time.Minute},
 		func(context.Context) error { fmt.Println("creating indexes"); return nil },
 		nil)
 	if err != nil {

@@ -1,6 +1,7 @@
-package fleet
+package leader
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/fleet"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -42,30 +44,16 @@ type SingletonStep struct {
 	ran         atomic.Bool
 }
 
-type singletonOptions struct{ log *zap.Logger }
-
-// An Option configures a SingletonStep.
-type Option func(*singletonOptions)
-
-// WithLogger sets the logger told when the step runs or is skipped. The default
-// discards it.
-func WithLogger(l *zap.Logger) Option {
-	return func(o *singletonOptions) {
-		if l != nil {
-			o.log = l
-		}
-	}
-}
-
 // NewSingleton guards a start step (and its optional stop) with cfg.Lock under
-// cfg.Key: the replica whose Start acquires the lock runs start and then releases
+// cfg.Key (WithTelemetry's logger is told when the step runs or is skipped; the
+// other options' fields are not used): the replica whose Start acquires the lock runs start and then releases
 // the lock; replicas that find it held skip start, because the holder is doing the
 // work; stop runs only on a replica whose start ran.
 //
 // The lock is held only while start runs, without renewal. start must be idempotent
 // ("ensure …"): a replica that starts after the holder released finds the lock free
 // and runs it again. For work that must stay on one replica for the life of the
-// process, use a leader.Leadership instead.
+// process, use a Leadership instead.
 //
 // NewSingleton validates cfg and returns a *fault.ConfigError naming each field; it
 // sends nothing to the lock.
@@ -92,17 +80,16 @@ func NewSingleton(cfg SingletonConfig, start, stop func(ctx context.Context) err
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	o := singletonOptions{log: zap.NewNop()}
-	for _, f := range opts {
-		f(&o)
-	}
+	log := cmp.Or(newOptions(opts).given.Logger, zap.NewNop())
 	return &SingletonStep{cfg: cfg, start: start, stop: stop,
-		log: o.log.With(zap.String("singleton", cfg.Key), zap.String("owner", cfg.Owner))}, nil
+		log: log.With(zap.String("singleton", cfg.Key), zap.String("owner", cfg.Owner))}, nil
 }
 
 // Marks returns the marks to register the step with: it mutates shared state (why
 // else guard it) and it is singleton-guarded, so the Fleet profile accepts it.
-func (s *SingletonStep) Marks() Marks { return Marks{MutatesSharedState: true, SingletonGuarded: true} }
+func (s *SingletonStep) Marks() fleet.Marks {
+	return fleet.Marks{MutatesSharedState: true, SingletonGuarded: true}
+}
 
 // Start acquires the lock. When it is held elsewhere, Start logs the skip and returns
 // nil. When acquired, Start runs start with ctx, then releases the lock (within the
