@@ -12,15 +12,15 @@ run:
 	$(GO) run ./cmd/example
 
 ## test: install what is missing, then run every test with -race (services start inside the tests)
-# The example's process tests (replicas behind HAProxy, SIGKILL and SIGSTOP of a
-# leader) hold real-time bounds: they run after the other packages rather than
-# beside one of them, whose own services would share the two cores.
-PROC    := github.com/servicewright/servicewright/cmd/example
+# The end-to-end tests (internal/e2e: the built example behind HAProxy, SIGKILL and
+# SIGSTOP of a leader) run after the other packages rather than beside one of them,
+# whose own services would share the two cores.
+PROC    := github.com/servicewright/servicewright/internal/e2e
 test: deps lint
 	$(GO) test -race -count=1 -timeout 20m $$($(GO) list $(PKGS) | grep -vx '$(PROC)')
 	@if $(GO) list $(PKGS) | grep -qx '$(PROC)'; then \
-		echo $(GO) test -race -count=1 -timeout 20m $(PROC); \
-		$(GO) test -race -count=1 -timeout 20m $(PROC); fi
+		echo $(GO) test -race -count=1 -timeout 40m $(PROC); \
+		$(GO) test -race -count=1 -timeout 40m $(PROC); fi
 	$(GO) test -run='^$$' -fuzz='^FuzzNoSecret$$' -fuzztime=15s ./internal/nosecret
 
 ## bench: the figures of docs/architecture.md, each beside its baseline from the same run
@@ -40,6 +40,7 @@ lint: $(STATICCHECK)
 	if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
 	GOFLAGS=-buildvcs=false $(GO) vet ./cmd/example
+	GOFLAGS="-buildvcs=false -tags=devbroker,e2e" $(GO) vet ./cmd/example
 	$(STATICCHECK) $(PKGS)
 
 $(STATICCHECK):

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/servicewright/servicewright/fault"
@@ -37,20 +36,6 @@ func TestAddrsNamedByVariable(t *testing.T) {
 		t.Setenv("PROBE_ADDR", "")
 		if _, err := readKnobs(); err != nil {
 			t.Errorf("HTTP_ADDR=%s: %v", ok, err)
-		}
-	}
-}
-
-// TestBadAddrProcessExit78: the built example exits 78 before binding anything, with
-// a stderr line naming the variable, for each address variable.
-func TestBadAddrProcessExit78(t *testing.T) {
-	for _, kv := range []string{"HTTP_ADDR=not-an-address", "GRPC_ADDR=:70000", "PROBE_ADDR=localhost"} {
-		p, _ := startExample(t, kv)
-		if code := exitCode(t, p); code != host.ExitConfig {
-			t.Errorf("%s: exit %d, want 78", kv, code)
-		}
-		if name := strings.SplitN(kv, "=", 2)[0]; !strings.Contains(strings.Join(p.Lines(), "\n"), name) {
-			t.Errorf("%s: no stderr line names %s:\n%s", kv, name, strings.Join(p.Lines(), "\n"))
 		}
 	}
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"time"
 
 	"go.uber.org/fx"
@@ -29,8 +27,6 @@ func httpModule(addr string) fx.Option {
 		plain("GET /hello", hello),
 		plain("GET /slow", slow),
 		plain("GET /events", events),
-		plain("GET /panic", panics),
-		plain("GET /burn", burn),
 		route("POST /orders", func(o *orders) http.HandlerFunc { return o.create }),
 		route("GET /orders/{id}", func(o *orders) http.HandlerFunc { return o.get }),
 	)
@@ -49,30 +45,6 @@ func route[T any](pattern string, ctor func(T) http.HandlerFunc) fx.Option {
 }
 
 func hello(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "hello") }
-
-// panics is a test route: its handler panics, so that a handler panic can be seen
-// answered 500, logged with its stack and reported to error tracking (SENTRY_DSN),
-// while the server keeps serving.
-func panics(http.ResponseWriter, *http.Request) { panic("GET /panic: a test route that always panics") }
-
-// burn is a test route that costs CPU: it hashes ?n= rounds of SHA-256 (default
-// 1000, at most 1,000,000; a round is some hundreds of nanoseconds) and answers 200.
-// Unlike /slow it goes through admission, so overload can be offered to the example.
-func burn(w http.ResponseWriter, r *http.Request) {
-	n := 1000
-	if v := r.URL.Query().Get("n"); v != "" {
-		var err error
-		if n, err = strconv.Atoi(v); err != nil || n < 1 || n > 1_000_000 {
-			httpError(w, http.StatusBadRequest, "n must be a whole number between 1 and 1000000")
-			return
-		}
-	}
-	var sum [32]byte
-	for range n {
-		sum = sha256.Sum256(sum[:])
-	}
-	fmt.Fprintf(w, "burnt %d rounds: %x\n", n, sum[:4])
-}
 
 // slow holds the request for ?d= (default 1s), then answers 200: an in-flight request
 // for drain tests. A client that goes away ends it early.

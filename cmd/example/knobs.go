@@ -13,11 +13,11 @@ import (
 type knobs struct {
 	backends
 	addrs
-	brokers []string // KAFKA_BROKERS; empty: an embedded broker
-	outbox  bool     // ORDERS_OUTBOX: POST /orders through the transactional outbox (outbox.go)
+	testKnobs          // the end-to-end tests' knobs: empty unless built with -tags e2e (knobs_e2e.go)
+	brokers   []string // KAFKA_BROKERS; empty: an embedded broker
+	outbox    bool     // ORDERS_OUTBOX: POST /orders through the transactional outbox (outbox.go)
 
 	warmupDelay time.Duration // EXAMPLE_WARMUP_DELAY: warmup takes this long (honours cancellation)
-	failAfter   time.Duration // EXAMPLE_FAIL_AFTER: an essential entrypoint fails after this long
 	hookDelay   time.Duration // EXAMPLE_HOOK_DELAY: the pre_shutdown hook blocks this long
 	handleDelay time.Duration // EXAMPLE_HANDLE_DELAY: each handling of an order takes this long (honours cancellation)
 	buildDelay  time.Duration // EXAMPLE_BUILD_DELAY: a container constructor takes this long (it has no ctx to honour)
@@ -38,17 +38,9 @@ func defaultKnobs() knobs {
 // *fault.ConfigError naming each variable; no value is echoed from a backend variable.
 func readKnobs() (knobs, error) {
 	k := defaultKnobs()
-	// Each duration knob's range: a value outside it is a ConfigError naming the
-	// variable, never a busy loop (EXAMPLE_PUBLISH_EVERY=0) or a wait longer than any
-	// test or drain the knob exists for.
-	bounds := []struct {
-		name     string
-		dst      *time.Duration
-		min, max time.Duration
-		off      bool // 0 is accepted too, and turns the knob off
-	}{
+	var l fault.Problems
+	readDurations(&l, []durationKnob{
 		{"EXAMPLE_WARMUP_DELAY", &k.warmupDelay, 0, 10 * time.Minute, false},
-		{"EXAMPLE_FAIL_AFTER", &k.failAfter, time.Millisecond, 24 * time.Hour, true},
 		{"EXAMPLE_HOOK_DELAY", &k.hookDelay, 0, 10 * time.Minute, false},
 		{"EXAMPLE_HANDLE_DELAY", &k.handleDelay, 0, 10 * time.Minute, false},
 		{"EXAMPLE_BUILD_DELAY", &k.buildDelay, 0, 10 * time.Minute, false},
@@ -56,9 +48,28 @@ func readKnobs() (knobs, error) {
 		{"EXAMPLE_PUBLISH_EVERY", &k.publishEvery, 10 * time.Millisecond, time.Hour, false},
 		{"EXAMPLE_LEADER_TTL", &k.leaderTTL, time.Second, time.Hour, false},
 		{"EXAMPLE_CAMPAIGN_EVERY", &k.campaignEvery, 10 * time.Millisecond, time.Hour, false},
-	}
-	var l fault.Problems
-	for _, b := range bounds {
+	})
+	k.testKnobs = readTestKnobs(&l)
+	k.backends = readBackends(&l)
+	k.addrs = readAddrs(&l)
+	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
+	k.outbox = readOutbox(k.backends, &l)
+	return k, l.Err()
+}
+
+// durationKnob is a duration variable and its range: a value outside it is a
+// ConfigError naming the variable, never a busy loop (EXAMPLE_PUBLISH_EVERY=0) or a
+// wait longer than any test or drain the knob exists for.
+type durationKnob struct {
+	name     string
+	dst      *time.Duration
+	min, max time.Duration
+	off      bool // 0 is accepted too, and turns the knob off
+}
+
+// readDurations sets each knob whose variable is set, recording every problem in l.
+func readDurations(l *fault.Problems, knobs []durationKnob) {
+	for _, b := range knobs {
 		v := os.Getenv(b.name)
 		if v == "" {
 			continue
@@ -79,9 +90,4 @@ func readKnobs() (knobs, error) {
 			*b.dst = d
 		}
 	}
-	k.backends = readBackends(&l)
-	k.addrs = readAddrs(&l)
-	k.brokers = readBrokers(os.Getenv("KAFKA_BROKERS"), &l)
-	k.outbox = readOutbox(k.backends, &l)
-	return k, l.Err()
 }

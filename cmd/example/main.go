@@ -72,13 +72,9 @@ func spec(k knobs) host.AppSpec {
 	// probe port, runs it ahead of the stop; the shutdown then does not run it again.
 	lc.AddDrainHook(hooks.DrainHook{Name: "deregister", MaxDuration: 500 * time.Millisecond,
 		Run: func(ctx context.Context, _ time.Duration) error { return ctx.Err() }})
-	var entrypoints []host.Registration
-	if k.failAfter > 0 {
-		entrypoints = append(entrypoints, host.Registration{Entrypoint: &chaos{after: k.failAfter}, Order: 90})
-	}
 	return host.AppSpec{
 		ServiceName: "orders",
-		Entrypoints: entrypoints,
+		Entrypoints: k.testKnobs.entrypoints(), // none in a user's build (knobs_user.go)
 		Warmups: []host.Step{{
 			Name:  "prime-cache",
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },
@@ -94,6 +90,7 @@ func spec(k knobs) host.AppSpec {
 			leaderModule(k),
 			cronModule(k),
 			httpModule(k.httpAddr),
+			k.testKnobs.routes(),
 			grpcModule(k.grpcAddr),
 		),
 		Probes: health.ListenerConfig{Addr: k.probeAddr},

@@ -169,6 +169,13 @@ backend be%s
 // readiness probe tolerates it too (timeoutSeconds 1, failureThreshold 3).
 func checkTimeout(interval time.Duration) time.Duration { return max(time.Second, 3*interval) }
 
+// NoticeWithin is the longest HAProxy checking every interval takes to stop sending
+// new requests to a replica that withdrew its readiness: the next check starts
+// within an interval and may wait its whole timeout for the 503 on a loaded
+// machine. A replica's drain delay (SW_DRAIN_DELAY) shorter than this lets HAProxy
+// route to a closed listener, which it answers 503 (it has no retries).
+func NoticeWithin(interval time.Duration) time.Duration { return interval + checkTimeout(interval) }
+
 // Addr is the frontend's address.
 func (h *HAProxy) Addr() string { return h.addr }
 

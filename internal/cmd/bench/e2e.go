@@ -17,7 +17,7 @@ var (
 // rollingFigure runs the HAProxy rolling-restart test at bench size: two replicas,
 // restarted in turn under load, beside a naive net/http server in the same run.
 func rollingFigure(e env) ([]row, error) {
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestRollingRestart$", "-v", "-timeout", "20m", "./cmd/example/")
+	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestRollingRestart$", "-v", "-timeout", "20m", "./internal/e2e/")
 	cmd.Env = append(os.Environ(), "SW_ROLLING_RATE=1000", "SW_ROLLING_ROUNDS=10")
 	out, err := cmd.CombinedOutput()
 	ours, naive := rollingOurs.FindSubmatch(out), rollingNaive.FindSubmatch(out)
@@ -39,7 +39,7 @@ func rollingFigure(e env) ([]row, error) {
 // replicas consume, one restarted five times); kafkaCostFigures (kafkacost.go) the
 // consume benchmark.
 func kafkaFigures(e env) ([]row, error) {
-	out, err := exec.Command("go", "test", "-count=1", "-run", "^TestKafkaRestarts$", "-v", "-timeout", "20m", "./cmd/example/").CombinedOutput()
+	out, err := exec.Command("go", "test", "-count=1", "-run", "^TestKafkaRestarts$", "-v", "-timeout", "20m", "./internal/e2e/").CombinedOutput()
 	kills := kafkaKills.FindSubmatch(out)
 	if kills == nil {
 		return nil, fmt.Errorf("kafka restarts: %v\n%s", err, lastLines(out, 20))

@@ -110,7 +110,7 @@ func leaderFigures(e env) ([]row, error) {
 		return nil, err
 	}
 	rows = append(rows, cg...)
-	stale := exec.Command("go", "test", "-count=1", "-run", "^TestLeadership(Postgres)?$", "./cmd/example/")
+	stale := exec.Command("go", "test", "-count=1", "-run", "^TestLeadership(Postgres)?$", "./internal/e2e/")
 	staleOut, err := stale.CombinedOutput()
 	measured, v := "0 (SIGSTOP past the TTL, SIGCONT, on Redis and PostgreSQL: TestLeadership and TestLeadershipPostgres passed)", "ok"
 	if err != nil {

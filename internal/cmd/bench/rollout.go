@@ -14,7 +14,7 @@ var rolloutLine = regexp.MustCompile(`rollout: capacity (\d+)/s, offered (\d+)/s
 // capacity, one restarted, so that the survivor is offered some 160 % of its own
 // (issue 24, item 3). One run: the figure is a restart, not a median of several.
 func rolloutFigure(env) ([]row, error) {
-	out, err := exec.Command("go", "test", "-count=1", "-run", "^TestRolloutOverload$", "-v", "-timeout", "5m", "./cmd/example/").CombinedOutput()
+	out, err := exec.Command("go", "test", "-count=1", "-run", "^TestRolloutOverload$", "-v", "-timeout", "5m", "./internal/e2e/").CombinedOutput()
 	m := rolloutLine.FindSubmatch(out)
 	if m == nil {
 		return nil, fmt.Errorf("rollout: %v\n%s", err, lastLines(out, 20))
