@@ -57,7 +57,7 @@ build:
 fleet-demo: deps
 	$(GO) run ./internal/cmd/fleetdemo
 
-## generate: the Go code of proto/ into api/ (buf, protoc-gen-go, protoc-gen-go-grpc at pinned versions; no protoc)
+## generate: the example's gRPC code, cmd/example/proto/ into cmd/example/api/ (buf, protoc-gen-go, protoc-gen-go-grpc at pinned versions; no protoc)
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.0
 BUF_VERSION                := v1.75.0
@@ -66,5 +66,5 @@ generate:
 	GOFLAGS= $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
 	GOFLAGS= $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
 	GOFLAGS= $(GO) install github.com/bufbuild/buf/cmd/buf@$(BUF_VERSION)
-	PATH="$(TOOLBIN):$$PATH" buf lint
-	PATH="$(TOOLBIN):$$PATH" buf generate
+	cd cmd/example && PATH="$(TOOLBIN):$$PATH" buf lint
+	cd cmd/example && PATH="$(TOOLBIN):$$PATH" buf generate

@@ -10,7 +10,7 @@ import (
 	"google.golang.org/grpc/reflection"
 	"google.golang.org/grpc/status"
 
-	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
+	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 	"github.com/servicewright/servicewright/host/hostfx"
 )

@@ -10,7 +10,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
-	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
+	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/host"

@@ -51,13 +51,16 @@ func uncommented(t *testing.T, path string) []string {
 
 // TestCodegenSnippets holds docs/grpc.md's copyable buf.yaml, buf.gen.yaml and Makefile
 // target to the repository's own, so the pinned versions a user copies are the ones
-// this repository generates with.
+// this repository generates with. The example's proto files and buf's two files live
+// in cmd/example, and the Makefile runs buf there (a "cd cmd/example && " before the
+// line a user's Makefile, run from the root of a module, has without it).
 func TestCodegenSnippets(t *testing.T) {
 	root := "../.."
+	example := filepath.Join(root, "cmd", "example")
 	readme := filepath.Join(root, "docs", "grpc.md")
 	yaml := fenced(t, readme, "yaml")
 	for _, f := range []string{"buf.yaml", "buf.gen.yaml"} {
-		want := uncommented(t, filepath.Join(root, f))
+		want := uncommented(t, filepath.Join(example, f))
 		found := false
 		for _, b := range yaml {
 			found = found || strings.Join(b, "\n") == strings.Join(want, "\n")
@@ -67,6 +70,9 @@ func TestCodegenSnippets(t *testing.T) {
 		}
 	}
 	makefile := uncommented(t, filepath.Join(root, "Makefile"))
+	for i, line := range makefile {
+		makefile[i] = strings.Replace(line, "cd cmd/example && ", "", 1)
+	}
 	blocks := fenced(t, readme, "make")
 	if len(blocks) == 0 {
 		t.Fatal("docs/grpc.md has no make block")

@@ -23,7 +23,7 @@ import (
 	"golang.org/x/net/http2/hpack"
 	"google.golang.org/grpc/metadata"
 
-	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
+	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 	"github.com/servicewright/servicewright/internal/proctest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
+	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 	"github.com/servicewright/servicewright/internal/proctest"
 )
 

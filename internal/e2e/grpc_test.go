@@ -14,7 +14,7 @@ import (
 	reflectionpb "google.golang.org/grpc/reflection/grpc_reflection_v1"
 	"google.golang.org/grpc/status"
 
-	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
+	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 )
 
 func dialGRPC(t *testing.T, addr string) *grpc.ClientConn {

@@ -20,7 +20,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	ordersv1 "github.com/servicewright/servicewright/api/orders/v1"
+	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 )
 
 type api struct {

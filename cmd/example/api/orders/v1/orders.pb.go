@@ -377,7 +377,7 @@ const file_orders_v1_orders_proto_rawDesc = "" +
 	"\rOrdersService\x12L\n" +
 	"\vCreateOrder\x12\x1d.orders.v1.CreateOrderRequest\x1a\x1e.orders.v1.CreateOrderResponse\x12C\n" +
 	"\bGetOrder\x12\x1a.orders.v1.GetOrderRequest\x1a\x1b.orders.v1.GetOrderResponse\x12N\n" +
-	"\vWatchOrders\x12\x1d.orders.v1.WatchOrdersRequest\x1a\x1e.orders.v1.WatchOrdersResponse0\x01B?Z=github.com/servicewright/servicewright/api/orders/v1;ordersv1b\x06proto3"
+	"\vWatchOrders\x12\x1d.orders.v1.WatchOrdersRequest\x1a\x1e.orders.v1.WatchOrdersResponse0\x01BKZIgithub.com/servicewright/servicewright/cmd/example/api/orders/v1;ordersv1b\x06proto3"
 
 var (
 	file_orders_v1_orders_proto_rawDescOnce sync.Once
