@@ -167,34 +167,26 @@ func (s *Server) endHealth() {
 
 // startGracefulStop runs GracefulStop once, on its own goroutine, and returns the
 // channel closed when it returns.
-func (s *Server) startGracefulStop() <-chan struct{} {
-	s.base.Lock()
-	defer s.base.Unlock()
-	if s.graceful == nil {
-		ch := make(chan struct{})
-		s.graceful = ch
-		go func() {
-			defer close(ch)
-			s.grpc.GracefulStop()
-		}()
-	}
-	return s.graceful
-}
+func (s *Server) startGracefulStop() <-chan struct{} { return s.once(&s.graceful, s.grpc.GracefulStop) }
 
 // startStop runs grpc.Server.Stop once, on its own goroutine, and returns the channel
 // closed when it returns.
-func (s *Server) startStop() <-chan struct{} {
+func (s *Server) startStop() <-chan struct{} { return s.once(&s.stopped, s.grpc.Stop) }
+
+// once starts f on a goroutine of its own the first time, recording in *done the
+// channel closed when it returns, and returns that channel every time.
+func (s *Server) once(done *chan struct{}, f func()) <-chan struct{} {
 	s.base.Lock()
 	defer s.base.Unlock()
-	if s.stopped == nil {
+	if *done == nil {
 		ch := make(chan struct{})
-		s.stopped = ch
+		*done = ch
 		go func() {
 			defer close(ch)
-			s.grpc.Stop()
+			f()
 		}()
 	}
-	return s.stopped
+	return *done
 }
 
 func (s *Server) setReport(r string) {
