@@ -100,6 +100,14 @@ var budgetEnv = []struct {
 	{"SW_WARMUP_TIMEOUT", "WarmupTimeout", func(b *Budgets) *time.Duration { return &b.WarmupTimeout }},
 }
 
+// renamedEnv are budget variables an earlier release read, each with the field it
+// set and the variable that replaced it. Setting one is a problem that names the new
+// variable, so that a deployment still setting the old one does not lose its value
+// without a word.
+var renamedEnv = []struct{ old, field, now string }{
+	{"SW_DRAIN_PHASES_BUDGET", "DrainHooksBudget", "SW_DRAIN_HOOKS_BUDGET"},
+}
+
 // budgetVars names, for each Budgets field whose value came from the environment,
 // the variable it came from ("DrainGrace" → "SW_DRAIN_GRACE"), so that a problem
 // found later with that value names the variable the user set.
@@ -110,9 +118,14 @@ func (v budgetVars) of(field string) string { return v[field] }
 
 // withEnv applies the environment's overrides, read through lookup. A bad value is
 // recorded in l under the field ("Budgets.DrainGrace") and its variable, and the
-// field set to 0. It returns the variables the values came from.
+// field set to 0; so is a variable that was renamed (renamedEnv). It returns the variables the values came from.
 func (b Budgets) withEnv(lookup func(string) (string, bool), l *fault.Problems) (Budgets, budgetVars) {
 	fromEnv := budgetVars{}
+	for _, r := range renamedEnv {
+		if v, ok := lookup(r.old); ok && strings.TrimSpace(v) != "" {
+			l.AddEnvf("Budgets."+r.field, r.old, "was renamed %s: set that instead", r.now)
+		}
+	}
 	for _, e := range budgetEnv {
 		v, ok := lookup(e.name)
 		if !ok || strings.TrimSpace(v) == "" {

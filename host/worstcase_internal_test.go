@@ -66,6 +66,8 @@ func TestBudgetOverflow(t *testing.T) {
 		{"SW_STEP_TIMEOUT", "24h", 24 * time.Hour, false},
 		{"SW_DRAIN_GRACE", "24h0m0.000000001s", 0, true},
 		{"SW_DEADLINE", "9223372036854775807ns", 0, true},
+		{"SW_DRAIN_PHASES_BUDGET", "2s", 0, true}, // renamed SW_DRAIN_HOOKS_BUDGET: refused, not ignored
+		{"SW_DRAIN_HOOKS_BUDGET", "2s", 2 * time.Second, false},
 	} {
 		t.Run(c.env+"="+c.value, func(t *testing.T) {
 			var l fault.Problems

@@ -24,25 +24,7 @@ import (
 // backlog — and SIGTERM still exits 0, with the drain report saying what the cap held.
 func TestDescriptorLimit(t *testing.T) {
 	const limit, clients = 1024, 1100
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prlimit (util-linux) is missing")
-		}
-		t.Skip("prlimit (util-linux) is missing")
-	}
-	raiseNofile(t, clients+512) // this process holds every client's descriptor
-
-	// The example under the limit: prlimit sets it, then execs the binary in place.
-	script := filepath.Join(t.TempDir(), "example-at-1024")
-	body := fmt.Sprintf("#!/bin/sh\nexec %s --nofile=%d:%d -- %s \"$@\"\n", prlimit, limit, limit, bin)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	httpAddr, probe := freeAddr(t), freeAddr(t)
-	p := proctest.Start(t, script, "PROBE_ADDR="+probe, "HTTP_ADDR="+httpAddr, "GRPC_ADDR=127.0.0.1:0",
-		"SW_DRAIN_DELAY=200ms")
-	mustLog(t, p, map[string]string{"msg": "service ready"}, 30*time.Second)
+	p, httpAddr, probe := startUnderNofile(t, limit, clients)
 	if got := nofileOf(t, p.Pid()); got != limit {
 		t.Fatalf("the example's descriptor limit is %d, want %d", got, limit)
 	}
@@ -208,4 +190,31 @@ func TestMaxConnsEnv(t *testing.T) {
 			}
 		}
 	})
+}
+
+// startUnderNofile starts the example under a descriptor limit of limit (prlimit sets
+// it, then execs the binary in place), with a drain delay of 200ms and env, after
+// raising this process's own limit so that it can hold clients connections, and
+// waits until it is ready. It returns the process and its HTTP and probe addresses.
+// Without prlimit the test is skipped, and fails under CI=true.
+func startUnderNofile(t *testing.T, limit, clients int, env ...string) (p *proctest.Proc, httpAddr, probe string) {
+	t.Helper()
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("prlimit (util-linux) is missing")
+		}
+		t.Skip("prlimit (util-linux) is missing")
+	}
+	raiseNofile(t, uint64(clients+512)) // this process holds every client's descriptor
+	script := filepath.Join(t.TempDir(), fmt.Sprintf("example-at-%d", limit))
+	body := fmt.Sprintf("#!/bin/sh\nexec %s --nofile=%d:%d -- %s \"$@\"\n", prlimit, limit, limit, bin)
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	httpAddr, probe = freeAddr(t), freeAddr(t)
+	env = append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + httpAddr, "GRPC_ADDR=127.0.0.1:0", "SW_DRAIN_DELAY=200ms"}, env...)
+	p = proctest.Start(t, script, env...)
+	mustLog(t, p, map[string]string{"msg": "service ready"}, 30*time.Second)
+	return p, httpAddr, probe
 }

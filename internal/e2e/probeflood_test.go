@@ -1,20 +1,14 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/servicewright/servicewright/internal/proctest"
 )
 
 // TestProbeFlood: under a descriptor limit of 1024 (prlimit), 1,100 clients hold
@@ -28,23 +22,7 @@ import (
 // HTTP port refused new connections once the descriptors ran out.
 func TestProbeFlood(t *testing.T) {
 	const limit, idle, slow = 1024, 700, 400
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prlimit (util-linux) is missing")
-		}
-		t.Skip("prlimit (util-linux) is missing")
-	}
-	raiseNofile(t, idle+slow+512)
-	script := filepath.Join(t.TempDir(), "example-at-1024")
-	body := fmt.Sprintf("#!/bin/sh\nexec %s --nofile=%d:%d -- %s \"$@\"\n", prlimit, limit, limit, bin)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	httpAddr, probe := freeAddr(t), freeAddr(t)
-	p := proctest.Start(t, script, "PROBE_ADDR="+probe, "HTTP_ADDR="+httpAddr, "GRPC_ADDR=127.0.0.1:0",
-		"SW_DRAIN_DELAY=200ms")
-	mustLog(t, p, map[string]string{"msg": "service ready"}, 30*time.Second)
+	p, httpAddr, probe := startUnderNofile(t, limit, idle+slow)
 
 	stop := make(chan struct{})
 	var (

@@ -1,17 +1,11 @@
 package e2e
 
 import (
-	"fmt"
 	"io"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/servicewright/servicewright/internal/proctest"
 )
 
 // TestSlowClientsAtTheCapDrain: under a descriptor limit of 1024 (prlimit; the HTTP
@@ -25,24 +19,7 @@ import (
 // overruns).
 func TestSlowClientsAtTheCapDrain(t *testing.T) {
 	const limit, clients = 1024, 1500
-	prlimit, err := exec.LookPath("prlimit")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("prlimit (util-linux) is missing")
-		}
-		t.Skip("prlimit (util-linux) is missing")
-	}
-	raiseNofile(t, clients+512) // this process holds every client's descriptor
-
-	script := filepath.Join(t.TempDir(), "example-at-1024")
-	body := fmt.Sprintf("#!/bin/sh\nexec %s --nofile=%d:%d -- %s \"$@\"\n", prlimit, limit, limit, bin)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	httpAddr, probe := freeAddr(t), freeAddr(t)
-	p := proctest.Start(t, script, "PROBE_ADDR="+probe, "HTTP_ADDR="+httpAddr, "GRPC_ADDR=127.0.0.1:0",
-		"SW_DRAIN_DELAY=200ms", "SW_DRAIN_GRACE=14s")
-	mustLog(t, p, map[string]string{"msg": "service ready"}, 30*time.Second)
+	p, httpAddr, _ := startUnderNofile(t, limit, clients, "SW_DRAIN_GRACE=14s")
 
 	conns := make([]net.Conn, 0, clients)
 	defer func() {

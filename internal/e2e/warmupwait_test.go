@@ -1,12 +1,12 @@
 package e2e
 
 import (
-	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/servicewright/servicewright/internal/testenv"
 )
 
 // TestWarmupNamesBackend: PostgreSQL that accepts connections and never answers (a
@@ -15,36 +15,7 @@ import (
 // SIGTERM still exits 0. Before, the log said nothing for the whole warmup budget
 // (60 s), then named the step alone.
 func TestWarmupNamesBackend(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns []net.Conn
-	)
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c) // held open, never answered
-			mu.Unlock()
-		}
-	})
-	defer func() {
-		ln.Close()
-		wg.Wait()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-	}()
-	addr := ln.Addr().String()
+	addr := testenv.BlackHole(t)
 	p, _ := startExample(t, "DATABASE_URL=postgres://orders:s3cret@"+addr+"/orders?sslmode=disable", "REDIS_URL=")
 	began := time.Now()
 	line := mustLog(t, p, map[string]string{"msg": "warmup step has not answered yet; still waiting"}, 20*time.Second)
