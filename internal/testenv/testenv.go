@@ -3,8 +3,11 @@ package testenv
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -38,8 +41,27 @@ func Require(t testing.TB, err error) {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago. Another process
-// may take it before it is used; the Start functions retry on a collision.
+// may take it before it is used; the Start functions retry on a collision. The port
+// is drawn from below the kernel's ephemeral range (ip_local_port_range), where no
+// listener bound to port 0 and no outgoing connection is ever given a port, so the
+// only processes that can take it are those handed a port by FreePort too: a test
+// server or example that binds ":0" on a loaded machine no longer steals it.
 func FreePort() (int, error) {
+	lo := ephemeralLow()
+	for range 64 {
+		if lo <= 10000 {
+			break
+		}
+		port := 10000 + rand.IntN(lo-10000)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err != nil {
+			continue // taken: draw again
+		}
+		if err := l.Close(); err != nil {
+			return 0, fmt.Errorf("testenv: free port: %w", err)
+		}
+		return port, nil
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("testenv: free port: %w", err)
@@ -49,6 +71,24 @@ func FreePort() (int, error) {
 		return 0, fmt.Errorf("testenv: free port: %w", err)
 	}
 	return port, nil
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range, or 0 when it
+// cannot be read.
+func ephemeralLow() int {
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(raw))
+	if len(f) == 0 {
+		return 0
+	}
+	n, err := strconv.Atoi(f[0])
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // Env holds the services a package's TestMain started through Run. Tests read it

@@ -281,3 +281,26 @@ func TestServerDiesWithTestBinary(t *testing.T) {
 		t.Fatalf("stale dir %s not swept: %v", dir, err)
 	}
 }
+
+// TestFreePortBelowEphemeral: FreePort's ports lie below the kernel's ephemeral
+// range, where no ":0" bind is ever given one, and are free to listen on.
+func TestFreePortBelowEphemeral(t *testing.T) {
+	lo := ephemeralLow()
+	if lo <= 10000 {
+		t.Skipf("ephemeral range starts at %d: nothing below it to draw from", lo)
+	}
+	for range 20 {
+		port, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if port < 10000 || port >= lo {
+			t.Fatalf("FreePort = %d, want in [10000, %d)", port, lo)
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			t.Fatalf("port %d is not free: %v", port, err)
+		}
+		l.Close()
+	}
+}
