@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,10 +17,12 @@ import (
 // A consumer whose Serve failed under StopEntrypoint — its handler's backend was
 // down — consumes again when Serve is called again (the Host's restart of a
 // NonEssential consumer): the failed message comes first, nothing handled before it
-// is delivered again, and Drain and Stop then commit and leave as after a first Serve.
+// is delivered again — on the failed partition or on the other, which the failure
+// stopped too — and Drain and Stop then commit and leave as after a first Serve.
 func TestConsumerServesAgainAfterAFailure(t *testing.T) {
-	topic := newTopic(t, 1)
+	topic := newTopic(t, 2)
 	produceToPartition(t, topic, 0, "ok-0", "bad", "ok-1")
+	produceToPartition(t, topic, 1, "p1-0", "p1-1")
 	var down atomic.Bool
 	down.Store(true)
 	col := newCollector()
@@ -49,19 +52,33 @@ func TestConsumerServesAgainAfterAFailure(t *testing.T) {
 
 	down.Store(false) // the backend is back
 	go func() { r.served <- c.Serve(context.Background(), r.stop) }()
-	col.waitCount(t, 3)
+	col.waitCount(t, 5)
 	produceToPartition(t, topic, 0, "ok-2")
-	col.waitCount(t, 4)
+	produceToPartition(t, topic, 1, "p1-2")
+	col.waitCount(t, 7)
 	r.mustShutdown(t)
 
-	if got := col.handled(); !slices.Equal(got, []string{"ok-0", "bad", "ok-1", "ok-2"}) {
-		t.Errorf("handled %v, want ok-0, then bad again and what follows it, each once", got)
+	var p0 []string
+	for _, v := range col.handled() {
+		if !strings.HasPrefix(v, "p1-") {
+			p0 = append(p0, v)
+		}
 	}
-	if got := committed(t, cfg.GroupID, topic, 1)[0]; got != 4 {
-		t.Errorf("committed offset %d, want 4 (everything)", got)
+	if !slices.Equal(p0, []string{"ok-0", "bad", "ok-1", "ok-2"}) {
+		t.Errorf("partition 0 handled %v, want ok-0, then bad again and what follows it, each once", p0)
 	}
-	if st := c.Stats(); st.Handled != 4 || st.Failed != 2 || st.Uncommitted != 0 {
-		t.Errorf("stats %+v, want 4 handled, the 2 failed attempts, nothing uncommitted", st)
+	col.mu.Lock()
+	for _, v := range []string{"p1-0", "p1-1", "p1-2"} {
+		if n := col.byValue[v]; n != 1 {
+			t.Errorf("%s handled %d times, want once", v, n)
+		}
+	}
+	col.mu.Unlock()
+	if got := committed(t, cfg.GroupID, topic, 2); got[0] != 4 || got[1] != 3 {
+		t.Errorf("committed offsets %v, want 4 and 3 (everything)", got)
+	}
+	if st := c.Stats(); st.Handled != 7 || st.Failed != 2 || st.Uncommitted != 0 {
+		t.Errorf("stats %+v, want 7 handled, the 2 failed attempts, nothing uncommitted", st)
 	}
 }
 
