@@ -230,7 +230,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// The paused gauge is there before anything pauses, one series per cause at 0, so
 	// that an alert on it tells "not paused" from "no consumer".
-	wantPaused := map[string]float64{kafkaentry.CauseTransient: 0, kafkaentry.CauseDependencyCheck: 0, kafkaentry.CauseDistinctFailures: 0}
+	wantPaused := map[string]float64{"transient": 0, "dependency_check": 0, "distinct_failures": 0}
 	if got := pausedByCause(t, reg, topic); !maps.Equal(got, wantPaused) {
 		t.Errorf("servicewright_kafka_paused after New = %v, want %v", got, wantPaused)
 	}

@@ -157,8 +157,9 @@ type FailurePolicy struct {
 }
 
 // DeadLetter writes a failed message to topic — key, value and headers as they came,
-// plus headers saying where it came from and why it failed (see HeaderTopic and the
-// other Header constants) — and then commits past it, so the partition moves on.
+// plus headers saying where it came from and why it failed (DeadLetterInfo, which a
+// reader of topic gets with ParseDeadLetter) — and then commits past it, so the
+// partition moves on.
 func DeadLetter(topic string) FailurePolicy { return FailurePolicy{deadLetter: true, topic: topic} }
 
 // StopEntrypoint makes the entrypoint fail: Serve (or Drain, once Serve has

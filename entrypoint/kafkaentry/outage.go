@@ -29,9 +29,9 @@ const (
 // Causes of a pause, as Pause.Cause and the cause label of servicewright_kafka_paused
 // give them.
 const (
-	CauseTransient        = "transient"         // the error was classified as transient
-	CauseDependencyCheck  = "dependency_check"  // Outage.Check failed
-	CauseDistinctFailures = "distinct_failures" // Outage.DistinctFailures messages failed in a row
+	causeTransient        = "transient"         // the error was classified as transient
+	causeDependencyCheck  = "dependency_check"  // Outage.Check failed
+	causeDistinctFailures = "distinct_failures" // Outage.DistinctFailures messages failed in a row
 )
 
 // ErrPaused is wrapped by Health's error while a partition is paused on an outage.
@@ -88,9 +88,15 @@ func (o Outage) withDefaults() Outage {
 type Pause struct {
 	Topic     string
 	Partition int
-	Offset    int64     // the message the partition is held on; nothing past it is committed
-	Cause     string    // CauseTransient, CauseDependencyCheck or CauseDistinctFailures
-	ErrorType string    // the last failure's kind, as HeaderErrorType gives it (never its message)
+	Offset    int64 // the message the partition is held on; nothing past it is committed
+
+	// Cause is the rule that took the failure for an outage, as the cause label of
+	// servicewright_kafka_paused gives it: "transient" (Outage.Classify said so),
+	// "dependency_check" (Outage.Check failed) or "distinct_failures"
+	// (Outage.DistinctFailures messages failed in a row).
+	Cause string
+
+	ErrorType string    // the last failure's kind, as DeadLetterInfo.ErrorType gives it (never its message)
 	Since     time.Time // when the partition paused
 	Attempts  int       // handler calls during the pause
 }
@@ -159,13 +165,13 @@ func (c *Consumer) outageCause(ctx context.Context, msg *kafka.Message, err erro
 		return ""
 	}
 	if o.Classify(err) {
-		return CauseTransient
+		return causeTransient
 	}
 	if o.Check != nil && c.checkDown(ctx) != nil {
-		return CauseDependencyCheck
+		return causeDependencyCheck
 	}
 	if o.DistinctFailures > 0 && c.outage.failedDistinct(msg) >= o.DistinctFailures {
-		return CauseDistinctFailures
+		return causeDistinctFailures
 	}
 	return ""
 }
