@@ -54,6 +54,8 @@ type RelayConfig struct {
 	CreateTable bool
 }
 
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
 func (c RelayConfig) resolve(l *fault.Problems) RelayConfig {
 	if c.Every < 0 {
 		l.Addf("Every", "must not be negative, got %v", c.Every)

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
@@ -73,7 +74,9 @@ type Outage struct {
 	Initial, Max time.Duration
 }
 
-func (o Outage) withDefaults() Outage {
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name (Config.resolve prefixes them with "Outage").
+func (o Outage) resolve(l *fault.Problems) Outage {
 	if o.Classify == nil {
 		o.Classify = IsTransient
 	}
@@ -81,6 +84,21 @@ func (o Outage) withDefaults() Outage {
 	o.DistinctFailures = cmp.Or(o.DistinctFailures, defaultOutageDistinctFailures)
 	o.Initial = cmp.Or(o.Initial, defaultOutageInitial)
 	o.Max = cmp.Or(o.Max, max(defaultOutageMax, o.Initial))
+
+	if o.DistinctFailures < -1 {
+		l.Addf("DistinctFailures", "must be positive, or -1 to turn the rule off, got %d", o.DistinctFailures)
+	}
+	for _, f := range []struct {
+		field string
+		v     time.Duration
+	}{{"CheckTimeout", o.CheckTimeout}, {"Initial", o.Initial}, {"Max", o.Max}} {
+		if f.v < 0 {
+			l.Addf(f.field, "must not be negative, got %v", f.v)
+		}
+	}
+	if o.Initial > 0 && o.Max > 0 && o.Max < o.Initial {
+		l.Addf("Max", "must be at least Outage.Initial (%v), got %v", o.Initial, o.Max)
+	}
 	return o
 }
 
