@@ -145,20 +145,6 @@ type Config struct {
 	MayCampaign func(ctx context.Context) (bool, error)
 }
 
-// withDefaults returns s with zero durations replaced by their defaults.
-func (s Config) withDefaults() Config {
-	s.TTL = cmp.Or(s.TTL, DefaultTTL)
-	s.CampaignEvery = cmp.Or(s.CampaignEvery, DefaultCampaignEvery)
-	s.RenewEvery = cmp.Or(s.RenewEvery, s.TTL/3)
-	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
-	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
-	s.Margin = cmp.Or(s.Margin, defaultMargin)
-	s.Retry.Initial = cmp.Or(s.Retry.Initial, entrypoint.DefaultBackoffInitial)
-	s.Retry.Max = cmp.Or(s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
-	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
-	return s
-}
-
 // StopTime is the longest a Leadership takes to end its term and stop, once its
 // defaults are applied: YieldGrace for lead to return, ReleaseTimeout for it to
 // unwind once cancelled, ReleaseTimeout for the release, ReleaseTimeout for a
@@ -166,14 +152,15 @@ func (s Config) withDefaults() Config {
 // DrainGrace must cover it (Drain ends the term), or the term is cut before its
 // release and the next leader waits out the TTL.
 func (s Config) StopTime() time.Duration {
-	s = s.withDefaults()
+	s = s.resolve(new(fault.Problems))
 	return s.YieldGrace + 3*s.ReleaseTimeout + time.Second
 }
 
-// Validate reports every problem of the spec, after defaults, as a *fault.ConfigError
-// (fault.ConfigError) naming each field.
-func (s Config) Validate() error {
-	var l fault.Problems
+// resolve fills in the defaults of the fields left zero and records every problem
+// in l under its field name: a negative duration, a missing Lock, Key or Owner,
+// timings that do not fit in the lock's earliest release, and a field that needs
+// another.
+func (s Config) resolve(l *fault.Problems) Config {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
@@ -186,7 +173,16 @@ func (s Config) Validate() error {
 			l.Addf(f.name, "must not be negative, got %v", f.d)
 		}
 	}
-	d := s.withDefaults()
+	given := s
+	s.TTL = cmp.Or(s.TTL, DefaultTTL)
+	s.CampaignEvery = cmp.Or(s.CampaignEvery, DefaultCampaignEvery)
+	s.RenewEvery = cmp.Or(s.RenewEvery, s.TTL/3)
+	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
+	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
+	s.Margin = cmp.Or(s.Margin, defaultMargin)
+	s.Retry.Initial = cmp.Or(s.Retry.Initial, entrypoint.DefaultBackoffInitial)
+	s.Retry.Max = cmp.Or(s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
+	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
 	if s.Lock == nil {
 		l.Addf("Lock", "must not be nil")
 	}
@@ -199,24 +195,24 @@ func (s Config) Validate() error {
 	if s.Owner == "" {
 		l.Addf("Owner", "must not be empty")
 	}
-	if allPositive(d) { // a negative field is reported above; the sums would only repeat it
-		sum := d.RenewEvery + d.YieldGrace + d.ReleaseTimeout + d.Margin
-		switch er := d.earliestRelease(); {
-		case sum >= d.TTL:
+	if allPositive(s) { // a negative field is reported above; the sums would only repeat it
+		sum := s.RenewEvery + s.YieldGrace + s.ReleaseTimeout + s.Margin
+		switch er := s.earliestRelease(); {
+		case sum >= s.TTL:
 			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (%v + %v + %v + %v = %v, TTL %v)",
-				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, d.TTL)
+				s.RenewEvery, s.YieldGrace, s.ReleaseTimeout, s.Margin, sum, s.TTL)
 		case sum >= er:
 			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than the lock's earliest release, "+
 				"the soonest it may give the lease to another owner after a renewal (%v + %v + %v + %v = %v, earliest release %v for TTL %v); "+
 				"shorten RenewEvery, YieldGrace, ReleaseTimeout or Margin, or lengthen the backend's dead-client detection",
-				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, er, d.TTL)
+				s.RenewEvery, s.YieldGrace, s.ReleaseTimeout, s.Margin, sum, er, s.TTL)
 		}
-		if d.ReleaseTimeout > d.YieldGrace {
-			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", d.ReleaseTimeout, d.YieldGrace)
+		if s.ReleaseTimeout > s.YieldGrace {
+			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", s.ReleaseTimeout, s.YieldGrace)
 		}
 	}
-	if d.Retry.Max < d.Retry.Initial && s.Retry.Max > 0 {
-		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", d.Retry.Initial, d.Retry.Max)
+	if s.Retry.Max < s.Retry.Initial && given.Retry.Max > 0 {
+		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", s.Retry.Initial, s.Retry.Max)
 	}
 	switch s.Wake {
 	case WakeOnRelease, WakePoll:
@@ -235,7 +231,7 @@ func (s Config) Validate() error {
 	if s.FenceFloor != nil && !s.RequiresFenceAdvance {
 		l.Addf("FenceFloor", "needs RequiresFenceAdvance: the floor is useless unless the lock can advance its counter")
 	}
-	return l.Err()
+	return s
 }
 
 // earliestRelease is how long after a renewal is sent the Lock may give the lease to

@@ -17,9 +17,16 @@ import (
 
 func noLead(context.Context, *Term) error { return nil }
 
+// validate is resolve's problems as one error.
+func validate(s Config) error {
+	var l fault.Problems
+	s.resolve(&l)
+	return l.Err()
+}
+
 func TestSpecValidate(t *testing.T) {
 	valid := vSpec(lock.NewMemory(), "a")
-	if err := valid.Validate(); err != nil {
+	if err := validate(valid); err != nil {
 		t.Fatalf("valid spec: %v", err)
 	}
 	cases := []struct {
@@ -57,10 +64,10 @@ func TestSpecValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := valid
 			c.change(&s)
-			err := s.Validate()
+			err := validate(s)
 			ce, ok := errors.AsType[*fault.ConfigError](err)
 			if !ok || len(ce.Problems) != 1 {
-				t.Fatalf("Validate = %v, want one problem with %s", err, c.field)
+				t.Fatalf("resolve = %v, want one problem with %s", err, c.field)
 			}
 			if p := ce.Problems[0]; p.Field != c.field || !strings.Contains(p.Reason, c.reason) {
 				t.Fatalf("problem %q, want field %s with %q", p, c.field, c.reason)

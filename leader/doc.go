@@ -22,7 +22,7 @@
 // the lease is released only once it has returned, and the release wakes the waiting
 // replicas. The soft deadline is placed so that all of this finishes Margin before
 // the backend could give the lease to another replica, counting from when the latest
-// successful renewal was sent; Config.Validate refuses timings that do not fit.
+// successful renewal was sent; New refuses timings that do not fit.
 //
 // # A start step on one replica
 //
