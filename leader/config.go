@@ -3,7 +3,6 @@ package leader
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -20,56 +19,6 @@ const (
 	defaultReleaseTimeout = 1 * time.Second
 	defaultMargin         = 1 * time.Second
 )
-
-// Handoff says whether a holder hands the lease over when another replica asks.
-type Handoff int
-
-const (
-	// HandoffOff: the holder keeps the lease until its term ends for another reason.
-	HandoffOff Handoff = iota
-	// HandoffOnRequest: a replica whose Prefer returns true asks for the lease by
-	// holding the lock Key+":want", and the holder yields at its next renewal
-	// unless it prefers the lease itself. See Config.Prefer.
-	HandoffOnRequest
-)
-
-func (h Handoff) String() string {
-	switch h {
-	case HandoffOff:
-		return "off"
-	case HandoffOnRequest:
-		return "on_request"
-	}
-	return fmt.Sprintf("Handoff(%d)", int(h))
-}
-
-// Wake says how a replica that waits for the lease learns that it is free.
-type Wake int
-
-const (
-	// WakeOnRelease: when the Lock is a lock.Notifier, a waiting replica also
-	// campaigns as soon as the holder releases (a few milliseconds of jitter
-	// apart from the other waiters; Acquire still decides), besides every
-	// CampaignEvery. A lost notice costs at most one CampaignEvery. A lock that
-	// sends no notices is polled as with WakePoll. When the Lock is also a
-	// lock.Waiter (pgkit.Lock), a replica that finds the lease held waits on the
-	// lock itself, up to one CampaignEvery at a time, and takes the lease within a
-	// round trip of its release or its holder's crash. The default.
-	WakeOnRelease Wake = iota
-	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing
-	// else; it neither watches notices nor waits on a lock.Waiter.
-	WakePoll
-)
-
-func (w Wake) String() string {
-	switch w {
-	case WakeOnRelease:
-		return "on_release"
-	case WakePoll:
-		return "poll"
-	}
-	return fmt.Sprintf("Wake(%d)", int(w))
-}
 
 // Config declares one leadership: which lease, who campaigns, and how long each step of
 // a term may take. A zero duration takes its default; a negative one is refused.
@@ -96,9 +45,17 @@ type Config struct {
 	// CampaignEvery)). It also cuts off each campaign call, and bounds each wait
 	// on a lock.Waiter. Default 2s.
 	CampaignEvery time.Duration
-	// Wake says whether a waiting replica also campaigns on the lock's release
-	// notices. Default WakeOnRelease.
-	Wake Wake
+	// Poll makes a replica that waits for the lease campaign every CampaignEvery
+	// and on nothing else: it neither watches release notices nor waits on a
+	// lock.Waiter. Default false: a waiting replica also campaigns on the holder's
+	// release. Then, when the Lock is a lock.Notifier, it campaigns as soon as the
+	// holder releases (a few milliseconds of jitter apart from the other waiters;
+	// Acquire still decides), and a lost notice costs at most one CampaignEvery; a
+	// lock that sends no notices is polled all the same. When the Lock is also a
+	// lock.Waiter (pgkit.Lock), a replica that finds the lease held waits on the
+	// lock itself, up to one CampaignEvery at a time, and takes the lease within a
+	// round trip of its release or its holder's crash.
+	Poll bool
 	// RenewEvery is how often the holder renews. Default TTL/3.
 	RenewEvery time.Duration
 	// YieldGrace is how long lead has to return after Term.Ended is closed, before
@@ -133,8 +90,12 @@ type Config struct {
 	// RequiresFenceAdvance makes Bind refuse a lock that cannot advance its counter.
 	RequiresFenceAdvance bool
 
-	// Handoff enables handoff on request; Prefer is then required.
-	Handoff Handoff
+	// Handoff enables handoff on request: a replica whose Prefer returns true asks
+	// for the lease by holding the lock Key+":want", and the holder yields at its
+	// next renewal unless it prefers the lease itself. Prefer is then required.
+	// Default false: the holder keeps the lease until its term ends for another
+	// reason.
+	Handoff bool
 	// Prefer says whether this replica should lead rather than the current holder
 	// (it is closer to the data, it runs the newest version). An asker holds the
 	// want-lock; a holder that prefers itself ignores askers. Errors and overruns
@@ -214,19 +175,8 @@ func (s Config) resolve(l *fault.Problems) Config {
 	if s.Retry.Max < s.Retry.Initial && given.Retry.Max > 0 {
 		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", s.Retry.Initial, s.Retry.Max)
 	}
-	switch s.Wake {
-	case WakeOnRelease, WakePoll:
-	default:
-		l.Addf("Wake", "unknown value %d", int(s.Wake))
-	}
-	switch s.Handoff {
-	case HandoffOff:
-	case HandoffOnRequest:
-		if s.Prefer == nil {
-			l.Addf("Prefer", "must be set when Handoff is %s", HandoffOnRequest)
-		}
-	default:
-		l.Addf("Handoff", "unknown value %d", int(s.Handoff))
+	if s.Handoff && s.Prefer == nil {
+		l.Addf("Prefer", "must be set when Handoff is true")
 	}
 	if s.FenceFloor != nil && !s.RequiresFenceAdvance {
 		l.Addf("FenceFloor", "needs RequiresFenceAdvance: the floor is useless unless the lock can advance its counter")

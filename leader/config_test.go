@@ -54,8 +54,7 @@ func TestSpecValidate(t *testing.T) {
 		{"empty key", func(s *Config) { s.Key = "" }, "Key", "must not be empty"},
 		{"empty owner", func(s *Config) { s.Owner = "" }, "Owner", "must not be empty"},
 		{"no lock", func(s *Config) { s.Lock = nil }, "Lock", "must not be nil"},
-		{"handoff without prefer", func(s *Config) { s.Handoff = HandoffOnRequest }, "Prefer", "must be set when Handoff is on_request"},
-		{"unknown handoff", func(s *Config) { s.Handoff = 7 }, "Handoff", "unknown value 7"},
+		{"handoff without prefer", func(s *Config) { s.Handoff = true }, "Prefer", "must be set when Handoff is true"},
 		{"fence floor without fence advance", func(s *Config) {
 			s.FenceFloor = func(context.Context) (uint64, error) { return 0, nil }
 		}, "FenceFloor", "needs RequiresFenceAdvance"},
@@ -79,8 +78,8 @@ func TestSpecValidate(t *testing.T) {
 	}
 
 	t.Run("every problem at once", func(t *testing.T) {
-		_, err := New(Config{Key: "x:want", TTL: -1, Retry: entrypoint.Backoff{Initial: -1, Max: -2}, Wake: 7}, nil)
-		assertProblems(t, err, "TTL", "Retry.Initial", "Retry.Max", "Lock", "Key", "Owner", "Wake", "lead")
+		_, err := New(Config{Key: "x:want", TTL: -1, Retry: entrypoint.Backoff{Initial: -1, Max: -2}}, nil)
+		assertProblems(t, err, "TTL", "Retry.Initial", "Retry.Max", "Lock", "Key", "Owner", "lead")
 	})
 
 	t.Run("defaults", func(t *testing.T) {

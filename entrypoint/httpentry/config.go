@@ -14,7 +14,7 @@ import (
 // states its own. The exported ones are those a peer server configured like this
 // one takes (the benchmarks' peers do).
 const (
-	DefaultName              = "http"
+	defaultName              = "http"
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
@@ -95,7 +95,7 @@ type Config struct {
 // with cfg in l, under its field name. New checks the rest apart: Addr against
 // WithListener (transport.Addr), and the certificate files it reads (transport.LoadTLS).
 func (cfg Config) resolve(l *fault.Problems) Config {
-	cfg.Name = cmp.Or(cfg.Name, DefaultName)
+	cfg.Name = cmp.Or(cfg.Name, defaultName)
 	transport.Default(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	transport.Default(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)
 	transport.Default(l, "WriteTimeout", &cfg.WriteTimeout, 0)
