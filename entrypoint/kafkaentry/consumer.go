@@ -113,7 +113,7 @@ type Consumer struct {
 	base         entrypoint.Base // the phase, under its lock with the fields below
 	group        group
 	gen          *genState // the generation in progress; nil between generations
-	dlq          MessageWriter
+	dlq          messageWriter
 	ownDLQ       *kafkakit.Producer // the dead-letter producer Bind made, closed by Drain or Stop
 	failErr      error
 	failReported bool          // failErr was returned by Serve, Drain or Stop
