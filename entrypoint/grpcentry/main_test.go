@@ -104,6 +104,13 @@ func runHooked(t *testing.T, cfg grpcentry.Config, svc *service, before func(*gr
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveAndClean(t, s, conn)
+}
+
+// serveAndClean serves s in the background for a client on conn; Cleanup stops it
+// and closes the client.
+func serveAndClean(t *testing.T, s *grpcentry.Server, conn *grpc.ClientConn) *running {
+	t.Helper()
 	x := &running{
 		t: t, s: s, conn: conn, client: testpb.NewTestServiceClient(conn), health: healthpb.NewHealthClient(conn),
 		stop: make(chan struct{}), served: make(chan error, 1),
