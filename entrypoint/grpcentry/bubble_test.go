@@ -29,7 +29,21 @@ func runInBubble(t *testing.T, cfg grpcentry.Config, svc *service, opts ...grpce
 	if err := s.Bind(context.Background()); err != nil {
 		t.Fatalf("Bind = %v", err)
 	}
-	return serveAndClean(t, s, dialNetwork(t, n))
+	x := serveAndClean(t, s, dialNetwork(t, n))
+	x.network = n
+	return x
+}
+
+// dialNetwork opens a raw connection to x's Server over its in-memory network (set
+// by runInBubble), closed at Cleanup.
+func (x *running) dialNetwork() net.Conn {
+	x.t.Helper()
+	c, err := x.network.Dial()
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	x.t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // dialNetwork returns a client connection whose every dial goes to n.

@@ -13,6 +13,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
+	"github.com/servicewright/servicewright/host/hosttest"
 )
 
 func TestMain(m *testing.M) {
@@ -74,6 +75,8 @@ type running struct {
 	stop   chan struct{}
 	once   sync.Once
 	served chan error
+	// network is the in-memory network of a Server made by runInBubble, else nil.
+	network *hosttest.Network
 }
 
 // run makes, binds and serves a Server on a loopback port with svc registered.
