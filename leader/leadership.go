@@ -140,8 +140,10 @@ func (l *Leadership) Bind(ctx context.Context) error {
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cuts
 // everything as Stop does, waits for the campaign to exit at most hooks.AbandonAfter
 // and returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did
-// not exit in time). A campaign stopped for good by a
-// configuration error does not make Serve return (the process stays up; see Halted).
+// not exit in time). Serve never fails on its own: a lock backend that fails or
+// does not answer is retried by the campaign every CampaignEvery, and a campaign
+// stopped for good by a configuration error does not make Serve return (the process
+// stays up; see Halted). There is thus nothing for the Host to restart.
 // Serve before Bind, or twice, returns an error wrapping entrypoint.ErrOutOfTurn. It
 // does not start the campaign, and returns nil, if Drain or Stop came first.
 func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {

@@ -37,7 +37,7 @@ func TestOutageResumesWithinMax(t *testing.T) {
 		stop, served := serve(c)
 		fg.msgs <- msgAt(0)
 		synctest.Wait()
-		if ps := c.Paused(); len(ps) != 1 || ps[0].Cause != CauseTransient {
+		if ps := c.Paused(); len(ps) != 1 || ps[0].Cause != causeTransient {
 			t.Fatalf("Paused = %+v, want t/0 paused as transient", ps)
 		}
 		time.Sleep(time.Minute) // the outage: the backoff has long reached Max
