@@ -53,7 +53,7 @@ type Leadership struct {
 }
 
 // New returns a Leadership for cfg that runs lead in each term it wins. It
-// validates cfg (see Config.Validate) and the options, and returns a
+// fills in cfg's defaults, checks cfg and the options, and returns a
 // *fault.ConfigError listing every problem; it starts nothing.
 //
 // lead gets the term and a ctx that is cancelled YieldGrace after term.Ended is
@@ -65,14 +65,13 @@ type Leadership struct {
 func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
 	o := newOptions(opts)
 	var l fault.Problems
-	l.Merge("", cfg.Validate())
+	cfg = cfg.resolve(&l)
 	if lead == nil {
 		l.Addf("lead", "must not be nil")
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	s := &Leadership{conf: cfg, lead: lead, quit: make(chan struct{}), cut: make(chan struct{})}
 	if err := s.base.Init(cfg.Name, o.given, s.use); err != nil {
 		l.Addf("WithTelemetry", "%v", err)

@@ -256,9 +256,9 @@ func TestMaxConnections(t *testing.T) {
 
 // A connection that never goes quiet — it ignores the GOAWAY, answers no PING and
 // keeps a stream open whose request never comes, so that no handler runs — does not
-// hold the drain: with no admitted RPC left, Drain closes it after ConnectionQuiet —
-// exactly, in virtual time — and returns nil, and its report counts it. On main
-// Drain waited for the whole budget and failed with "0 RPCs still in flight".
+// hold the drain: with no admitted RPC left, Drain closes it after connectionQuiet
+// (1s) — exactly, in virtual time — and returns nil, and its report counts it. On
+// main Drain waited for the whole budget and failed with "0 RPCs still in flight".
 func TestDrainDoesNotWaitForALoudConnection(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		x := runInBubble(t, grpcentry.Config{}, &service{})
@@ -274,8 +274,8 @@ func TestDrainDoesNotWaitForALoudConnection(t *testing.T) {
 		if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
 			t.Fatalf("Drain = %v, want nil", err)
 		}
-		if d := time.Since(start); d != grpcentry.ConnectionQuiet {
-			t.Errorf("Drain took %s of virtual time, want ConnectionQuiet (%s)", d, grpcentry.ConnectionQuiet)
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("Drain took %s of virtual time, want connectionQuiet (1s)", d)
 		}
 		waitFor(t, loud.closed, "the loud connection closed")
 		if r := x.s.DrainReport(); !strings.Contains(r, "connections_cut=1") {

@@ -82,7 +82,9 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
+	transport.Addr(&l, o.Listener != nil, &cfg.Addr, defaultAddr)
+	cfg = cfg.resolve(&l)
+	tlsCfg := transport.LoadTLS(&l, cfg.CertFile, cfg.KeyFile)
 	if register == nil {
 		l.Addf("register", "must not be nil")
 	}

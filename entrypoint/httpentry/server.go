@@ -81,7 +81,9 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
+	transport.Addr(&l, o.Listener != nil, &cfg.Addr, defaultAddr)
+	cfg = cfg.resolve(&l)
+	tlsCfg := transport.LoadTLS(&l, cfg.CertFile, cfg.KeyFile)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")
 	}
