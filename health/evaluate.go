@@ -26,13 +26,13 @@ const DefaultCheckTimeout = 2 * time.Second
 // its entry says it is stale.
 const staleAfter = 3
 
-// The values of Report.Status.
+// The values of Answer.Status.
 const (
-	ReportOK          = "ok"          // Ready, and every check that ran passed: 200
-	ReportDegraded    = "degraded"    // Ready, but a check not declared Gating failed: still 200
-	ReportFailing     = "failing"     // Ready, but a check declared with Gating failed: 503
-	ReportDraining    = "draining"    // shutting down or announced as leaving
-	ReportUnavailable = "unavailable" // not ready yet (or the Source failed)
+	AnswerOK          = "ok"          // Ready, and every check that ran passed: 200
+	AnswerDegraded    = "degraded"    // Ready, but a check not declared Gating failed: still 200
+	AnswerFailing     = "failing"     // Ready, but a check declared with Gating failed: 503
+	AnswerDraining    = "draining"    // shutting down or announced as leaving
+	AnswerUnavailable = "unavailable" // not ready yet (or the Source failed)
 )
 
 // CheckResult is one check's entry in a readiness body.
@@ -54,9 +54,10 @@ type CheckResult struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
-// Report is the readiness body: {"status": …, "checks": {name: {"ok", "detail"}}}.
+// Answer is how readiness is answered — the /readyz body, and what Evaluate returns
+// and Subscribe delivers: {"status": …, "checks": {name: {"ok", "detail"}}}.
 // Checks is empty, never null, when no check ran.
-type Report struct {
+type Answer struct {
 	Status string                 `json:"status"`
 	Checks map[string]CheckResult `json:"checks"`
 }
@@ -203,21 +204,21 @@ func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown
 	return skip, unknown
 }
 
-// report answers readiness. Checks count only when the Source says Ready: before that
+// answer answers readiness. Checks count only when the Source says Ready: before that
 // and while draining the answer is the state alone, which is cheap and exactly what a
 // load balancer needs. Once the background runs started (Monitor.Start) the answer is
 // read from their last results and never waits on a dependency; before, the checks
 // run for the answer.
-func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int, rep Report) {
-	rep.Checks = map[string]CheckResult{}
+func (e *evaluator) answer(ctx context.Context, skip map[string]bool) (code int, ans Answer) {
+	ans.Checks = map[string]CheckResult{}
 	switch e.status() {
 	case StatusReady:
 	case StatusDraining:
-		rep.Status = ReportDraining
-		return 503, rep
+		ans.Status = AnswerDraining
+		return 503, ans
 	default:
-		rep.Status = ReportUnavailable
-		return 503, rep
+		ans.Status = AnswerUnavailable
+		return 503, ans
 	}
 	var run []namedCheck
 	for _, c := range e.list() {
@@ -231,22 +232,22 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 	} else {
 		results = e.run(ctx, run)
 	}
-	rep.Status = ReportOK
+	ans.Status = AnswerOK
 	for i, res := range results {
 		res.Gates = run[i].gates
-		rep.Checks[run[i].name] = res
+		ans.Checks[run[i].name] = res
 		switch {
 		case res.OK:
 		case res.Gates:
-			rep.Status = ReportFailing
-		case rep.Status == ReportOK:
-			rep.Status = ReportDegraded
+			ans.Status = AnswerFailing
+		case ans.Status == AnswerOK:
+			ans.Status = AnswerDegraded
 		}
 	}
-	if rep.Status == ReportFailing {
-		return 503, rep
+	if ans.Status == AnswerFailing {
+		return 503, ans
 	}
-	return 200, rep // ok, or degraded by a check that does not gate traffic
+	return 200, ans // ok, or degraded by a check that does not gate traffic
 }
 
 // run runs checks concurrently, each under its own timeout, and returns their results
@@ -335,7 +336,7 @@ func (e *evaluator) record(c namedCheck, res CheckResult, err error) {
 		return
 	}
 	defer e.bg.notify()
-	effect := zap.String("readiness", ReportDegraded) // kept: a shared dependency
+	effect := zap.String("readiness", AnswerDegraded) // kept: a shared dependency
 	if c.gates {
 		effect = zap.String("readiness", "withdrawn")
 	}

@@ -130,8 +130,8 @@ func (h readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	code, rep := h.e.report(r.Context(), skip)
-	writeJSON(w, code, rep)
+	code, ans := h.e.answer(r.Context(), skip)
+	writeJSON(w, code, ans)
 }
 
 type statusBody struct {
@@ -143,7 +143,7 @@ type statusBody struct {
 // liveness would get it killed in the middle of its drain.
 func Liveness() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, statusBody{ReportOK})
+		writeJSON(w, http.StatusOK, statusBody{AnswerOK})
 	})
 }
 
@@ -195,10 +195,10 @@ func (h *startup) started() bool {
 
 func (h *startup) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	if h.started() {
-		writeJSON(w, http.StatusOK, statusBody{ReportOK})
+		writeJSON(w, http.StatusOK, statusBody{AnswerOK})
 		return
 	}
-	writeJSON(w, http.StatusServiceUnavailable, statusBody{ReportUnavailable})
+	writeJSON(w, http.StatusServiceUnavailable, statusBody{AnswerUnavailable})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
