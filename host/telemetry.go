@@ -290,9 +290,3 @@ func LoggerFor(ctx context.Context, log *zap.Logger) *zap.Logger {
 	}
 	return log.With(zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
 }
-
-// LogDurationSuffix ends the key of every duration in the Host's JSON logs, whose
-// value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
-// 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
-// "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
-const LogDurationSuffix = telemetry.DurationSuffix

@@ -14,7 +14,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// DurationSuffix (host.LogDurationSuffix) ends the key of every duration in the Host's JSON logs, whose
+// DurationSuffix ends the key of every duration in the Host's JSON logs, whose
 // value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
 // 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
 // "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
