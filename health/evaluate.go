@@ -309,7 +309,7 @@ func (e *evaluator) judge(c namedCheck, ctx context.Context, err error) CheckRes
 	if err == nil {
 		return CheckResult{OK: true, Detail: "ok"}
 	}
-	res := CheckResult{Detail: ErrorType(err)}
+	res := CheckResult{Detail: errorType(err)}
 	if _, ok := errors.AsType[*fault.PanicError](err); ok {
 		res.Detail = "panic"
 	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -351,13 +351,13 @@ func (e *evaluator) record(c namedCheck, res CheckResult, err error) {
 	}
 }
 
-// ErrorType names err for a probe body: the Go type (as fmt's %T prints it) of the
+// errorType names err for a probe body: the Go type (as fmt's %T prints it) of the
 // outermost error in its chain that is not a plain wrapper from fmt.Errorf("…%w…") or
 // errors.Join; through those it follows the first wrapped error. So
 // fmt.Errorf("redis: %w", opErr) is reported as "*net.OpError", the type a reader can
 // act on, while the wrapper's own text (and the DSN it may hold) stays out. A type a
 // driver defines, such as *pgconn.ConnectError, is reported as is, not unwrapped.
-func ErrorType(err error) string {
+func errorType(err error) string {
 	for {
 		next := plainUnwrap(err)
 		if next == nil {

@@ -79,9 +79,10 @@ type ReadinessConfig struct {
 // not declared with Gating fail (a shared dependency: see Gating), and 503 "failing"
 // when a Gating check fails, with one entry per check either way. A check that has not returned at its timeout is
 // reported as {"ok": false, "detail": "timed out after 2s"}; the response does not wait
-// for it, and its ctx is cancelled then. A failing check's detail is the error's type
-// (see ErrorType), never its message, which may carry a DSN or a password; a panicking
-// check's is "panic", and the panic is logged.
+// for it, and its ctx is cancelled then. A failing check's detail is the error's Go
+// type (the first under fmt.Errorf's and errors.Join's wrappers), never its message,
+// which may carry a DSN or a password; a panicking check's is "panic", and the panic
+// is logged.
 //
 // ?exclude=a,b (or repeated ?exclude=) skips the named checks; a name that is not a
 // check answers 400 with {"error": …} naming it. Every answer is JSON with
