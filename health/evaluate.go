@@ -19,8 +19,8 @@ import (
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// DefaultCheckTimeout is each check's budget when none is configured.
-const DefaultCheckTimeout = 2 * time.Second
+// defaultCheckTimeout is each check's budget when none is configured.
+const defaultCheckTimeout = 2 * time.Second
 
 // staleAfter is how many of its intervals a check may go without an answer before
 // its entry says it is stale.
@@ -107,7 +107,7 @@ func newEvaluator(src Source, checks map[string]Check, timeout, interval time.Du
 	if log == nil {
 		log = zap.NewNop()
 	}
-	e := &evaluator{src: src, timeout: cmp.Or(timeout, DefaultCheckTimeout), interval: cmp.Or(interval, DefaultCheckInterval), log: log}
+	e := &evaluator{src: src, timeout: cmp.Or(timeout, defaultCheckTimeout), interval: cmp.Or(interval, defaultCheckInterval), log: log}
 	list := make([]namedCheck, 0, len(checks))
 	for _, name := range slices.Sorted(mapKeys(checks)) {
 		list = append(list, e.named(name, checks[name]))

@@ -116,8 +116,8 @@ func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 // resolve fills c's defaults and records each problem in l under its field.
 func (c ReadinessConfig) resolve(l *fault.Problems) ReadinessConfig {
 	validateTimeout(l, c.CheckTimeout)
-	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), DefaultCheckTimeout)
-	validateChecks(l, c.Checks, c.CheckTimeout, DefaultCheckInterval)
+	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), defaultCheckTimeout)
+	validateChecks(l, c.Checks, c.CheckTimeout, defaultCheckInterval)
 	return c
 }
 

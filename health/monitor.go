@@ -14,7 +14,7 @@ import (
 
 // Defaults for the zero fields of MonitorConfig.
 const (
-	DefaultCheckInterval = 5 * time.Second
+	defaultCheckInterval = 5 * time.Second
 	defaultPollInterval  = 20 * time.Millisecond
 )
 
@@ -34,8 +34,8 @@ type MonitorConfig struct {
 	// ReadinessConfig: give both the same map and they give the same answers.
 	Checks map[string]Check
 	// CheckTimeout is each check's own budget: a check that has not answered by then
-	// is failing, "timed out after …". 0 means DefaultCheckTimeout (2s); negative is
-	// refused, and so is a timeout not shorter than CheckInterval.
+	// is failing, "timed out after …". 0 means 2s; negative is refused, and so is a
+	// timeout not shorter than CheckInterval.
 	CheckTimeout time.Duration
 	// CheckInterval is how often a started Monitor runs each check in the
 	// background (and a subscription of one not started runs them again while the

@@ -93,7 +93,7 @@ func newProbeListener(cfg health.ListenerConfig, routes probeRoutes, log *zap.Lo
 	}
 	checkTimeout := cfg.CheckTimeout
 	if checkTimeout <= 0 {
-		checkTimeout = health.DefaultCheckTimeout
+		checkTimeout = defaultCheckTimeout
 	}
 	return &probeListener{
 		addr:    cmp.Or(cfg.Addr, defaultProbeAddr),
