@@ -9,6 +9,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -153,8 +154,8 @@ func (s Config) withDefaults() Config {
 	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
 	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
 	s.Margin = cmp.Or(s.Margin, defaultMargin)
-	s.Retry.Initial = cmp.Or(s.Retry.Initial, entrypoint.DefaultBackoffInitial)
-	s.Retry.Max = cmp.Or(s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
+	s.Retry.Initial = cmp.Or(s.Retry.Initial, wait.BackoffInitial)
+	s.Retry.Max = cmp.Or(s.Retry.Max, max(wait.BackoffMax, s.Retry.Initial))
 	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
 	return s
 }

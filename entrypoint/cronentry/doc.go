@@ -16,7 +16,7 @@
 // differ between hosts), and intervals fall on multiples of the interval since the
 // Unix epoch, not counted from start-up. Tick.Scheduled is the nominal tick; Jitter
 // delays the run by up to Jitter without changing it. Jitter is on by default — a
-// tenth of the interval (entrypoint.DefaultJitterFraction), at most 10s — so that replicas and jobs on one schedule do not start in step;
+// tenth of the interval (JitterFraction, 0.1), at most 10s — so that replicas and jobs on one schedule do not start in step;
 // Job.NoJitter turns it off.
 //
 // # Lifecycle

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // maxJitter caps the default jitter of a job (Job.JitterFraction of its
@@ -66,8 +66,8 @@ type Job struct {
 	Jitter time.Duration
 
 	// JitterFraction sets Jitter, when Jitter is 0, to this fraction of the
-	// interval. It must lie in [0, 1). Default entrypoint.DefaultJitterFraction (a
-	// tenth): a job every minute starts up to 6s after its tick.
+	// interval. It must lie in [0, 1). Default 0.1, as for an entrypoint.Loop: a job
+	// every minute starts up to 6s after its tick.
 	JitterFraction float64
 
 	// NoJitter turns the jitter off, explicitly: each run starts at its tick. It
@@ -282,7 +282,7 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	} else if interval > 0 && spec.Jitter >= interval {
 		l.Addf(field+".Jitter", "must be below the interval (%v), got %v", interval, spec.Jitter)
 	}
-	entrypoint.CheckJitterFraction(l, field+".JitterFraction", spec.JitterFraction)
+	wait.CheckJitterFraction(l, field+".JitterFraction", spec.JitterFraction)
 	if spec.NoJitter && (spec.Jitter != 0 || spec.JitterFraction != 0) {
 		l.Addf(field+".NoJitter", "must not be set with Jitter (%v) or JitterFraction (%v)", spec.Jitter, spec.JitterFraction)
 	}
@@ -325,13 +325,13 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	}
 }
 
-// defaultJitter is JitterFraction (or entrypoint.DefaultJitterFraction) of the
+// defaultJitter is JitterFraction (or wait.JitterFraction) of the
 // interval — for a cron expression, of the shortest gap among its next jitterGaps
 // ticks — capped at maxJitter and, for a OncePerFleet job, below half its
 // TTL, so that the lease outlives the latest start. Invalid figures give 0: their
 // problems are reported already.
 func defaultJitter(spec Job, sched schedule, interval time.Duration, now time.Time) time.Duration {
-	frac := cmp.Or(spec.JitterFraction, entrypoint.DefaultJitterFraction)
+	frac := cmp.Or(spec.JitterFraction, wait.JitterFraction)
 	if !(frac > 0 && frac < 1) {
 		return 0
 	}
