@@ -45,10 +45,10 @@
 // (OverlapQueue), or runs beside it (OverlapAllow). These act within one replica.
 //
 // A tick the scheduler reaches more than Job.MissedAfter (default 1 s) past its time
-// was missed: the process was frozen, starved, or the wall clock stepped. With
-// MissedRunOnce (the default) one run stands in for all the ticks missed together,
-// with Tick.Missed counting the others; with MissedSkip they are all skipped and the
-// job resumes at its next tick.
+// was missed: the process was frozen, starved, or the wall clock stepped. By
+// default one run stands in for all the ticks missed together, with Tick.Missed
+// counting the others; with Job.SkipMissed they are all skipped and the job resumes
+// at its next tick.
 //
 // # Once per fleet
 //
