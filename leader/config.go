@@ -194,8 +194,8 @@ func (s Config) Validate() error {
 	switch {
 	case s.Key == "":
 		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(s.Key, lock.WantSuffix):
-		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", lock.WantSuffix, s.Key)
+	case strings.HasSuffix(s.Key, wantSuffix):
+		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", wantSuffix, s.Key)
 	}
 	if s.Owner == "" {
 		l.Addf("Owner", "must not be empty")

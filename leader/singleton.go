@@ -24,7 +24,7 @@ type SingletonConfig struct {
 	// Lock is the lock every replica shares (rediskit.Lock or pgkit.Lock across
 	// processes, lock.Memory within one).
 	Lock lock.Lock
-	// Key names the lock. It must not end in lock.WantSuffix.
+	// Key names the lock. It must not end in ":want".
 	Key string
 	// Owner identifies this replica (the instance id).
 	Owner string
@@ -65,8 +65,8 @@ func NewSingleton(cfg SingletonConfig, start, stop func(ctx context.Context) err
 	switch {
 	case cfg.Key == "":
 		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(cfg.Key, lock.WantSuffix):
-		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", lock.WantSuffix, cfg.Key)
+	case strings.HasSuffix(cfg.Key, wantSuffix):
+		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", wantSuffix, cfg.Key)
 	}
 	if cfg.Owner == "" {
 		l.Addf("Owner", "must not be empty")
