@@ -206,7 +206,11 @@ func (r *Loop) Bind(context.Context) error {
 // If a unit fails with an error marked by fault.Permanent before stop, the loop ends
 // and Serve returns that error, still marked, so that the Host stops the service as
 // for any failed entrypoint instead of retrying what cannot succeed. After stop such a
-// failure ends the loop too (the drain finds it ended) and is logged only.
+// failure ends the loop too (the drain finds it ended) and is logged only. Serve may
+// be called again after such a failure: the loop starts afresh, as on a first Serve.
+// The Host does not do so — a failure marked permanent is not restarted, even on a
+// NonEssential registration — and a failure that is not permanent never ends the
+// loop: the unit backs off and runs again, so a Loop needs no restart.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cancels
 // the running unit, waits for the loop to exit, at most hooks.AbandonAfter, and
@@ -222,11 +226,15 @@ func (r *Loop) Serve(ctx context.Context, stop <-chan struct{}) error {
 	}
 	unitCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	r.quit, r.cancel, r.done = make(chan struct{}), cancel, make(chan struct{})
+	r.permanent = nil // a Serve after a failure starts afresh
 	quit, done := r.quit, r.done
 	go r.run(unitCtx, cancel, quit, done)
 	r.base.Unlock()
 	err := wait.ServeUntil(ctx, fmt.Sprintf("loop %q", r.cfg.Name), stop, done, func() <-chan struct{} { return r.halt(haltStop) })
 	if err == nil && closed(done) && r.permanent != nil { // done closed after r.permanent was written
+		r.base.Lock()
+		r.base.Rearm() // ended on its own: Serve may start it again, unless Drain or Stop came
+		r.base.Unlock()
 		return fmt.Errorf("loop %q: %w", r.cfg.Name, r.permanent)
 	}
 	return err

@@ -196,6 +196,11 @@ func (t *Task) Bind(context.Context) error {
 // has given up, and Serve cancels the work the same way and returns ctx.Err(); Drain
 // and Stop wait for the work. Serve before Bind, or twice, returns an error wrapping
 // ErrOutOfTurn; after Drain or Stop it runs nothing and returns nil.
+//
+// A Task runs once: it is never served again, and the Host never restarts it. Done,
+// there is nothing left to run; failed, its failure ends the service whatever its
+// registration says, and the exit code tells the Job's controller whether to run
+// the pod again (backoffLimit) or give up (a permanent failure).
 func (t *Task) Serve(ctx context.Context, stop <-chan struct{}) error {
 	t.base.Lock()
 	if start, err := t.base.Serve(); !start {

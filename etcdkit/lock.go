@@ -108,6 +108,13 @@ type LockConfig struct {
 	KeyPrefix string
 }
 
+// resolve fills in the default KeyPrefix. No field can be wrong, so it records
+// nothing in l (taken for the module's one Config shape).
+func (cfg LockConfig) resolve(*fault.Problems) LockConfig {
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
+	return cfg
+}
+
 // NewLock returns a Lock using client. It validates its arguments into a
 // *fault.ConfigError naming each field, and sends nothing to etcd.
 func NewLock(client *clientv3.Client, cfg LockConfig) (*Lock, error) {
@@ -115,12 +122,13 @@ func NewLock(client *clientv3.Client, cfg LockConfig) (*Lock, error) {
 	if client == nil {
 		l.Addf("client", "must not be nil")
 	}
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
 	return &Lock{
 		client:  client,
-		prefix:  cmp.Or(cfg.KeyPrefix, defaultKeyPrefix),
+		prefix:  cfg.KeyPrefix,
 		held:    map[string]holding{},
 		spare:   map[spareKey]spare{},
 		fence:   map[string]fenceSeen{},

@@ -87,7 +87,7 @@ func TestBuiltinEntrypointTakesTheHostsTelemetry(t *testing.T) {
 		if errors.As(err, &pe) {
 			found = true
 			if len(pe.Stack) == 0 || tags[i][fault.TagService] != "orders" || tags[i][fault.TagInstance] != "orders-7" ||
-				tags[i][fault.TagEntrypoint] != "http" || tags[i][httpentry.TagRoute] != "GET /panic" {
+				tags[i][fault.TagEntrypoint] != "http" || tags[i]["route"] != "GET /panic" {
 				t.Errorf("the panic's report: %v, tags %v", err, tags[i])
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
 	"github.com/servicewright/servicewright/internal/wait"
 )
@@ -65,6 +66,12 @@ func (rs *restarts) schedule(e *entry) time.Duration {
 	return d
 }
 
+// refused reports whether err is e's refusal of a restart: an entrypoint that
+// cannot serve twice answers the Host's second Serve with ErrOutOfTurn.
+func (rs *restarts) refused(e *entry, err error) bool {
+	return rs.count[e] > 0 && errors.Is(err, entrypoint.ErrOutOfTurn)
+}
+
 // stop cancels every restart not yet due.
 func (rs *restarts) stop() {
 	for _, t := range rs.timers {
@@ -75,13 +82,19 @@ func (rs *restarts) stop() {
 // serveFailed handles the failure of a non-essential entrypoint during Serve: it is
 // logged and counted, readiness is withdrawn while it is down when its registration
 // says GatesReadiness, and its Serve is called again after the shared jittered
-// backoff — unless it refused a second Serve (ErrOutOfTurn: an entrypoint that cannot
-// serve twice), which is logged once and leaves it failed.
+// backoff — unless the failure is marked fault.Permanent (no retry can fix it), or
+// the entrypoint refused a second Serve (ErrOutOfTurn: an entrypoint that cannot
+// serve twice); either is logged once and leaves it failed.
 func (r *run) serveFailed(rs *restarts, e *entry, err error) {
 	h := r.h
 	r.failed(&EntrypointError{Entrypoint: e.name, Err: err})
 	h.recheckGate(e)
-	if rs.count[e] > 0 && errors.Is(err, entrypoint.ErrOutOfTurn) {
+	if fault.IsPermanent(err) {
+		r.log().Error("non-essential entrypoint failed permanently and is not restarted (no retry can fix it); the others keep serving",
+			zap.String("entrypoint", e.name), zap.Error(err))
+		return
+	}
+	if rs.refused(e, err) {
 		r.log().Error("non-essential entrypoint failed and cannot be restarted (its Serve refuses a second call); the others keep serving",
 			zap.String("entrypoint", e.name), zap.Error(err))
 		return

@@ -116,16 +116,17 @@ func TestNonEssentialEntrypointIsRestarted(t *testing.T) {
 }
 
 // An entrypoint that cannot serve twice refuses the restart and stays failed, said
-// once; the others keep serving.
+// once and counted as one failure; the others keep serving.
 func TestRestartRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		core, logs := observer.New(zap.InfoLevel)
+		reg := prometheus.NewRegistry()
 		x := hosttest.New(t, host.AppSpec{ServiceName: "orders",
 			Entrypoints: []host.Registration{
 				{Entrypoint: newFake("api", &journal{})},
 				{Entrypoint: newOnce(), NonEssential: true},
 			},
-			Telemetry: host.TelemetryConfig{Logger: zap.New(core)},
+			Telemetry: host.TelemetryConfig{Logger: zap.New(core), Registry: reg},
 		})
 		x.Start()
 		x.WaitStage(host.StageServe)
@@ -139,6 +140,9 @@ func TestRestartRefused(t *testing.T) {
 		}
 		if st := lifecycleState(x.Host(), "once"); st != "failed" {
 			t.Errorf("once is %q, want failed", st)
+		}
+		if got := counterSum(t, reg, "servicewright_entrypoint_failures_total"); got != 1 {
+			t.Errorf("servicewright_entrypoint_failures_total = %v, want 1: the refused restart is the same failure", got)
 		}
 		x.Stop()
 		_ = x.Wait()

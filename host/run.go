@@ -356,7 +356,9 @@ func (r *run) serveUntilStop(ctx context.Context) error {
 				err = entrypoint.ErrReturnedEarly
 			}
 			res.e.set(entryFailed)
-			h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
+			if !rs.refused(res.e, err) { // a refused restart is the same failure, not a new one
+				h.tel.metrics.failures.WithLabelValues(res.e.name).Inc()
+			}
 			if !essential(res.e) {
 				r.serveFailed(rs, res.e, err)
 				continue

@@ -77,10 +77,15 @@ type Registration struct {
 	// the rest keep serving, and which the Host restarts: it calls Serve again after
 	// the shared jittered backoff (about 1 s, doubling up to 30 s, started over once
 	// it served 30 s), logging each restart and counting it in
-	// servicewright_entrypoint_restarts_total. An entrypoint that cannot serve twice
-	// refuses the second Serve (entrypoint.ErrOutOfTurn) and stays failed, said once
-	// in the log; entrypoint.Runner serves again. By default an entrypoint is
-	// essential: if its Serve fails, the service shuts down and exits non-zero.
+	// servicewright_entrypoint_restarts_total. A failure marked fault.Permanent is
+	// not restarted, and an entrypoint that cannot serve twice refuses the second
+	// Serve (entrypoint.ErrOutOfTurn); either stays failed, said once in the log.
+	// entrypoint.Runner and kafkaentry.Consumer serve again (entrypoint.Loop too, but
+	// its only failure is permanent); an http or grpc server whose listener broke
+	// refuses, as it cannot listen again; cronentry's and leader's Serve never fail
+	// on their own; a task's failure always ends the service. By default an
+	// entrypoint is essential: if its Serve fails, the service shuts down and exits
+	// non-zero.
 	NonEssential bool
 	// GatesReadiness makes a NonEssential entrypoint's failure withdraw readiness
 	// (503 "failing", with a gating check named "entrypoint:<name>") until its

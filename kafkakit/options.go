@@ -29,14 +29,14 @@ func newOptions(opts []Option) options {
 		o.tracerProvider = noop.NewTracerProvider()
 	}
 	if o.propagator == nil {
-		o.propagator = W3C()
+		o.propagator = w3c()
 	}
 	return o
 }
 
-// W3C is the default propagator: W3C trace context and baggage, as the HTTP
+// w3c is the default propagator: W3C trace context and baggage, as the HTTP
 // entrypoint uses.
-func W3C() propagation.TextMapPropagator {
+func w3c() propagation.TextMapPropagator {
 	return propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 }
 
@@ -57,7 +57,8 @@ func WithDialer(d *kafka.Dialer) Option {
 //   - TracerProvider: a span per write. None: no span (the caller's span context
 //     is still injected).
 //   - Propagator: how the trace context is written into message headers. None:
-//     W3C(); pass otel.GetTextMapPropagator() to follow the global one.
+//     W3C trace context and baggage; pass otel.GetTextMapPropagator() to follow
+//     the global one.
 //   - Registerer: servicewright_kafka_producer_writes_total and _messages_total by
 //     topic and outcome (ok, timeout, error), _write_duration_seconds (call to
 //     acknowledgement) and _batch_messages (messages per WriteMessages call), each

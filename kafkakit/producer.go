@@ -19,10 +19,10 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// Defaults for the zero fields of a ProducerConfig; DefaultWriteTimeout is exported
-// for callers that bound their own answer by it.
+// Defaults for the zero fields of a ProducerConfig; a caller that bounds its own
+// answer by the write timeout reads it from Producer.Config.
 const (
-	DefaultWriteTimeout = 3 * time.Second
+	defaultWriteTimeout = 3 * time.Second
 	defaultBatchTimeout = 10 * time.Millisecond
 	defaultIdleTimeout  = 30 * time.Second
 )
@@ -55,7 +55,7 @@ type ProducerConfig struct {
 // resolve fills in the defaults and records every problem in l, each under its
 // field's name.
 func (c ProducerConfig) resolve(l *fault.Problems) ProducerConfig {
-	c.WriteTimeout = cmp.Or(c.WriteTimeout, DefaultWriteTimeout)
+	c.WriteTimeout = cmp.Or(c.WriteTimeout, defaultWriteTimeout)
 	c.BatchTimeout = cmp.Or(c.BatchTimeout, defaultBatchTimeout)
 	c.Brokers = slices.Clone(c.Brokers)
 

@@ -82,7 +82,7 @@ func (k *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
 	if err := lockarg.Key(key); err != nil {
 		return lock.Holder{}, err
 	}
-	l, err := k.leases.Get(ctx, LeaseName(key), metav1.GetOptions{})
+	l, err := k.leases.Get(ctx, leaseName(key), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return lock.Holder{}, nil
 	}

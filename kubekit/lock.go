@@ -45,7 +45,8 @@ const (
 )
 
 // Lock is a lock.Lock on Kubernetes Leases (coordination.k8s.io/v1), one Lease per
-// lock name in one namespace. Every change is an update that carries the
+// lock name in one namespace, named sw-, the name's lower-case letters and digits
+// (up to 40), and a hash of the whole name (kubectl get leases shows them). Every change is an update that carries the
 // resourceVersion last read, so of two writers that read the same version the
 // apiserver accepts one and answers the other 409 Conflict:
 //
@@ -108,6 +109,15 @@ type LockConfig struct {
 	Namespace string
 }
 
+// resolve records every problem with cfg in l under its field name. No field has a
+// default.
+func (cfg LockConfig) resolve(l *fault.Problems) LockConfig {
+	if cfg.Namespace == "" {
+		l.Addf("Namespace", "must not be empty: the namespace that holds the Leases")
+	}
+	return cfg
+}
+
 // NewLock returns a Lock on client's Leases in cfg.Namespace. It validates its
 // arguments into a *fault.ConfigError naming each field, and sends nothing.
 func NewLock(client kubernetes.Interface, cfg LockConfig) (*Lock, error) {
@@ -115,9 +125,7 @@ func NewLock(client kubernetes.Interface, cfg LockConfig) (*Lock, error) {
 	if client == nil {
 		l.Addf("client", "must not be nil")
 	}
-	if cfg.Namespace == "" {
-		l.Addf("Namespace", "must not be empty: the namespace that holds the Leases")
-	}
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
@@ -125,9 +133,9 @@ func NewLock(client kubernetes.Interface, cfg LockConfig) (*Lock, error) {
 		seen: map[string]seen{}, held: map[string]held{}, watches: map[string]func(){}}, nil
 }
 
-// LeaseName is the name of the Lease of the lock named key: a DNS subdomain made of
+// leaseName is the name of the Lease of the lock named key: a DNS subdomain made of
 // the key's lower-case letters and digits (up to 40) and a hash of the whole key.
-func LeaseName(key string) string {
+func leaseName(key string) string {
 	var b strings.Builder
 	for _, r := range strings.ToLower(key) {
 		if b.Len() >= 40 {
@@ -217,7 +225,7 @@ func (k *Lock) wrap(op, key string, err error) error {
 
 // get reads the Lease of key, creating a free one when there is none.
 func (k *Lock) get(ctx context.Context, key string) (*coordinationv1.Lease, error) {
-	name := LeaseName(key)
+	name := leaseName(key)
 	l, err := k.leases.Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		l, err = k.leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name,
@@ -311,7 +319,7 @@ func (k *Lock) change(ctx context.Context, op string, lease lock.Lease, edit fun
 	k.mu.Unlock()
 	for {
 		if !ok || h.owner != lease.Owner || h.token != lease.Token {
-			l, err := k.leases.Get(ctx, LeaseName(lease.Key), metav1.GetOptions{})
+			l, err := k.leases.Get(ctx, leaseName(lease.Key), metav1.GetOptions{})
 			if err != nil {
 				if apierrors.IsNotFound(err) {
 					return fmt.Errorf("%s %q token %d: %w", op, lease.Key, lease.Token, lock.ErrNotHeld)

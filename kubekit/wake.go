@@ -51,7 +51,7 @@ func (k *Lock) WatchReleases(ctx context.Context, key, self string) (<-chan stru
 // is done, then closes done.
 func (k *Lock) watchKey(ctx context.Context, key string, done chan<- struct{}) {
 	defer close(done)
-	sel := fields.OneTermEqualSelector("metadata.name", LeaseName(key)).String()
+	sel := fields.OneTermEqualSelector("metadata.name", leaseName(key)).String()
 	for ctx.Err() == nil {
 		w, err := k.leases.Watch(ctx, metav1.ListOptions{FieldSelector: sel})
 		if err == nil {

@@ -122,7 +122,7 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lea
 		}
 	}
 	wt := l.waiter()
-	if wt != nil && st.waited && s.Handoff == HandoffOff {
+	if wt != nil && st.waited && !s.Handoff {
 		// Still queued a moment ago: wait again without reading the lease first,
 		// so a waiting campaigner sends one command per wait.
 		return l.queue(ctx, st, wt)
@@ -135,7 +135,7 @@ func (l *Leadership) campaign(ctx context.Context, st *campaignState) (*lock.Lea
 	if held {
 		p = planWait
 	}
-	if s.Handoff == HandoffOnRequest {
+	if s.Handoff {
 		if p, err = l.planHandoff(ctx, st, held, known); err != nil {
 			return nil, time.Time{}, err
 		}

@@ -101,7 +101,7 @@ func TestConfigErrorStopsCampaigning(t *testing.T) {
 			s.MayCampaign = func(context.Context) (bool, error) { return false, cfgErr }
 		}, errNoTable},
 		{"from Prefer", func(s *Config, _ *func(context.Context, *Term) error) {
-			s.Handoff, s.Prefer = HandoffOnRequest, func(context.Context) (bool, error) { return false, cfgErr }
+			s.Handoff, s.Prefer = true, func(context.Context) (bool, error) { return false, cfgErr }
 		}, errNoTable},
 		{"a fence floor the lock cannot pass", func(s *Config, _ *func(context.Context, *Term) error) {
 			s.RequiresFenceAdvance = true

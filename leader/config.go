@@ -3,7 +3,6 @@ package leader
 import (
 	"cmp"
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
@@ -21,56 +20,6 @@ const (
 	defaultReleaseTimeout = 1 * time.Second
 	defaultMargin         = 1 * time.Second
 )
-
-// Handoff says whether a holder hands the lease over when another replica asks.
-type Handoff int
-
-const (
-	// HandoffOff: the holder keeps the lease until its term ends for another reason.
-	HandoffOff Handoff = iota
-	// HandoffOnRequest: a replica whose Prefer returns true asks for the lease by
-	// holding the lock Key+":want", and the holder yields at its next renewal
-	// unless it prefers the lease itself. See Config.Prefer.
-	HandoffOnRequest
-)
-
-func (h Handoff) String() string {
-	switch h {
-	case HandoffOff:
-		return "off"
-	case HandoffOnRequest:
-		return "on_request"
-	}
-	return fmt.Sprintf("Handoff(%d)", int(h))
-}
-
-// Wake says how a replica that waits for the lease learns that it is free.
-type Wake int
-
-const (
-	// WakeOnRelease: when the Lock is a lock.Notifier, a waiting replica also
-	// campaigns as soon as the holder releases (a few milliseconds of jitter
-	// apart from the other waiters; Acquire still decides), besides every
-	// CampaignEvery. A lost notice costs at most one CampaignEvery. A lock that
-	// sends no notices is polled as with WakePoll. When the Lock is also a
-	// lock.Waiter (pgkit.Lock), a replica that finds the lease held waits on the
-	// lock itself, up to one CampaignEvery at a time, and takes the lease within a
-	// round trip of its release or its holder's crash. The default.
-	WakeOnRelease Wake = iota
-	// WakePoll: a waiting replica campaigns every CampaignEvery and on nothing
-	// else; it neither watches notices nor waits on a lock.Waiter.
-	WakePoll
-)
-
-func (w Wake) String() string {
-	switch w {
-	case WakeOnRelease:
-		return "on_release"
-	case WakePoll:
-		return "poll"
-	}
-	return fmt.Sprintf("Wake(%d)", int(w))
-}
 
 // Config declares one leadership: which lease, who campaigns, and how long each step of
 // a term may take. A zero duration takes its default; a negative one is refused.
@@ -97,9 +46,17 @@ type Config struct {
 	// CampaignEvery)). It also cuts off each campaign call, and bounds each wait
 	// on a lock.Waiter. Default 2s.
 	CampaignEvery time.Duration
-	// Wake says whether a waiting replica also campaigns on the lock's release
-	// notices. Default WakeOnRelease.
-	Wake Wake
+	// Poll makes a replica that waits for the lease campaign every CampaignEvery
+	// and on nothing else: it neither watches release notices nor waits on a
+	// lock.Waiter. Default false: a waiting replica also campaigns on the holder's
+	// release. Then, when the Lock is a lock.Notifier, it campaigns as soon as the
+	// holder releases (a few milliseconds of jitter apart from the other waiters;
+	// Acquire still decides), and a lost notice costs at most one CampaignEvery; a
+	// lock that sends no notices is polled all the same. When the Lock is also a
+	// lock.Waiter (pgkit.Lock), a replica that finds the lease held waits on the
+	// lock itself, up to one CampaignEvery at a time, and takes the lease within a
+	// round trip of its release or its holder's crash.
+	Poll bool
 	// RenewEvery is how often the holder renews. Default TTL/3.
 	RenewEvery time.Duration
 	// YieldGrace is how long lead has to return after Term.Ended is closed, before
@@ -134,8 +91,12 @@ type Config struct {
 	// RequiresFenceAdvance makes Bind refuse a lock that cannot advance its counter.
 	RequiresFenceAdvance bool
 
-	// Handoff enables handoff on request; Prefer is then required.
-	Handoff Handoff
+	// Handoff enables handoff on request: a replica whose Prefer returns true asks
+	// for the lease by holding the lock Key+":want", and the holder yields at its
+	// next renewal unless it prefers the lease itself. Prefer is then required.
+	// Default false: the holder keeps the lease until its term ends for another
+	// reason.
+	Handoff bool
 	// Prefer says whether this replica should lead rather than the current holder
 	// (it is closer to the data, it runs the newest version). An asker holds the
 	// want-lock; a holder that prefers itself ignores askers. Errors and overruns
@@ -146,20 +107,6 @@ type Config struct {
 	MayCampaign func(ctx context.Context) (bool, error)
 }
 
-// withDefaults returns s with zero durations replaced by their defaults.
-func (s Config) withDefaults() Config {
-	s.TTL = cmp.Or(s.TTL, DefaultTTL)
-	s.CampaignEvery = cmp.Or(s.CampaignEvery, DefaultCampaignEvery)
-	s.RenewEvery = cmp.Or(s.RenewEvery, s.TTL/3)
-	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
-	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
-	s.Margin = cmp.Or(s.Margin, defaultMargin)
-	s.Retry.Initial = cmp.Or(s.Retry.Initial, wait.BackoffInitial)
-	s.Retry.Max = cmp.Or(s.Retry.Max, max(wait.BackoffMax, s.Retry.Initial))
-	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
-	return s
-}
-
 // StopTime is the longest a Leadership takes to end its term and stop, once its
 // defaults are applied: YieldGrace for lead to return, ReleaseTimeout for it to
 // unwind once cancelled, ReleaseTimeout for the release, ReleaseTimeout for a
@@ -167,14 +114,15 @@ func (s Config) withDefaults() Config {
 // DrainGrace must cover it (Drain ends the term), or the term is cut before its
 // release and the next leader waits out the TTL.
 func (s Config) StopTime() time.Duration {
-	s = s.withDefaults()
+	s = s.resolve(new(fault.Problems))
 	return s.YieldGrace + 3*s.ReleaseTimeout + time.Second
 }
 
-// Validate reports every problem of the spec, after defaults, as a *fault.ConfigError
-// (fault.ConfigError) naming each field.
-func (s Config) Validate() error {
-	var l fault.Problems
+// resolve fills in the defaults of the fields left zero and records every problem
+// in l under its field name: a negative duration, a missing Lock, Key or Owner,
+// timings that do not fit in the lock's earliest release, and a field that needs
+// another.
+func (s Config) resolve(l *fault.Problems) Config {
 	for _, f := range []struct {
 		name string
 		d    time.Duration
@@ -187,7 +135,16 @@ func (s Config) Validate() error {
 			l.Addf(f.name, "must not be negative, got %v", f.d)
 		}
 	}
-	d := s.withDefaults()
+	given := s
+	s.TTL = cmp.Or(s.TTL, DefaultTTL)
+	s.CampaignEvery = cmp.Or(s.CampaignEvery, DefaultCampaignEvery)
+	s.RenewEvery = cmp.Or(s.RenewEvery, s.TTL/3)
+	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
+	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
+	s.Margin = cmp.Or(s.Margin, defaultMargin)
+	s.Retry.Initial = cmp.Or(s.Retry.Initial, wait.BackoffInitial)
+	s.Retry.Max = cmp.Or(s.Retry.Max, max(wait.BackoffMax, s.Retry.Initial))
+	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
 	if s.Lock == nil {
 		l.Addf("Lock", "must not be nil")
 	}
@@ -200,43 +157,32 @@ func (s Config) Validate() error {
 	if s.Owner == "" {
 		l.Addf("Owner", "must not be empty")
 	}
-	if allPositive(d) { // a negative field is reported above; the sums would only repeat it
-		sum := d.RenewEvery + d.YieldGrace + d.ReleaseTimeout + d.Margin
-		switch er := d.earliestRelease(); {
-		case sum >= d.TTL:
+	if allPositive(s) { // a negative field is reported above; the sums would only repeat it
+		sum := s.RenewEvery + s.YieldGrace + s.ReleaseTimeout + s.Margin
+		switch er := s.earliestRelease(); {
+		case sum >= s.TTL:
 			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (%v + %v + %v + %v = %v, TTL %v)",
-				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, d.TTL)
+				s.RenewEvery, s.YieldGrace, s.ReleaseTimeout, s.Margin, sum, s.TTL)
 		case sum >= er:
 			l.Addf("TTL", "RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than the lock's earliest release, "+
 				"the soonest it may give the lease to another owner after a renewal (%v + %v + %v + %v = %v, earliest release %v for TTL %v); "+
 				"shorten RenewEvery, YieldGrace, ReleaseTimeout or Margin, or lengthen the backend's dead-client detection",
-				d.RenewEvery, d.YieldGrace, d.ReleaseTimeout, d.Margin, sum, er, d.TTL)
+				s.RenewEvery, s.YieldGrace, s.ReleaseTimeout, s.Margin, sum, er, s.TTL)
 		}
-		if d.ReleaseTimeout > d.YieldGrace {
-			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", d.ReleaseTimeout, d.YieldGrace)
+		if s.ReleaseTimeout > s.YieldGrace {
+			l.Addf("ReleaseTimeout", "must not exceed YieldGrace (ReleaseTimeout %v, YieldGrace %v)", s.ReleaseTimeout, s.YieldGrace)
 		}
 	}
-	if d.Retry.Max < d.Retry.Initial && s.Retry.Max > 0 {
-		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", d.Retry.Initial, d.Retry.Max)
+	if s.Retry.Max < s.Retry.Initial && given.Retry.Max > 0 {
+		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", s.Retry.Initial, s.Retry.Max)
 	}
-	switch s.Wake {
-	case WakeOnRelease, WakePoll:
-	default:
-		l.Addf("Wake", "unknown value %d", int(s.Wake))
-	}
-	switch s.Handoff {
-	case HandoffOff:
-	case HandoffOnRequest:
-		if s.Prefer == nil {
-			l.Addf("Prefer", "must be set when Handoff is %s", HandoffOnRequest)
-		}
-	default:
-		l.Addf("Handoff", "unknown value %d", int(s.Handoff))
+	if s.Handoff && s.Prefer == nil {
+		l.Addf("Prefer", "must be set when Handoff is true")
 	}
 	if s.FenceFloor != nil && !s.RequiresFenceAdvance {
 		l.Addf("FenceFloor", "needs RequiresFenceAdvance: the floor is useless unless the lock can advance its counter")
 	}
-	return l.Err()
+	return s
 }
 
 // earliestRelease is how long after a renewal is sent the Lock may give the lease to

@@ -17,9 +17,16 @@ import (
 
 func noLead(context.Context, *Term) error { return nil }
 
+// validate is resolve's problems as one error.
+func validate(s Config) error {
+	var l fault.Problems
+	s.resolve(&l)
+	return l.Err()
+}
+
 func TestSpecValidate(t *testing.T) {
 	valid := vSpec(lock.NewMemory(), "a")
-	if err := valid.Validate(); err != nil {
+	if err := validate(valid); err != nil {
 		t.Fatalf("valid spec: %v", err)
 	}
 	cases := []struct {
@@ -47,8 +54,7 @@ func TestSpecValidate(t *testing.T) {
 		{"empty key", func(s *Config) { s.Key = "" }, "Key", "must not be empty"},
 		{"empty owner", func(s *Config) { s.Owner = "" }, "Owner", "must not be empty"},
 		{"no lock", func(s *Config) { s.Lock = nil }, "Lock", "must not be nil"},
-		{"handoff without prefer", func(s *Config) { s.Handoff = HandoffOnRequest }, "Prefer", "must be set when Handoff is on_request"},
-		{"unknown handoff", func(s *Config) { s.Handoff = 7 }, "Handoff", "unknown value 7"},
+		{"handoff without prefer", func(s *Config) { s.Handoff = true }, "Prefer", "must be set when Handoff is true"},
 		{"fence floor without fence advance", func(s *Config) {
 			s.FenceFloor = func(context.Context) (uint64, error) { return 0, nil }
 		}, "FenceFloor", "needs RequiresFenceAdvance"},
@@ -57,10 +63,10 @@ func TestSpecValidate(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			s := valid
 			c.change(&s)
-			err := s.Validate()
+			err := validate(s)
 			ce, ok := errors.AsType[*fault.ConfigError](err)
 			if !ok || len(ce.Problems) != 1 {
-				t.Fatalf("Validate = %v, want one problem with %s", err, c.field)
+				t.Fatalf("resolve = %v, want one problem with %s", err, c.field)
 			}
 			if p := ce.Problems[0]; p.Field != c.field || !strings.Contains(p.Reason, c.reason) {
 				t.Fatalf("problem %q, want field %s with %q", p, c.field, c.reason)
@@ -72,8 +78,8 @@ func TestSpecValidate(t *testing.T) {
 	}
 
 	t.Run("every problem at once", func(t *testing.T) {
-		_, err := New(Config{Key: "x:want", TTL: -1, Retry: entrypoint.Backoff{Initial: -1, Max: -2}, Wake: 7}, nil)
-		assertProblems(t, err, "TTL", "Retry.Initial", "Retry.Max", "Lock", "Key", "Owner", "Wake", "lead")
+		_, err := New(Config{Key: "x:want", TTL: -1, Retry: entrypoint.Backoff{Initial: -1, Max: -2}}, nil)
+		assertProblems(t, err, "TTL", "Retry.Initial", "Retry.Max", "Lock", "Key", "Owner", "lead")
 	})
 
 	t.Run("defaults", func(t *testing.T) {

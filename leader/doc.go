@@ -14,7 +14,7 @@
 //
 // New makes an entrypoint. Every replica campaigns every CampaignEvery, and at once
 // when the holder releases if the lock announces releases (lock.Notifier; see
-// Config.Wake); the one that takes the lease renews it every RenewEvery and runs
+// Config.Poll); the one that takes the lease renews it every RenewEvery and runs
 // lead(ctx, term) until the term ends: lead returns, a renewal finds the lease gone,
 // no renewal succeeds before the soft deadline, the replica yields to one that asked
 // (Handoff), or the Host drains it. The body is told through term.Ended, gets
@@ -22,7 +22,7 @@
 // the lease is released only once it has returned, and the release wakes the waiting
 // replicas. The soft deadline is placed so that all of this finishes Margin before
 // the backend could give the lease to another replica, counting from when the latest
-// successful renewal was sent; Config.Validate refuses timings that do not fit.
+// successful renewal was sent; New refuses timings that do not fit.
 //
 // # A start step on one replica
 //
@@ -60,7 +60,7 @@
 // # Campaigning
 //
 // A replica that finds the lease held waits for its next campaign, drawn from
-// [0.8, 1] × CampaignEvery. With a lock that announces releases (Wake), a release
+// [0.8, 1] × CampaignEvery. With a lock that announces releases (unless Poll), a release
 // starts a campaign at once; the losers of that campaign draw their next wait from
 // [0, CampaignEvery), so that a fleet woken together does not campaign in lock-step
 // ever after. With a lock that can queue a campaigner on the backend (lock.Waiter:

@@ -56,8 +56,9 @@ func ExampleNew() {
 	// held after drain: false
 }
 
-func ExampleConfig_Validate() {
-	err := leader.Config{Lock: lock.NewMemory(), Key: "jobs:want", Owner: "a", TTL: 3 * time.Second}.Validate()
+func ExampleNew_invalid() {
+	_, err := leader.New(leader.Config{Lock: lock.NewMemory(), Key: "jobs:want", Owner: "a", TTL: 3 * time.Second},
+		func(context.Context, *leader.Term) error { return nil })
 	fmt.Println(err)
 	// Output:
 	// invalid configuration (2 problems): Key: must not end in ":want", which names the handoff request lock, got "jobs:want"; TTL: RenewEvery + YieldGrace + ReleaseTimeout + Margin must be less than TTL (1s + 2s + 1s + 1s = 5s, TTL 3s)

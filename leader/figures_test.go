@@ -92,7 +92,7 @@ func (c *countLock) as() lock.Lock {
 // afterLapse is the crash failover less the time the crashed leader's lease still
 // had to live (Redis; 0 on PostgreSQL, which frees it at once): how long after the
 // lease became free someone campaigned, which is what spread campaigns shorten.
-func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, graceful, crash, afterLapse time.Duration) {
+func fleetFigure(t *testing.T, b backend, poll bool, n int) (cmds float64, graceful, crash, afterLapse time.Duration) {
 	key := keyFor(t, "")
 	procs := min(n, 10)
 	var locks []*countLock
@@ -108,7 +108,7 @@ func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, grace
 	proc := make([]int, n)
 	for i := range n {
 		proc[i] = i % procs
-		c := Config{Lock: locks[proc[i]].as(), Key: key, Owner: fmt.Sprintf("c%d", i), Wake: wake}
+		c := Config{Lock: locks[proc[i]].as(), Key: key, Owner: fmt.Sprintf("c%d", i), Poll: poll}
 		rs[i] = startReplica(t, c, (&termLog{}).untilEnded)
 	}
 	gone := map[int]bool{} // processes crashed
@@ -194,6 +194,15 @@ func fleetFigure(t *testing.T, b backend, wake Wake, n int) (cmds float64, grace
 	return cmds, graceful, crash / time.Duration(k), afterLapse / time.Duration(k)
 }
 
+// wakeName is how the figures name a replica's way of waiting: "poll" with
+// Config.Poll, "on_release" without (internal/cmd/bench reads these names).
+func wakeName(poll bool) string {
+	if poll {
+		return "poll"
+	}
+	return "on_release"
+}
+
 // TestFleetFigures prints, for make bench, one line per backend, wake mode and fleet
 // size: fleet_figure backend=… wake=… n=… cmds_per_s=… graceful_ms=… crash_ms=….
 // SW_BENCH_SIZES overrides the sizes (default 3,10,30).
@@ -214,11 +223,11 @@ func TestFleetFigures(t *testing.T) {
 	}
 	for _, b := range backends(t) {
 		for _, n := range sizes {
-			for _, w := range []Wake{WakeOnRelease, WakePoll} {
-				t.Run(fmt.Sprintf("%s/%s/%d", b.name, w, n), func(t *testing.T) {
-					cmds, g, c, a := fleetFigure(t, b, w, n)
+			for _, poll := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/%d", b.name, wakeName(poll), n), func(t *testing.T) {
+					cmds, g, c, a := fleetFigure(t, b, poll, n)
 					t.Logf("fleet_figure backend=%s wake=%s n=%d cmds_per_s=%.3f graceful_ms=%.1f crash_ms=%.1f after_lapse_ms=%.1f",
-						b.name, w, n, cmds, millis(g), millis(c), millis(a))
+						b.name, wakeName(poll), n, cmds, millis(g), millis(c), millis(a))
 				})
 			}
 		}

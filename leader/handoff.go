@@ -41,7 +41,7 @@ const wantSuffix = ":want"
 
 func (l *Leadership) wantKey() string { return l.conf.Key + wantSuffix }
 
-// planHandoff decides, under HandoffOnRequest, whether this campaign acquires. held
+// planHandoff decides, under Config.Handoff, whether this campaign acquires. held
 // and known are what look saw of the lease. A failing Prefer or want-lock read means
 // this campaign runs as if handoff were off.
 func (l *Leadership) planHandoff(ctx context.Context, st *campaignState, held, known bool) (plan, error) {

@@ -13,7 +13,7 @@ import (
 
 func handoffSpec(lock lock.Lock, owner string, prefer bool) Config {
 	s := vSpec(lock, owner)
-	s.Handoff = HandoffOnRequest
+	s.Handoff = true
 	s.Prefer = func(context.Context) (bool, error) { return prefer, nil }
 	return s
 }

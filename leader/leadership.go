@@ -53,7 +53,7 @@ type Leadership struct {
 }
 
 // New returns a Leadership for cfg that runs lead in each term it wins. It
-// validates cfg (see Config.Validate) and the options, and returns a
+// fills in cfg's defaults, checks cfg and the options, and returns a
 // *fault.ConfigError listing every problem; it starts nothing.
 //
 // lead gets the term and a ctx that is cancelled YieldGrace after term.Ended is
@@ -65,14 +65,13 @@ type Leadership struct {
 func New(cfg Config, lead func(ctx context.Context, term *Term) error, opts ...Option) (*Leadership, error) {
 	o := newOptions(opts)
 	var l fault.Problems
-	l.Merge("", cfg.Validate())
+	cfg = cfg.resolve(&l)
 	if lead == nil {
 		l.Addf("lead", "must not be nil")
 	}
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	cfg = cfg.withDefaults()
 	s := &Leadership{conf: cfg, lead: lead, quit: make(chan struct{}), cut: make(chan struct{})}
 	if err := s.base.Init(cfg.Name, o.given, s.use); err != nil {
 		l.Addf("WithTelemetry", "%v", err)
@@ -140,8 +139,10 @@ func (l *Leadership) Bind(ctx context.Context) error {
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve cuts
 // everything as Stop does, waits for the campaign to exit at most hooks.AbandonAfter
 // and returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did
-// not exit in time). A campaign stopped for good by a
-// configuration error does not make Serve return (the process stays up; see Halted).
+// not exit in time). Serve never fails on its own: a lock backend that fails or
+// does not answer is retried by the campaign every CampaignEvery, and a campaign
+// stopped for good by a configuration error does not make Serve return (the process
+// stays up; see Halted). There is thus nothing for the Host to restart.
 // Serve before Bind, or twice, returns an error wrapping entrypoint.ErrOutOfTurn. It
 // does not start the campaign, and returns nil, if Drain or Stop came first.
 func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {

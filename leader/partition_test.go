@@ -128,10 +128,7 @@ func TestCrashFailoverPostgres(t *testing.T) {
 // failoverRuns kills the leader 5 times and stops it gracefully 3 times, each with
 // one other replica campaigning, and returns the times to the next term.
 func failoverRuns(t *testing.T, dsn string, poll bool) (crash, graceful []time.Duration) {
-	wake := WakeOnRelease
-	if poll {
-		wake = WakePoll
-	}
+	wake := wakeName(poll)
 	for run := range 8 {
 		key := keyFor(t, fmt.Sprint(run))
 		start := func(name string) *replicaProc {

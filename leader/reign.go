@@ -95,7 +95,7 @@ func (l *Leadership) reign(base context.Context, lease lock.Lease, sent time.Tim
 				term.setDeadline(r.sent.Add(life))
 				softT.Reset(time.Until(term.Deadline()))
 				renewT.Reset(time.Until(r.sent.Add(s.RenewEvery)))
-				if s.Handoff == HandoffOnRequest && yielded == nil {
+				if s.Handoff && yielded == nil {
 					yielded = l.startYieldCheck(side)
 				}
 			case errors.Is(r.err, lock.ErrDuplicateOwner):

@@ -34,7 +34,7 @@ const (
 	replicaKey  = "LEADER_TEST_KEY"
 	replicaOwn  = "LEADER_TEST_OWNER"
 	replicaFast = "LEADER_TEST_FAST" // "1": the short timings of fastSpec
-	replicaPoll = "LEADER_TEST_POLL" // "1": Wake is WakePoll
+	replicaPoll = "LEADER_TEST_POLL" // "1": Config.Poll
 )
 
 // fastSpec is the short timings of the partition tests: the backend may hand the
@@ -113,7 +113,7 @@ func replicaMain() int {
 		cfg = fastSpec(cfg, os.Getenv(replicaEnv))
 	}
 	if os.Getenv(replicaPoll) == "1" {
-		cfg.Wake = WakePoll
+		cfg.Poll = true
 	}
 	l, err := New(cfg, func(ctx context.Context, term *Term) error {
 		<-term.Ended()

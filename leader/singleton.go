@@ -34,6 +34,27 @@ type SingletonConfig struct {
 	TTL time.Duration
 }
 
+// resolve records every problem with c in l under its field name. No field has a
+// default.
+func (c SingletonConfig) resolve(l *fault.Problems) SingletonConfig {
+	if c.Lock == nil {
+		l.Addf("Lock", "must not be nil")
+	}
+	switch {
+	case c.Key == "":
+		l.Addf("Key", "must not be empty")
+	case strings.HasSuffix(c.Key, wantSuffix):
+		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", wantSuffix, c.Key)
+	}
+	if c.Owner == "" {
+		l.Addf("Owner", "must not be empty")
+	}
+	if c.TTL <= 0 {
+		l.Addf("TTL", "must be positive, got %v", c.TTL)
+	}
+	return c
+}
+
 // SingletonStep runs a start step on the one replica that takes a lock and skips it
 // on the others. Make one with NewSingleton and register its Start and Stop methods
 // as a warmup step's, with its Marks.
@@ -59,21 +80,7 @@ type SingletonStep struct {
 // sends nothing to the lock.
 func NewSingleton(cfg SingletonConfig, start, stop func(ctx context.Context) error, opts ...Option) (*SingletonStep, error) {
 	var l fault.Problems
-	if cfg.Lock == nil {
-		l.Addf("Lock", "must not be nil")
-	}
-	switch {
-	case cfg.Key == "":
-		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(cfg.Key, wantSuffix):
-		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", wantSuffix, cfg.Key)
-	}
-	if cfg.Owner == "" {
-		l.Addf("Owner", "must not be empty")
-	}
-	if cfg.TTL <= 0 {
-		l.Addf("TTL", "must be positive, got %v", cfg.TTL)
-	}
+	cfg = cfg.resolve(&l)
 	if start == nil {
 		l.Addf("start", "must not be nil")
 	}

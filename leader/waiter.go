@@ -11,10 +11,10 @@ import (
 )
 
 // waiter returns the lock as a lock.Waiter when a campaigner that finds the lease
-// held should queue on the backend for it (Wake is WakeOnRelease and the lock can),
+// held should queue on the backend for it (Config.Poll is false and the lock can),
 // nil otherwise.
 func (l *Leadership) waiter() lock.Waiter {
-	if l.conf.Wake != WakeOnRelease {
+	if l.conf.Poll {
 		return nil
 	}
 	w, _ := l.conf.Lock.(lock.Waiter)

@@ -25,11 +25,11 @@ type watcher struct {
 	woken   bool // the latest pause was cut short by a notice
 }
 
-// watch starts the watch when Config.Wake asks for it, the lock is a
+// watch starts the watch unless Config.Poll says not to, the lock is a
 // lock.Notifier and no watch is in place yet. A failure is logged and the campaign
 // polls; the next pause tries again.
 func (l *Leadership) watch(ctx context.Context, w *watcher) {
-	if w.notices != nil || l.conf.Wake != WakeOnRelease {
+	if w.notices != nil || l.conf.Poll {
 		return
 	}
 	n, ok := l.conf.Lock.(lock.Notifier)

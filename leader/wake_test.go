@@ -34,7 +34,7 @@ func wSpec(lk lock.Lock, owner string) Config {
 
 // handOver starts a leader "a" whose lead returns when release is closed, then
 // waiters, and returns once a leads and the waiters have campaigned once.
-func handOver(t *testing.T, lk lock.Lock, wake Wake, waiters ...string) (release chan struct{}, rs []*replica) {
+func handOver(t *testing.T, lk lock.Lock, poll bool, waiters ...string) (release chan struct{}, rs []*replica) {
 	release = make(chan struct{})
 	var g termLog
 	a := startReplica(t, wSpec(lk, "a"), func(_ context.Context, term *Term) error {
@@ -48,7 +48,7 @@ func handOver(t *testing.T, lk lock.Lock, wake Wake, waiters ...string) (release
 	}
 	for _, w := range waiters {
 		s := wSpec(lk, w)
-		s.Wake = wake
+		s.Poll = poll
 		rs = append(rs, startReplica(t, s, (&termLog{}).untilEnded))
 	}
 	time.Sleep(time.Second) // the waiters' first campaigns find the lease held
@@ -58,7 +58,7 @@ func handOver(t *testing.T, lk lock.Lock, wake Wake, waiters ...string) (release
 func TestWakeOnRelease(t *testing.T) {
 	t.Run("a release wakes a waiting replica without waiting CampaignEvery", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			release, rs := handOver(t, lock.NewMemory(), WakeOnRelease, "b")
+			release, rs := handOver(t, lock.NewMemory(), false, "b")
 			close(release)
 			time.Sleep(wakeJitter + time.Millisecond)
 			if !rs[1].held() {
@@ -73,14 +73,14 @@ func TestWakeOnRelease(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		lk   func() lock.Lock
-		wake Wake
+		poll bool
 	}{
-		{"a dropped notice still elects within CampaignEvery", func() lock.Lock { return deafLock{lock.NewMemory()} }, WakeOnRelease},
-		{"WakePoll campaigns every CampaignEvery only", func() lock.Lock { return lock.NewMemory() }, WakePoll},
+		{"a dropped notice still elects within CampaignEvery", func() lock.Lock { return deafLock{lock.NewMemory()} }, false},
+		{"Poll campaigns every CampaignEvery only", func() lock.Lock { return lock.NewMemory() }, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				release, rs := handOver(t, c.lk(), c.wake, "b")
+				release, rs := handOver(t, c.lk(), c.poll, "b")
 				close(release)
 				time.Sleep(wCE / 2)
 				if rs[1].held() {
@@ -97,7 +97,7 @@ func TestWakeOnRelease(t *testing.T) {
 	t.Run("a woken replica that loses waits a random part of CampaignEvery, then full ones: no spin", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			spy := spyNotifier{&spyLock{Lock: lock.NewMemory()}}
-			release, rs := handOver(t, spy, WakeOnRelease, "b", "c")
+			release, rs := handOver(t, spy, false, "b", "c")
 			close(release)
 			const watch = 6 * wCE
 			time.Sleep(watch)

@@ -13,7 +13,7 @@
 //     written (Write serialises the writers of a key), and never by two replicas at
 //     once. Delivery is at least once: an event whose publication was cut (a broker
 //     that timed out, a database that went away before the delete committed) is
-//     published again, with the same id in its HeaderEventID header.
+//     published again, with the same id in its outbox-event-id header (EventID).
 //   - Inbox.Record, in the consumer's own transaction, records an event id and
 //     reports whether it was new; Inbox.Handle wraps a handler with it, so a
 //     redelivered event changes nothing.

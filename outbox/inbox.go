@@ -13,9 +13,9 @@ import (
 // defaultInboxTable names the inbox table when none is given.
 const defaultInboxTable = "inbox"
 
-// ErrNoEventID is returned by Inbox.Handle for a message without a HeaderEventID
-// header: it was not published by a Relay, and it cannot be told from a repeat.
-var ErrNoEventID = errors.New("outbox: the message has no " + HeaderEventID + " header")
+// ErrNoEventID is returned by Inbox.Handle for a message without an outbox-event-id
+// header (see EventID): it was not published by a Relay, and it cannot be told from a repeat.
+var ErrNoEventID = errors.New("outbox: the message has no " + headerEventID + " header")
 
 // Inbox is one inbox table: the ids of the events a consumer handled, written in the
 // consumer's own transaction. Make it with NewInbox; it is safe for concurrent use
@@ -69,10 +69,13 @@ func (i *Inbox) Record(ctx context.Context, tx pgx.Tx, id string) (bool, error) 
 	return tag.RowsAffected() == 1, nil
 }
 
-// EventID returns the value of msg's HeaderEventID header, or "" when it has none.
+// EventID returns the id of the event msg carries, or "" when it has none: the value
+// of its "outbox-event-id" header (a reader in another language reads that header).
+// The id, a UUID, is the same on every publication of the event, so a consumer's
+// Inbox recognises a repeat.
 func EventID(msg kafka.Message) string {
 	for _, h := range msg.Headers {
-		if h.Key == HeaderEventID {
+		if h.Key == headerEventID {
 			return string(h.Value)
 		}
 	}

@@ -35,7 +35,7 @@ func TestInboxOnce(t *testing.T) {
 	if _, err := pool.Exec(ctx, `CREATE TABLE effects (id text PRIMARY KEY, n int NOT NULL)`); err != nil {
 		t.Fatal(err)
 	}
-	msg := kafka.Message{Headers: []kafka.Header{{Key: outbox.HeaderEventID, Value: []byte("e1")}}}
+	msg := kafka.Message{Headers: []kafka.Header{{Key: "outbox-event-id", Value: []byte("e1")}}}
 	apply := func(ctx context.Context, tx pgx.Tx) error {
 		_, err := tx.Exec(ctx, `INSERT INTO effects VALUES ('e1', 1) ON CONFLICT (id) DO UPDATE SET n = effects.n + 1`)
 		return err

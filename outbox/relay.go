@@ -54,6 +54,8 @@ type RelayConfig struct {
 	CreateTable bool
 }
 
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
 func (c RelayConfig) resolve(l *fault.Problems) RelayConfig {
 	if c.Every < 0 {
 		l.Addf("Every", "must not be negative, got %v", c.Every)
@@ -98,7 +100,7 @@ var _ interface {
 // SKIP LOCKED (rows another replica holds are skipped, not waited for); hold back
 // those of a key with an older event still pending (claimed elsewhere), so a key's
 // events are published in order and by one replica at a time; publish the rest in
-// one WriteMessages, each with its id in HeaderEventID; delete them; commit. A pass
+// one WriteMessages, each with its id in the outbox-event-id header; delete them; commit. A pass
 // that claimed a full batch is followed by another at once; otherwise the relay
 // waits for a NOTIFY (each Write's commit sends one), or Every ± Jitter. A failed
 // pass (a broker or database down) rolls back, so its events stay for the next
@@ -282,7 +284,7 @@ func (r *Relay) pass(ctx context.Context) (full bool, err error) {
 		if blocked {
 			continue
 		}
-		m := kafka.Message{Topic: topic, Value: value, Headers: []kafka.Header{{Key: HeaderEventID, Value: []byte(id)}}}
+		m := kafka.Message{Topic: topic, Value: value, Headers: []kafka.Header{{Key: headerEventID, Value: []byte(id)}}}
 		if key != nil {
 			m.Key = []byte(*key)
 		}

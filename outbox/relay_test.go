@@ -98,7 +98,7 @@ func TestRelayWokenByNotify(t *testing.T) {
 			t.Fatalf("message %d: %q", i, got)
 		}
 		if outbox.EventID(msgs[i]) == "" {
-			t.Fatalf("message %d has no %s header", i, outbox.HeaderEventID)
+			t.Fatalf("message %d has no outbox-event-id header", i)
 		}
 	}
 	if n := pending(t, pool, box); n != 0 {

@@ -17,9 +17,9 @@ import (
 // defaultTable names the outbox table when none is given.
 const defaultTable = "outbox"
 
-// HeaderEventID is the Kafka header that carries each event's id, a UUID: the same
-// on every publication of the event, so a consumer's Inbox recognises a repeat.
-const HeaderEventID = "outbox-event-id"
+// headerEventID is the Kafka header that carries each event's id; EventID documents
+// it for readers in other languages.
+const headerEventID = "outbox-event-id"
 
 // Event is one message to publish. Topic is required; Key orders (events of one key
 // are published in the order written, to one partition) and may be empty, for events
@@ -74,7 +74,7 @@ func (o *Outbox) Table() string { return o.name }
 
 // Schema returns the SQL that creates the table and its index, for a migration. It
 // is idempotent (IF NOT EXISTS). seq orders the events; id is the event id carried in
-// HeaderEventID; created_at dates the oldest pending event for the metrics.
+// the outbox-event-id header; created_at dates the oldest pending event for the metrics.
 func (o *Outbox) Schema() string {
 	return fmt.Sprintf(`CREATE TABLE IF NOT EXISTS %[1]s (
 	seq bigserial PRIMARY KEY,

@@ -25,7 +25,7 @@ type LockConfig struct {
 	// must return a new connection each call, not one shared with other code.
 	Connect func(ctx context.Context) (*pgx.Conn, error)
 	// Table names the fence table, optionally schema-qualified ("locks.fence").
-	// The lock creates it when first used. Default DefaultTable.
+	// The lock creates it when first used. Default "servicewright_lock".
 	Table string
 
 	// DeadClient says how fast the server gives up on a lock connection that went
@@ -97,10 +97,9 @@ func (d DeadClient) check(l *fault.Problems) {
 
 var identifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?$`)
 
-// build validates cfg and returns how to open a connection and the quoted table.
-func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string, error) {
-	var l fault.Problems
-	connect := cfg.Connect
+// connector returns how the lock opens a connection, from URL or Connect, and
+// records in l what is wrong with them (under URL or Connect).
+func (cfg LockConfig) connector(l *fault.Problems) func(context.Context) (*pgx.Conn, error) {
 	switch {
 	case cfg.URL == "" && cfg.Connect == nil:
 		l.Addf("URL", "must be set, or Connect: the lock needs a way to open its dedicated connections")
@@ -110,21 +109,25 @@ func (cfg LockConfig) build() (func(context.Context) (*pgx.Conn, error), string,
 		pc, err := ParseConfig("URL", cfg.URL)
 		if err != nil {
 			l.Merge("", err)
-			break
+			return nil
 		}
 		pc.RuntimeParams["application_name"] = "servicewright-lock"
-		connect = func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, pc.Copy()) }
+		return func(ctx context.Context) (*pgx.Conn, error) { return pgx.ConnectConfig(ctx, pc.Copy()) }
 	}
-	cfg.DeadClient.check(&l)
-	table := cfg.Table
-	table = cmp.Or(table, DefaultTable)
+	return cfg.Connect
+}
+
+// resolve fills in the defaults (Table, DeadClient's zero fields) and records every
+// problem with them in l under its field name. Where to connect is connector's.
+func (cfg LockConfig) resolve(l *fault.Problems) LockConfig {
+	cfg.DeadClient.check(l)
+	cfg.DeadClient = cfg.DeadClient.withDefaults()
+	table := cmp.Or(cfg.Table, defaultTable)
 	if !identifier.MatchString(table) {
 		l.Addf("Table", "must be an identifier, optionally schema-qualified, got %q", cfg.Table)
 	}
-	if err := l.Err(); err != nil {
-		return nil, "", err
-	}
-	return connect, pgx.Identifier(strings.Split(table, ".")).Sanitize(), nil
+	cfg.Table = table
+	return cfg
 }
 
 // ParseConfig parses url, a postgres:// URL or a key=value DSN read from the

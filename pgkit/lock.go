@@ -6,6 +6,7 @@ import (
 	"hash/fnv"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -25,8 +26,8 @@ var (
 	_ lock.Expiring     = (*Lock)(nil)
 )
 
-// DefaultTable names the fence table a Lock creates and writes.
-const DefaultTable = "servicewright_lock"
+// defaultTable names the fence table a Lock creates and writes (LockConfig.Table).
+const defaultTable = "servicewright_lock"
 
 // maxIdle is how many sessions that hold no lease a Lock keeps open for the next
 // acquires.
@@ -105,12 +106,15 @@ type session struct {
 // NewLock returns a Lock for cfg. It validates cfg into a *fault.ConfigError naming
 // each field, and opens no connection: each is opened when first needed.
 func NewLock(cfg LockConfig) (*Lock, error) {
-	connect, table, err := cfg.build()
-	if err != nil {
+	var l fault.Problems
+	connect := cfg.connector(&l)
+	cfg = cfg.resolve(&l)
+	if err := l.Err(); err != nil {
 		return nil, err
 	}
+	table := pgx.Identifier(strings.Split(cfg.Table, ".")).Sanitize()
 	waits, stop := context.WithCancel(context.Background())
-	return &Lock{connect: connect, table: table, dead: cfg.DeadClient.withDefaults(), held: map[string]*session{}, waits: waits, stop: stop}, nil
+	return &Lock{connect: connect, table: table, dead: cfg.DeadClient, held: map[string]*session{}, waits: waits, stop: stop}, nil
 }
 
 // keyHash is the advisory lock's key for a lock name.

@@ -117,13 +117,17 @@ type LockConfig struct {
 	FenceTTL time.Duration
 }
 
-func (cfg LockConfig) check(l *fault.Problems) {
+// resolve fills in the default KeyPrefix and records every problem with cfg in l
+// under its field name.
+func (cfg LockConfig) resolve(l *fault.Problems) LockConfig {
 	if strings.ContainsAny(cfg.KeyPrefix, "{}") {
 		l.Addf("KeyPrefix", "must not contain '{' or '}', got %q", cfg.KeyPrefix)
 	}
 	if cfg.FenceTTL < 0 {
 		l.Addf("FenceTTL", "must not be negative, got %v", cfg.FenceTTL)
 	}
+	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
+	return cfg
 }
 
 // NewLock returns a Lock using client. It validates cfg into a *fault.ConfigError
@@ -133,11 +137,10 @@ func NewLock(client redis.UniversalClient, cfg LockConfig) (*Lock, error) {
 	if client == nil {
 		l.Addf("client", "must not be nil")
 	}
-	cfg.check(&l)
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	cfg.KeyPrefix = cmp.Or(cfg.KeyPrefix, defaultKeyPrefix)
 	return &Lock{
 		client:   client,
 		prefix:   cfg.KeyPrefix,

@@ -11,25 +11,19 @@ import (
 	"go.uber.org/zap/zapcore"
 )
 
-// Logger writes go-redis's log lines through a zap logger, so that a service's
-// stderr holds only its own encoding (JSON or console), never go-redis's plain
-// "redis: 2026/12/01 … pool.go:770: …" lines. It implements go-redis's logging
-// interface.
-//
-// go-redis says nothing of a line's level, so Logger infers one from its text: a
-// recovered panic is an error, a failure a warning, anything else info. A line
-// written inside a traced operation carries its trace_id and span_id.
-type Logger struct {
+// logger writes go-redis's log lines through a zap logger (UseLogger). It
+// implements go-redis's logging interface.
+type logger struct {
 	log *zap.Logger
 }
 
-// NewLogger returns a Logger writing to log, named "redis".
-func NewLogger(log *zap.Logger) *Logger {
-	return &Logger{log: log.Named("redis").WithOptions(zap.AddCallerSkip(2))}
+// newLogger returns a logger writing to log, named "redis".
+func newLogger(log *zap.Logger) *logger {
+	return &logger{log: log.Named("redis").WithOptions(zap.AddCallerSkip(2))}
 }
 
 // Printf formats a go-redis log line and writes it at the level its text implies.
-func (l *Logger) Printf(ctx context.Context, format string, v ...any) {
+func (l *logger) Printf(ctx context.Context, format string, v ...any) {
 	msg := strings.TrimSpace(fmt.Sprintf(format, v...))
 	lvl := levelOf(msg)
 	ce := l.log.Check(lvl, msg)
@@ -46,10 +40,16 @@ func (l *Logger) Printf(ctx context.Context, format string, v ...any) {
 	ce.Write(fields...)
 }
 
-// UseLogger routes go-redis's log, which is one per process, through log. Call it
-// once at startup, before the first client is made; each call replaces the last.
+// UseLogger routes go-redis's log, which is one per process, through log, named
+// "redis", so that a service's stderr holds only its own encoding (JSON or
+// console), never go-redis's plain "redis: 2026/12/01 … pool.go:770: …" lines. Call
+// it once at startup, before the first client is made; each call replaces the last.
+//
+// go-redis says nothing of a line's level, so one is inferred from its text: a
+// recovered panic is an error, a failure a warning, anything else info. A line
+// written inside a traced operation carries its trace_id and span_id.
 func UseLogger(log *zap.Logger) {
-	redis.SetLogger(NewLogger(log))
+	redis.SetLogger(newLogger(log))
 }
 
 func levelOf(msg string) zapcore.Level {

@@ -1,4 +1,4 @@
-package rediskit_test
+package rediskit
 
 import (
 	"context"
@@ -8,14 +8,12 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
-
-	"github.com/servicewright/servicewright/rediskit"
 )
 
 func TestLogger(t *testing.T) {
 	t.Run("each line goes to zap at the level its text implies", func(t *testing.T) {
 		core, logs := observer.New(zapcore.DebugLevel)
-		l := rediskit.NewLogger(zap.New(core))
+		l := newLogger(zap.New(core))
 		l.Printf(context.Background(), "redis: connection pool: failed to dial after %d attempts: %v", 5, "connection refused")
 		l.Printf(context.Background(), "autopipeline: recovered dispatch panic: %v\n%s", "boom", "stack")
 		l.Printf(context.Background(), "sentinel: new master=%q addr=%q", "m", "127.0.0.1:6379")
@@ -40,7 +38,7 @@ func TestLogger(t *testing.T) {
 
 	t.Run("a line inside a span carries its ids", func(t *testing.T) {
 		core, logs := observer.New(zapcore.InfoLevel)
-		l := rediskit.NewLogger(zap.New(core))
+		l := newLogger(zap.New(core))
 		tp := sdktrace.NewTracerProvider()
 		ctx, span := tp.Tracer("t").Start(context.Background(), "op")
 		l.Printf(ctx, "redis: discarding bad PubSub connection: %v", "EOF")

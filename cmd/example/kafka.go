@@ -50,7 +50,7 @@ func readBrokers(v string, l *fault.Problems) []string {
 }
 
 // kafkaModule consumes topic "orders" into the store and gives POST /orders a
-// producer whose writes are bounded by kafkakit.DefaultWriteTimeout. Without
+// producer whose writes are bounded by its WriteTimeout (3s by default). Without
 // KAFKA_BROKERS it runs an embedded broker, opened with the container and closed
 // after every entrypoint has stopped. Each handling takes handleDelay
 // (EXAMPLE_HANDLE_DELAY) first. With useOutbox (ORDERS_OUTBOX), POST /orders goes
@@ -65,7 +65,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration, useOutbox bool) fx
 			}
 			return p.WriteMessages(ctx, kafka.Message{Key: []byte(ord.ID), Value: v})
 		}
-		o.retryAfter = retryAfter(kafkakit.DefaultWriteTimeout)
+		o.retryAfter = retryAfter(p.Config().WriteTimeout)
 		return o
 	})
 	if useOutbox {

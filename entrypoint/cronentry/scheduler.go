@@ -134,7 +134,10 @@ func (s *Scheduler) Bind(context.Context) error {
 // once stop is closed — with the schedule STILL running: ticks keep firing through
 // the drain delay, until Drain. Each job's first tick is the first one after Serve
 // is called. Runs get a ctx carrying ctx's values but not its cancellation; Stop
-// cancels it.
+// cancels it. Serve never fails on its own: a run's failure or panic is the run's,
+// logged and counted, and the next tick runs, as does a once-per-fleet backend that
+// does not answer (the tick is skipped). There is thus nothing for the Host to
+// restart, even on a NonEssential registration.
 //
 // If ctx is done before stop, the Host has given up on the entrypoint: Serve ends
 // the schedule, cancels the runs' ctx, waits for the scheduling goroutine at most

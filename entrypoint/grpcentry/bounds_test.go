@@ -254,7 +254,7 @@ func TestMaxConnections(t *testing.T) {
 // A connection that never goes quiet — it ignores the GOAWAY, answers no PING and
 // keeps a stream open whose request never comes, so that no handler runs — does not
 // hold the drain: with
-// no admitted RPC left, Drain closes it after ConnectionQuiet and returns nil, and
+// no admitted RPC left, Drain closes it after connectionQuiet and returns nil, and
 // its report counts it. On main Drain waited for the whole budget and failed with "0
 // RPCs still in flight".
 func TestDrainDoesNotWaitForALoudConnection(t *testing.T) {

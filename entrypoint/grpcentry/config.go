@@ -2,7 +2,6 @@ package grpcentry
 
 import (
 	"cmp"
-	"crypto/tls"
 	"math"
 	"time"
 
@@ -105,12 +104,11 @@ type Config struct {
 	StreamDrainWindow time.Duration
 }
 
-// resolve fills in defaults and records every problem with cfg in l. It returns the
-// completed Config and, when CertFile and KeyFile are set and valid, the TLS
-// configuration.
-func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
+// resolve fills in the defaults of the fields left zero and records every problem
+// with cfg in l, under its field name. New checks the rest apart: Addr against
+// WithListener (transport.Addr), and the certificate files it reads (transport.LoadTLS).
+func (cfg Config) resolve(l *fault.Problems) Config {
 	cfg.Name = cmp.Or(cfg.Name, defaultName)
-	transport.Addr(l, hasListener, &cfg.Addr, defaultAddr)
 	transport.Default(l, "MaxRecvMsgSize", &cfg.MaxRecvMsgSize, defaultMaxRecvMsgSize)
 	transport.Default(l, "MaxSendMsgSize", &cfg.MaxSendMsgSize, defaultMaxSendMsgSize)
 	transport.Default(l, "MaxMetadataBytes", &cfg.MaxMetadataBytes, defaultMaxMetadataBytes)
@@ -132,5 +130,5 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	transport.Default(l, "MaxConnectionAgeGrace", &cfg.MaxConnectionAgeGrace, defaultMaxConnectionAgeGrace)
 	transport.Default(l, "ConnectionTimeout", &cfg.ConnectionTimeout, defaultConnectionTimeout)
 	transport.Default(l, "StreamDrainWindow", &cfg.StreamDrainWindow, defaultStreamDrainWindow)
-	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
+	return cfg
 }

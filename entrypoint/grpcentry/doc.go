@@ -23,7 +23,7 @@
 //     grpc.Server.GracefulStop starts on its own goroutine (the listener closes, every
 //     connection gets a GOAWAY); the streaming RPCs still open are closed one after
 //     another over min(StreamDrainWindow, the time left), each ending with
-//     UNAVAILABLE "draining: reconnect" (StatusStreamDrained); Drain returns when the
+//     UNAVAILABLE "grpc server is draining: reconnect"; Drain returns when the
 //     admitted unary RPCs have finished and GracefulStop has returned.
 //  4. If the grace runs out first, Drain returns the deadline and Stop follows:
 //     grpc.Server.Stop, also on its own goroutine, closes every connection (the
@@ -67,7 +67,7 @@
 // a grpc.Creds given with WithServerOptions replaces it, and with it the guard.
 //
 // At the drain, once the admitted RPCs have ended, the connections still open get
-// ConnectionQuiet to close after their GOAWAY; those that do not (a client that
+// a second to close after their GOAWAY; those that do not (a client that
 // ignores the GOAWAY, or keeps opening streams) are closed, and counted in the drain
 // report (connections_cut), rather than holding the drain for its whole grace.
 //

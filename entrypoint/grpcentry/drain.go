@@ -21,13 +21,13 @@ import (
 // an open connection, is answered UNAVAILABLE, which clients retry elsewhere; starts
 // grpc.Server.GracefulStop, which closes the listener and sends every connection a
 // GOAWAY; closes the streaming RPCs still open spread over min(StreamDrainWindow, the
-// time left on ctx), each ending with StatusStreamDrained; and waits for the admitted
-// RPCs and GracefulStop. It returns nil once nothing admitted is in flight and
-// GracefulStop has returned.
+// time left on ctx), each ending with UNAVAILABLE unless its handler returned a
+// status of its own; and waits for the admitted RPCs and GracefulStop. It returns
+// nil once nothing admitted is in flight and GracefulStop has returned.
 //
 // Once no admitted RPC is left, GracefulStop still waits for every connection to
-// close. Drain gives them ConnectionQuiet (or what is left of ctx, if less), then
-// closes those still open with grpc.Server.Stop and returns nil: a connection with
+// close. Drain gives them a second (or what is left of ctx, if less), then closes
+// those still open with grpc.Server.Stop and returns nil: a connection with
 // nothing admitted on it — a client that ignores the GOAWAY, or keeps opening and
 // resetting streams — is not worth the grace. The drain report counts them
 // (connections_cut).
@@ -78,17 +78,17 @@ func (s *Server) Drain(ctx context.Context) error {
 	return nil
 }
 
-// ConnectionQuiet is how long Drain lets connections close on their own, once the
+// connectionQuiet is how long Drain lets connections close on their own, once the
 // last admitted RPC has ended, before it closes those still open.
-const ConnectionQuiet = time.Second
+const connectionQuiet = time.Second
 
 // awaitConnections waits for GracefulStop, which returns once every connection has
-// closed, for ConnectionQuiet or until ctx is done. Then, with no admitted RPC left
+// closed, for connectionQuiet or until ctx is done. Then, with no admitted RPC left
 // to wait for, it closes the connections still open with grpc.Server.Stop: a client
 // that ignores the GOAWAY, or keeps opening streams that are refused, holds nothing
 // that a wait would save. It returns how many connections it closed.
 func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{}) int {
-	t := time.NewTimer(ConnectionQuiet)
+	t := time.NewTimer(connectionQuiet)
 	defer t.Stop()
 	select {
 	case <-graceful:
@@ -98,7 +98,7 @@ func (s *Server) awaitConnections(ctx context.Context, graceful <-chan struct{})
 	}
 	open := s.Connections()
 	s.log.Info("grpc drain: closing connections still open after their RPCs ended",
-		zap.Int("connections", open), zap.Duration("waited", ConnectionQuiet))
+		zap.Int("connections", open), zap.Duration("waited", connectionQuiet))
 	cut, cancel := context.WithTimeout(context.WithoutCancel(ctx), wait.AbandonAfter)
 	defer cancel()
 	select {

@@ -82,7 +82,9 @@ func New(cfg Config, register func(*grpc.Server), opts ...Option) (*Server, erro
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
+	transport.Addr(&l, o.Listener != nil, &cfg.Addr, defaultAddr)
+	cfg = cfg.resolve(&l)
+	tlsCfg := transport.LoadTLS(&l, cfg.CertFile, cfg.KeyFile)
 	if register == nil {
 		l.Addf("register", "must not be nil")
 	}
@@ -273,7 +275,10 @@ func (s *Server) Bind(ctx context.Context) error {
 // Server's connection wrapper, it is not sent, and the clients leave at Drain's
 // GracefulStop. DrainReport counts the connections moved off (moved_off).
 //
-// If grpc.Server.Serve fails before stop is closed, Serve returns its error. If ctx
+// If grpc.Server.Serve fails before stop is closed, Serve returns its error. The
+// grpc.Server has closed the listener then, and a Server cannot serve again: a
+// second Serve returns an error wrapping entrypoint.ErrOutOfTurn that says so, and
+// the Host leaves it failed even on a NonEssential registration. If ctx
 // is done before stop, the Host has given up on the entrypoint: Serve cuts everything
 // as Stop does, waits for grpc.Server.Serve to return at most hooks.AbandonAfter and
 // returns ctx.Err() (joined with an error wrapping fault.ErrAbandoned when it did not
@@ -286,7 +291,7 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	start, err := s.base.Serve()
 	if !start {
 		s.base.Unlock()
-		return err
+		return s.serving.Refused(err)
 	}
 	if s.monitor != nil {
 		s.unsubscribe = s.monitor.Subscribe(func(r health.Report) {

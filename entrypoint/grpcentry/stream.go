@@ -11,10 +11,10 @@ import (
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
-// StatusStreamDrained is the status a drained stream ends with, unless its handler
+// statusStreamDrained is the status a drained stream ends with, unless its handler
 // returned a status of its own: UNAVAILABLE, which a client may retry at once,
 // elsewhere.
-var StatusStreamDrained = status.New(codes.Unavailable, "grpc server is draining: reconnect")
+var statusStreamDrained = status.New(codes.Unavailable, "grpc server is draining: reconnect")
 
 // A stream is a streaming RPC in flight, which the drain ends on its own.
 type stream struct {
@@ -46,12 +46,12 @@ func (ss *streamSet) remove(st *stream) {
 func (st *stream) drain() { st.cancel(entrypoint.ErrStreamDrained) }
 
 // drainedStatus is what a drained stream's handler result becomes: its own status
-// if it returned one (other than CANCELLED), StatusStreamDrained otherwise.
+// if it returned one (other than CANCELLED), statusStreamDrained otherwise.
 func drainedStatus(err error) error {
 	if s, ok := status.FromError(err); ok && err != nil && s.Code() != codes.Canceled {
 		return err
 	}
-	return StatusStreamDrained.Err()
+	return statusStreamDrained.Err()
 }
 
 // serverStream carries the drainable ctx to the handler.

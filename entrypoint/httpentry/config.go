@@ -2,7 +2,6 @@ package httpentry
 
 import (
 	"cmp"
-	"crypto/tls"
 	"math"
 	"strconv"
 	"time"
@@ -15,7 +14,7 @@ import (
 // states its own. The exported ones are those a peer server configured like this
 // one takes (the benchmarks' peers do).
 const (
-	DefaultName              = "http"
+	defaultName              = "http"
 	DefaultReadHeaderTimeout = 5 * time.Second
 	DefaultReadTimeout       = 5 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
@@ -92,12 +91,11 @@ type Config struct {
 	RetryAfter time.Duration
 }
 
-// resolve fills in defaults and records every problem with cfg in l. hasListener
-// says whether WithListener supplied the listener. It returns the completed
-// Config and, when CertFile and KeyFile are set and valid, the TLS configuration.
-func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Config) {
-	cfg.Name = cmp.Or(cfg.Name, DefaultName)
-	transport.Addr(l, hasListener, &cfg.Addr, defaultAddr)
+// resolve fills in the defaults of the fields left zero and records every problem
+// with cfg in l, under its field name. New checks the rest apart: Addr against
+// WithListener (transport.Addr), and the certificate files it reads (transport.LoadTLS).
+func (cfg Config) resolve(l *fault.Problems) Config {
+	cfg.Name = cmp.Or(cfg.Name, defaultName)
 	transport.Default(l, "ReadHeaderTimeout", &cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
 	transport.Default(l, "ReadTimeout", &cfg.ReadTimeout, DefaultReadTimeout)
 	transport.Default(l, "WriteTimeout", &cfg.WriteTimeout, 0)
@@ -107,7 +105,7 @@ func (cfg Config) resolve(hasListener bool, l *fault.Problems) (Config, *tls.Con
 	transport.Default(l, "MaxHeaderBytes", &cfg.MaxHeaderBytes, DefaultMaxHeaderBytes)
 	transport.Default(l, "MaxHeaderFields", &cfg.MaxHeaderFields, defaultMaxHeaderFields)
 	transport.Default(l, "MaxConns", &cfg.MaxConns, transport.DefaultMaxConns())
-	return cfg, transport.LoadTLS(l, cfg.CertFile, cfg.KeyFile)
+	return cfg
 }
 
 // retryAfterHeader is d in whole seconds, rounded up, as Retry-After wants it.

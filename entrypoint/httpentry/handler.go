@@ -164,7 +164,7 @@ func (s *Server) recovered(w *response, p *handlerPanic) (abort bool) {
 	clear(h) // whatever the handler set was meant for another response
 	h.Set("Content-Type", "application/json")
 	if id != "" {
-		h[RequestIDHeader] = []string{id}
+		h[requestIDHeader] = []string{id}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(internalBody)))
 	w.WriteHeader(http.StatusInternalServerError)

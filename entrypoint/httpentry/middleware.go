@@ -6,12 +6,10 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// A Middleware wraps a handler in another: it may act before and after calling
-// next, or answer without calling it.
-type Middleware func(next http.Handler) http.Handler
-
 // WithMiddleware wraps the Server's handler in mw, in order: the first is the
-// outermost, the one a request meets first. Several WithMiddleware options add to
+// outermost, the one a request meets first. A middleware wraps a handler in
+// another, which may act before and after calling next, or answer without calling
+// it. Several WithMiddleware options add to
 // one chain, in the order given. The chain is built once, in New; a nil middleware,
 // or one that returns a nil handler, makes New fail naming WithMiddleware.
 //
@@ -37,7 +35,7 @@ type Middleware func(next http.Handler) http.Handler
 // it, and so that the Server still learns the route ServeMux matched when the
 // middleware hands on a copy of the request (r.WithContext): without one, the
 // metrics, the span and the access log of such a request name no route.
-func WithMiddleware(mw ...Middleware) Option {
+func WithMiddleware(mw ...func(next http.Handler) http.Handler) Option {
 	return func(o *options) {
 		for i, m := range mw {
 			if m == nil {
@@ -51,7 +49,7 @@ func WithMiddleware(mw ...Middleware) Option {
 // chain wraps h in mw, the first outermost, and records a nil handler a middleware
 // returned in problems. With any middleware, h is first wrapped in handedTo, so
 // that the Server learns the request the handler got.
-func chain(h http.Handler, mw []Middleware, l *fault.Problems) http.Handler {
+func chain(h http.Handler, mw []func(http.Handler) http.Handler, l *fault.Problems) http.Handler {
 	if len(mw) > 0 {
 		h = handedTo(h)
 	}

@@ -31,7 +31,7 @@ func through(s *Server, r *http.Request) *httptest.ResponseRecorder {
 // WithMiddleware options, inside the request id: it sees the id in the request.
 func TestMiddlewareOrder(t *testing.T) {
 	var trail []string
-	mark := func(name string) Middleware {
+	mark := func(name string) func(http.Handler) http.Handler {
 		return func(next http.Handler) http.Handler {
 			return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				trail = append(trail, name+">"+RequestID(r.Context()))
@@ -46,7 +46,7 @@ func TestMiddlewareOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := httptest.NewRequest("GET", "/", nil)
-	r.Header.Set(RequestIDHeader, "id-1")
+	r.Header.Set(requestIDHeader, "id-1")
 	through(s, r)
 	want := "a>id-1 b>id-1 c>id-1 handler <c <b <a"
 	if got := strings.Join(trail, " "); got != want {
@@ -92,15 +92,15 @@ func TestMiddlewarePanicRecovered(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := httptest.NewRequest("GET", "/x", nil)
-	r.Header.Set(RequestIDHeader, "req-7")
+	r.Header.Set(requestIDHeader, "req-7")
 	rec := through(s, r)
-	if rec.Code != http.StatusInternalServerError || rec.Header().Get(RequestIDHeader) != "req-7" {
-		t.Errorf("answer = %d, id %q; want 500 with id req-7", rec.Code, rec.Header().Get(RequestIDHeader))
+	if rec.Code != http.StatusInternalServerError || rec.Header().Get(requestIDHeader) != "req-7" {
+		t.Errorf("answer = %d, id %q; want 500 with id req-7", rec.Code, rec.Header().Get(requestIDHeader))
 	}
 	if got := s.Stats().Panics; got != 1 {
 		t.Errorf("Panics = %d, want 1", got)
 	}
-	if _, tags := rep.Get(); len(tags) != 1 || tags[0][TagRequestID] != "req-7" {
+	if _, tags := rep.Get(); len(tags) != 1 || tags[0][tagRequestID] != "req-7" {
 		t.Errorf("reported tags = %v, want one report with request_id req-7", tags)
 	}
 	panics := logs.FilterMessage("http handler panicked").FilterField(zap.String("request_id", "req-7"))
@@ -195,9 +195,9 @@ func TestRequestIDPropagation(t *testing.T) {
 		logs.TakeAll()
 		r := httptest.NewRequest("GET", "/", nil)
 		if c.in != "" {
-			r.Header.Set(RequestIDHeader, c.in)
+			r.Header.Set(requestIDHeader, c.in)
 		}
-		id := through(s, r).Header().Get(RequestIDHeader)
+		id := through(s, r).Header().Get(requestIDHeader)
 		switch {
 		case c.name == "well formed" && id != c.in:
 			t.Errorf("%s: id %q, want the incoming %q", c.name, id, c.in)
@@ -228,8 +228,8 @@ func TestRequestIDOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := httptest.NewRequest("GET", "/", nil)
-	r.Header.Set(RequestIDHeader, "x")
-	if got := through(s, r).Header().Get(RequestIDHeader); got != "" || seen != "" {
+	r.Header.Set(requestIDHeader, "x")
+	if got := through(s, r).Header().Get(requestIDHeader); got != "" || seen != "" {
 		t.Errorf("header %q, ctx %q; want neither", got, seen)
 	}
 }
@@ -254,8 +254,8 @@ func TestMiddlewareNotRunForRefused(t *testing.T) {
 		t.Errorf("refused: %d, middleware ran %d times, %d log entries, refused %d; want 503, 1, 1, 1",
 			rec.Code, ran, logs.Len(), s.Stats().RefusedDraining)
 	}
-	if rec.Header().Get(RequestIDHeader) != "" {
-		t.Errorf("a refused request got id %q", rec.Header().Get(RequestIDHeader))
+	if rec.Header().Get(requestIDHeader) != "" {
+		t.Errorf("a refused request got id %q", rec.Header().Get(requestIDHeader))
 	}
 }
 

@@ -19,9 +19,9 @@ type options struct {
 	isStream          func(*http.Request) bool
 	streams           []string // WithStreams
 	admission         admissionOptions
-	middleware        []Middleware // WithMiddleware
-	requestID         bool         // WithRequestID
-	access            *AccessLog   // WithAccessLog
+	middleware        []func(http.Handler) http.Handler // WithMiddleware
+	requestID         bool                              // WithRequestID
+	access            *AccessLog                        // WithAccessLog
 }
 
 // WithListener makes Bind use l instead of listening on Config.Addr, which must then

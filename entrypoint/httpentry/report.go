@@ -13,9 +13,9 @@ import (
 // Tag keys of a handler panic's report, beside fault.TagEntrypoint and
 // fault.TagTraceID.
 const (
-	TagRoute     = "route"      // the ServeMux pattern that matched, or the path
-	TagMethod    = "method"     // the request's method
-	TagRequestID = "request_id" // the request's id, with WithRequestID
+	tagRoute     = "route"      // the ServeMux pattern that matched, or the path
+	tagMethod    = "method"     // the request's method
+	tagRequestID = "request_id" // the request's id, with WithRequestID
 )
 
 // handlerPanic is a handler's panic as the Server's recovery caught it, with the
@@ -55,14 +55,14 @@ func (s *Server) report(p *handlerPanic) {
 		Value: p.value,
 		Stack: p.stack,
 	}
-	tags := map[string]string{fault.TagEntrypoint: s.cfg.Name, TagRoute: route, TagMethod: p.req.Method}
+	tags := map[string]string{fault.TagEntrypoint: s.cfg.Name, tagRoute: route, tagMethod: p.req.Method}
 	ctx := p.req.Context()
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
 		tags[fault.TagTraceID] = sc.TraceID().String()
 		tags[fault.TagSpanID] = sc.SpanID().String()
 	}
 	if id := RequestID(ctx); id != "" {
-		tags[TagRequestID] = id
+		tags[tagRequestID] = id
 	}
 	s.reporter.Report(ctx, err, tags)
 }

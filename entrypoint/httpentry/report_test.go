@@ -67,7 +67,7 @@ func TestPanicReports(t *testing.T) {
 			t.Fatal("no span")
 		}
 		traceID := ended[0].SpanContext().TraceID().String()
-		want := map[string]string{fault.TagEntrypoint: "http", TagRoute: "GET /panic", TagMethod: "GET", fault.TagTraceID: traceID}
+		want := map[string]string{fault.TagEntrypoint: "http", tagRoute: "GET /panic", tagMethod: "GET", fault.TagTraceID: traceID}
 		for k, v := range want {
 			if tags[0][k] != v {
 				t.Errorf("tag %s = %q, want %q (tags %v)", k, tags[0][k], v, tags[0])
@@ -112,7 +112,7 @@ func TestPanicReports(t *testing.T) {
 		x := run(t, Config{}, panicky(), WithTelemetry(entrypoint.Telemetry{Reporter: rep}))
 		x.get("/late") // the 200 went out before the panic: the connection is cut
 		_, tags := rep.Get()
-		if len(tags) != 1 || tags[0][TagRoute] != "GET /late" || tags[0][fault.TagTraceID] != "" {
+		if len(tags) != 1 || tags[0][tagRoute] != "GET /late" || tags[0][fault.TagTraceID] != "" {
 			t.Errorf("tags = %v", tags)
 		}
 		if err := x.drain(failAfter); err != nil {

@@ -8,8 +8,8 @@ import (
 	"net/http"
 )
 
-// RequestIDHeader is the header a request id is taken from and sent back in.
-const RequestIDHeader = "X-Request-Id"
+// requestIDHeader is the header a request id is taken from and sent back in.
+const requestIDHeader = "X-Request-Id"
 
 // maxRequestID bounds an incoming request id the Server takes as it is.
 const maxRequestID = 128
@@ -61,11 +61,11 @@ func RequestID(ctx context.Context) string {
 
 // withRequestID returns ctx with r's id, and sets the id on the response.
 func withRequestID(ctx context.Context, w http.ResponseWriter, r *http.Request) context.Context {
-	id := r.Header.Get(RequestIDHeader)
+	id := r.Header.Get(requestIDHeader)
 	if !wellFormedID(id) {
 		id = newRequestID()
 	}
-	w.Header()[RequestIDHeader] = []string{id}
+	w.Header()[requestIDHeader] = []string{id}
 	return &idContext{Context: ctx, id: id}
 }
 

@@ -81,7 +81,9 @@ func New(cfg Config, handler http.Handler, opts ...Option) (*Server, error) {
 		opt(&o)
 	}
 	var l fault.Problems
-	cfg, tlsCfg := cfg.resolve(o.Listener != nil, &l)
+	transport.Addr(&l, o.Listener != nil, &cfg.Addr, defaultAddr)
+	cfg = cfg.resolve(&l)
+	tlsCfg := transport.LoadTLS(&l, cfg.CertFile, cfg.KeyFile)
 	if handler == nil {
 		l.Addf("handler", "must not be nil")
 	}
@@ -256,7 +258,9 @@ func (s *Server) Bind(ctx context.Context) error {
 // that request is. DrainReport counts the connections moved off (moved_off).
 //
 // If the http.Server fails before stop is closed (the listener breaks), Serve returns
-// its error. If ctx is done before stop, the Host has given up on the entrypoint:
+// its error. The http.Server has closed the listener then, and a Server cannot serve
+// again: a second Serve returns an error wrapping entrypoint.ErrOutOfTurn that says
+// so, and the Host leaves it failed even on a NonEssential registration. If ctx is done before stop, the Host has given up on the entrypoint:
 // Serve closes everything as Stop does, waits for the http.Server to return at most
 // hooks.AbandonAfter and returns ctx.Err() (joined with an error wrapping
 // fault.ErrAbandoned when it did not return in time).
@@ -267,7 +271,7 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 	s.base.Lock()
 	if start, err := s.base.Serve(); !start {
 		s.base.Unlock()
-		return err
+		return s.serving.Refused(err)
 	}
 	base := context.WithoutCancel(ctx)
 	s.srv.BaseContext = func(net.Listener) context.Context { return base }

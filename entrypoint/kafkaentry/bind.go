@@ -19,9 +19,10 @@ import (
 	"github.com/servicewright/servicewright/kafkakit"
 )
 
-// ErrUnknownTopic is wrapped by Bind's error when a topic does not exist and
-// AutoCreateTopics is off. The message names the topics.
-var ErrUnknownTopic = errors.New("kafkaentry: unknown topic")
+// errUnknownTopic is wrapped by Bind's error when a topic does not exist and
+// AutoCreateTopics is off. The message names the topics. It is not exported: a
+// missing topic is a deployment error for a person to read, not one a program handles.
+var errUnknownTopic = errors.New("kafkaentry: unknown topic")
 
 // Bind checks that a broker answers (each dial bounded by DialTimeout) and that the
 // consumed topics and the dead-letter topic exist — creating the missing ones when
@@ -127,7 +128,7 @@ func (c *Consumer) ensureTopics(ctx context.Context, addr string) error {
 		return nil
 	}
 	if !c.cfg.AutoCreateTopics {
-		return fmt.Errorf("%w: %s (create it, or set Config.AutoCreateTopics)", ErrUnknownTopic, quoteAll(missing))
+		return fmt.Errorf("%w: %s (create it, or set Config.AutoCreateTopics)", errUnknownTopic, quoteAll(missing))
 	}
 	req := &kafka.CreateTopicsRequest{}
 	for _, t := range missing {

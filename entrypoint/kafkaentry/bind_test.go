@@ -52,6 +52,20 @@ func TestNew(t *testing.T) {
 		}
 	})
 
+	t.Run("an Outage's problems are named under Outage", func(t *testing.T) {
+		_, err := kafkaentry.New(kafkaentry.Config{
+			Brokers: []string{"127.0.0.1:9092"}, GroupID: "g", Topics: []string{"t"},
+			Outage: kafkaentry.Outage{DistinctFailures: -2, CheckTimeout: -1, Initial: time.Second, Max: time.Millisecond},
+		}, noop)
+		want := "invalid configuration (3 problems): " +
+			"Outage.DistinctFailures: must be positive, or -1 to turn the rule off, got -2; " +
+			"Outage.CheckTimeout: must not be negative, got -1ns; " +
+			"Outage.Max: must be at least Outage.Initial (1s), got 1ms"
+		if err == nil || err.Error() != want {
+			t.Errorf("New = %v, want\n%s", err, want)
+		}
+	})
+
 	t.Run("no brokers, no topics", func(t *testing.T) {
 		_, err := kafkaentry.New(kafkaentry.Config{GroupID: "g"}, noop)
 		if err == nil || !strings.Contains(err.Error(), "Brokers: must list at least one broker") ||
@@ -230,7 +244,7 @@ func TestMetrics(t *testing.T) {
 	}
 	// The paused gauge is there before anything pauses, one series per cause at 0, so
 	// that an alert on it tells "not paused" from "no consumer".
-	wantPaused := map[string]float64{kafkaentry.CauseTransient: 0, kafkaentry.CauseDependencyCheck: 0, kafkaentry.CauseDistinctFailures: 0}
+	wantPaused := map[string]float64{"transient": 0, "dependency_check": 0, "distinct_failures": 0}
 	if got := pausedByCause(t, reg, topic); !maps.Equal(got, wantPaused) {
 		t.Errorf("servicewright_kafka_paused after New = %v, want %v", got, wantPaused)
 	}

@@ -13,7 +13,7 @@ import (
 
 // ErrUndecodable marks a message that no retry can fix, e.g. one whose value does not
 // decode. A handler error wrapping it skips the remaining attempts and goes straight
-// to Config.OnFailure, labelled "undecodable" (HeaderErrorType).
+// to Config.OnFailure, labelled "undecodable" (DeadLetterInfo.ErrorType).
 //
 // An error marked with fault.Permanent does the same for a message that decodes but
 // that retrying cannot fix (it breaks a rule, it names an order that does not exist):

@@ -85,7 +85,7 @@ func TestOutageRules(t *testing.T) {
 		}
 		r := start(t, c)
 		waitUntil(t, func() bool { return len(c.Paused()) == 1 }, "the partition is paused")
-		if p := c.Paused()[0]; p.Cause != kafkaentry.CauseDependencyCheck || p.Offset != 0 {
+		if p := c.Paused()[0]; p.Cause != "dependency_check" || p.Offset != 0 {
 			t.Errorf("pause %+v, want on offset 0 by the dependency check", p)
 		}
 		close(back) // the dependency is back
@@ -121,8 +121,8 @@ func TestOutageRules(t *testing.T) {
 		}
 		r := start(t, c)
 		waitUntil(t, func() bool { return len(c.Paused()) > 0 }, "a partition is paused")
-		if p := c.Paused()[0]; p.Cause != kafkaentry.CauseDistinctFailures {
-			t.Errorf("paused by %q, want %q", p.Cause, kafkaentry.CauseDistinctFailures)
+		if p := c.Paused()[0]; p.Cause != "distinct_failures" {
+			t.Errorf("paused by %q, want %q", p.Cause, "distinct_failures")
 		}
 		close(back)
 		col.waitCount(t, 3)

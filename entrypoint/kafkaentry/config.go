@@ -157,8 +157,9 @@ type FailurePolicy struct {
 }
 
 // DeadLetter writes a failed message to topic — key, value and headers as they came,
-// plus headers saying where it came from and why it failed (see HeaderTopic and the
-// other Header constants) — and then commits past it, so the partition moves on.
+// plus headers saying where it came from and why it failed (DeadLetterInfo, which a
+// reader of topic gets with ParseDeadLetter) — and then commits past it, so the
+// partition moves on.
 func DeadLetter(topic string) FailurePolicy { return FailurePolicy{deadLetter: true, topic: topic} }
 
 // StopEntrypoint makes the entrypoint fail: Serve (or Drain, once Serve has
@@ -197,7 +198,6 @@ func (c Config) resolve(l *fault.Problems) Config {
 	c.Retry.Attempts = cmp.Or(c.Retry.Attempts, defaultRetryAttempts)
 	c.Retry.Initial = cmp.Or(c.Retry.Initial, defaultRetryInitial)
 	c.Retry.Max = cmp.Or(c.Retry.Max, max(defaultRetryMax, c.Retry.Initial))
-	c.Outage = c.Outage.withDefaults()
 	c.Brokers = slices.Clone(c.Brokers)
 	c.Topics = slices.Clone(c.Topics)
 
@@ -265,20 +265,9 @@ func (c Config) resolve(l *fault.Problems) Config {
 			l.Addf(f.field, "must be less than %v, got %v", time.Duration(math.MaxInt32)*time.Millisecond, f.v)
 		}
 	}
-	if c.Outage.DistinctFailures < -1 {
-		l.Addf("Outage.DistinctFailures", "must be positive, or -1 to turn the rule off, got %d", c.Outage.DistinctFailures)
-	}
-	for _, f := range []struct {
-		field string
-		v     time.Duration
-	}{{"Outage.CheckTimeout", c.Outage.CheckTimeout}, {"Outage.Initial", c.Outage.Initial}, {"Outage.Max", c.Outage.Max}} {
-		if f.v < 0 {
-			l.Addf(f.field, "must not be negative, got %v", f.v)
-		}
-	}
-	if c.Outage.Initial > 0 && c.Outage.Max > 0 && c.Outage.Max < c.Outage.Initial {
-		l.Addf("Outage.Max", "must be at least Outage.Initial (%v), got %v", c.Outage.Initial, c.Outage.Max)
-	}
+	var ol fault.Problems
+	c.Outage = c.Outage.resolve(&ol)
+	l.Merge("Outage", ol.Err())
 	if c.Retry.Initial > 0 && c.Retry.Max > 0 && c.Retry.Max < c.Retry.Initial {
 		l.Addf("Retry.Max", "must be at least Retry.Initial (%v), got %v", c.Retry.Initial, c.Retry.Max)
 	}

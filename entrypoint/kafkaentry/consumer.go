@@ -103,7 +103,8 @@ type Consumer struct {
 	// Closed once, by the first of Drain and Stop.
 	draining  chan struct{}
 	drainOnce sync.Once
-	// Closed once a message failed under StopEntrypoint; failErr says which.
+	// Closed once a message failed under StopEntrypoint; failErr says which. A Serve
+	// after the failure makes a new one.
 	failed chan struct{}
 
 	// tasks counts every goroutine the consumer started and the functions it runs
@@ -113,10 +114,11 @@ type Consumer struct {
 	base         entrypoint.Base // the phase, under its lock with the fields below
 	group        group
 	gen          *genState // the generation in progress; nil between generations
-	dlq          MessageWriter
+	dlq          messageWriter
 	ownDLQ       *kafkakit.Producer // the dead-letter producer Bind made, closed by Drain or Stop
 	failErr      error
 	failReported bool          // failErr was returned by Serve, Drain or Stop
+	epoch        uint64        // Serves that followed a failure; a generation's failure counts only in its own
 	closeDone    chan struct{} // closed when the group's Close returned
 	closeErr     error
 	drainStats   DrainStats
@@ -203,9 +205,17 @@ func (c *Consumer) Config() Config {
 //
 // Serve returns a *HandlerError when a message fails for good under
 // OnFailure: StopEntrypoint, before stop; fetching has stopped by then, and the
-// Host's Drain commits what was handled. If ctx is done before stop, the Host has
-// given up on the entrypoint: Serve cancels the handlers and returns ctx.Err()
-// without waiting for them. Serve before Bind, or twice, returns an error wrapping
+// Host's Drain commits what was handled. Serve may then be called again — the Host
+// does so for a NonEssential registration, after its restart backoff, unless the
+// handler's error was marked fault.Permanent — and consumes afresh: it ends the
+// generation whose partitions stopped at the failure, having committed what was
+// handled, so that the group assigns them again from their committed offsets, the
+// failed message first. The membership and the dead-letter writer are kept, and
+// nothing is counted twice. A fetch that fails (a broker gone) never fails Serve:
+// the partition retries it with its own backoff.
+//
+// If ctx is done before stop, the Host has given up on the entrypoint: Serve
+// cancels the handlers and returns ctx.Err() without waiting for them. Serve before Bind, or twice, returns an error wrapping
 // entrypoint.ErrOutOfTurn, and Serve returns nil at once when Drain or Stop came
 // first.
 func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
@@ -214,18 +224,28 @@ func (c *Consumer) Serve(ctx context.Context, stop <-chan struct{}) error {
 		c.base.Unlock()
 		return err
 	}
-	close(c.serving)
+	again := c.failErr != nil
+	if again {
+		c.resumeLocked()
+	} else {
+		close(c.serving)
+	}
+	failed := c.failed
 	c.base.Unlock()
 	c.log.Info("consuming", zap.Strings("topics", c.cfg.Topics), zap.String("group", c.cfg.GroupID),
-		zap.Int("workers", c.cfg.Workers))
+		zap.Int("workers", c.cfg.Workers), zap.Bool("again", again))
 
 	select {
 	case <-stop:
 		return nil
 	case <-c.draining:
 		return nil
-	case <-c.failed:
-		return c.takeFailure()
+	case <-failed:
+		err := c.takeFailure()
+		c.base.Lock()
+		c.base.Rearm() // failed on its own: Serve may start again, unless Drain or Stop came
+		c.base.Unlock()
+		return err
 	case <-ctx.Done():
 		c.runCancel()
 		return ctx.Err()
@@ -289,11 +309,27 @@ func (c *Consumer) beginDrainLocked() {
 	}
 }
 
-// fail records the first failure under StopEntrypoint and stops fetching.
-func (c *Consumer) fail(err error) {
+// resumeLocked undoes a failure for a new Serve: a new failure record and intake,
+// and the generation in progress — whose partitions stopped at the failure — ended,
+// so that the group hands them out again from their committed offsets (kafka-go joins
+// the next generation once runGeneration returned, having committed what the ended
+// one handled). The base's lock is held.
+func (c *Consumer) resumeLocked() {
+	c.failErr, c.failReported, c.failed = nil, false, make(chan struct{})
+	c.epoch++
+	c.intakeCtx, c.stopIntake = context.WithCancel(c.runCtx)
+	if c.gen != nil {
+		c.gen.end()
+	}
+}
+
+// fail records the first failure under StopEntrypoint in gs's Serve and stops
+// fetching. A failure of a generation an earlier Serve ran is ignored: that Serve
+// returned its own.
+func (c *Consumer) fail(gs *genState, err error) {
 	c.base.Lock()
 	defer c.base.Unlock()
-	if c.failErr != nil {
+	if c.failErr != nil || gs.epoch != c.epoch {
 		return
 	}
 	c.failErr = err

@@ -16,35 +16,93 @@ import (
 	"go.uber.org/zap"
 )
 
-// Headers added to a dead-lettered message. Headers of the original message with
-// these keys are replaced; all others are kept.
+// The headers added to a dead-lettered message, as DeadLetterInfo documents them.
+// Headers of the original message with these keys are replaced; all others are kept.
 const (
-	HeaderTopic     = "x-original-topic"     // the topic the message came from
-	HeaderPartition = "x-original-partition" // its partition, in decimal
-	HeaderOffset    = "x-original-offset"    // its offset, in decimal
-	HeaderGroup     = "x-consumer-group"     // the group that gave up on it
-	HeaderAttempts  = "x-attempts"           // how many times the handler was called, in decimal
-	HeaderErrorType = "x-error-type"         // "panic", "undecodable", "permanent", "timeout", "canceled" or the error's Go type
-	HeaderError     = "x-error"              // the error's message, cut to 1 KiB
-	HeaderFailedAt  = "x-failed-at"          // when the consumer gave up, RFC 3339 in UTC
+	headerTopic     = "x-original-topic"
+	headerPartition = "x-original-partition"
+	headerOffset    = "x-original-offset"
+	headerGroup     = "x-consumer-group"
+	headerAttempts  = "x-attempts"
+	headerErrorType = "x-error-type"
+	headerError     = "x-error"
+	headerFailedAt  = "x-failed-at"
 )
 
-// maxErrorHeaderBytes bounds the HeaderError value, so that a huge error message
+// maxErrorHeaderBytes bounds the x-error value, so that a huge error message
 // cannot make the dead-letter record too large to produce.
 const maxErrorHeaderBytes = 1024
 
+// DeadLetterInfo is where a dead-lettered message came from and why it failed: what
+// the consumer adds to it, as headers, when it writes it to the dead-letter topic
+// (OnFailure: DeadLetter(topic)). A reader of that topic gets it with
+// ParseDeadLetter; a reader in another language reads the headers named below. The
+// message's key, value and other headers are the original's.
+type DeadLetterInfo struct {
+	Topic     string    // header x-original-topic: the topic the message came from
+	Partition int       // header x-original-partition: its partition, in decimal
+	Offset    int64     // header x-original-offset: its offset, in decimal
+	Group     string    // header x-consumer-group: the group that gave up on it
+	Attempts  int       // header x-attempts: how many times the handler was called, in decimal
+	ErrorType string    // header x-error-type: "panic", "undecodable", "permanent", "timeout", "canceled" or the error's Go type
+	Error     string    // header x-error: the error's message, cut to 1 KiB
+	FailedAt  time.Time // header x-failed-at: when the consumer gave up, RFC 3339 in UTC
+}
+
+// ParseDeadLetter reads the DeadLetterInfo headers of a message read from a
+// dead-letter topic. It reports false, with a zero DeadLetterInfo, when one of the
+// eight headers is missing or does not parse: the message was not dead-lettered by
+// this package.
+func ParseDeadLetter(msg kafka.Message) (DeadLetterInfo, bool) {
+	var (
+		d    DeadLetterInfo
+		seen uint8 // one bit per header
+		bad  bool
+	)
+	for _, h := range msg.Headers {
+		var err error
+		switch v := string(h.Value); h.Key {
+		case headerTopic:
+			d.Topic, seen = v, seen|1<<0
+		case headerPartition:
+			d.Partition, err = strconv.Atoi(v)
+			seen |= 1 << 1
+		case headerOffset:
+			d.Offset, err = strconv.ParseInt(v, 10, 64)
+			seen |= 1 << 2
+		case headerGroup:
+			d.Group, seen = v, seen|1<<3
+		case headerAttempts:
+			d.Attempts, err = strconv.Atoi(v)
+			seen |= 1 << 4
+		case headerErrorType:
+			d.ErrorType, seen = v, seen|1<<5
+		case headerError:
+			d.Error, seen = v, seen|1<<6
+		case headerFailedAt:
+			d.FailedAt, err = time.Parse(time.RFC3339Nano, v)
+			seen |= 1 << 7
+		}
+		bad = bad || err != nil
+	}
+	if bad || seen != 0xff {
+		return DeadLetterInfo{}, false
+	}
+	return d, true
+}
+
 // deadLetterMessage builds the dead-letter record for msg: same key, value and
-// headers, plus the Header* headers.
+// headers, plus the DeadLetterInfo headers.
 func deadLetterMessage(topic, group string, msg *kafka.Message, cause error, attempts int, now time.Time) kafka.Message {
 	ours := []kafka.Header{
-		{Key: HeaderTopic, Value: []byte(msg.Topic)},
-		{Key: HeaderPartition, Value: strconv.AppendInt(nil, int64(msg.Partition), 10)},
-		{Key: HeaderOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
-		{Key: HeaderGroup, Value: []byte(group)},
-		{Key: HeaderAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
-		{Key: HeaderErrorType, Value: []byte(errorType(cause))},
-		{Key: HeaderError, Value: []byte(truncate(cause.Error(), maxErrorHeaderBytes))},
-		{Key: HeaderFailedAt, Value: now.UTC().AppendFormat(nil, time.RFC3339Nano)},
+		{Key: headerTopic, Value: []byte(msg.Topic)},
+		{Key: headerPartition, Value: strconv.AppendInt(nil, int64(msg.Partition), 10)},
+		{Key: headerOffset, Value: strconv.AppendInt(nil, msg.Offset, 10)},
+		{Key: headerGroup, Value: []byte(group)},
+		{Key: headerAttempts, Value: strconv.AppendInt(nil, int64(attempts), 10)},
+		{Key: headerErrorType, Value: []byte(errorType(cause))},
+		{Key: headerError, Value: []byte(truncate(cause.Error(), maxErrorHeaderBytes))},
+		{Key: headerFailedAt, Value: now.UTC().AppendFormat(nil, time.RFC3339Nano)},
 	}
 	headers := make([]kafka.Header, 0, len(msg.Headers)+len(ours))
 	for _, h := range msg.Headers {

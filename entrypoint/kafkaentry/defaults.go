@@ -8,12 +8,12 @@ import (
 	"strings"
 
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/kafkakit"
 )
 
 var _ entrypoint.DefaultsUser = (*Consumer)(nil)
@@ -35,15 +35,15 @@ func (c *Consumer) SetDefaults(t entrypoint.Telemetry) error { return c.base.Set
 
 // useTelemetry takes t, called by New with what the options gave and by
 // SetDefaults with that merged with the Host's: a nil logger discards, a nil tracer
-// provider traces nothing, a nil propagator is kafkakit.W3C(), and the metrics are
-// registered once, with the first registry given.
+// provider traces nothing, a nil propagator is W3C trace context and baggage, and
+// the metrics are registered once, with the first registry given.
 func (c *Consumer) useTelemetry(t entrypoint.Telemetry) error {
 	log, propagator := t.Logger, t.Propagator
 	if log == nil {
 		log = zap.NewNop()
 	}
 	if propagator == nil {
-		propagator = kafkakit.W3C()
+		propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
 	c.log = log.With(zap.String("entrypoint", c.cfg.Name))
 	c.tracer = newTracer(t.TracerProvider)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/segmentio/kafka-go"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.uber.org/zap"
@@ -18,7 +19,6 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/kafkakit"
 )
 
 // reports is a fault.Reporter that keeps what it is given and signals each report.
@@ -89,7 +89,7 @@ func TestSetDefaults(t *testing.T) {
 		defer tp.Shutdown(context.Background())
 		rep := newReports()
 		c.SetDefaults(entrypoint.Telemetry{Logger: zap.New(core), Registerer: reg, TracerProvider: tp,
-			Propagator: kafkakit.W3C(), Reporter: rep})
+			Propagator: propagation.TraceContext{}, Reporter: rep})
 		r := start(t, c)
 		rep.wait(t, 2)
 		col.waitCount(t, 1)

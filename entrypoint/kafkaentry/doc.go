@@ -71,12 +71,12 @@
 // jittered exponential schedule (Config.Retry), except an error wrapping
 // ErrUndecodable or marked with fault.Permanent ("retrying cannot fix it", the mark
 // every servicewright component honours), which is never retried and never taken for
-// an outage; its HeaderErrorType says "undecodable" or "permanent". Then
-// Config.OnFailure applies:
-// DeadLetter(topic) writes the message to topic with headers saying where it came
-// from and why it failed (HeaderTopic, …) and moves on; StopEntrypoint() leaves the
-// offset uncommitted and makes Serve return a *HandlerError, so the Host stops the
-// service (exit code 1) and the message is delivered again after the restart.
+// an outage; its DeadLetterInfo.ErrorType says "undecodable" or "permanent". Then
+// Config.OnFailure applies: DeadLetter(topic) writes the message to topic with
+// headers saying where it came from and why it failed (DeadLetterInfo, read back by
+// ParseDeadLetter) and moves on; StopEntrypoint() leaves the offset uncommitted and
+// makes Serve return a *HandlerError, so the Host stops the service (exit code 1)
+// and the message is delivered again after the restart.
 // Either way a bad message never silently disappears, and a partition never stays
 // stuck on one without it being visible.
 //

@@ -23,3 +23,12 @@ func (c *Consumer) Assigned() int {
 	}
 	return len(c.gen.gen.partitions())
 }
+
+// withDeadLetterWriter makes the dead-letter path write through w, a fake, instead
+// of a producer of the consumer's own.
+func withDeadLetterWriter(w messageWriter) Option {
+	return func(o *options) { o.dlq = w }
+}
+
+// ErrUnknownTopic lets the tests of package kafkaentry_test tell a missing topic.
+var ErrUnknownTopic = errUnknownTopic

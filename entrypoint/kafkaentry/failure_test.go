@@ -57,20 +57,17 @@ func TestFailure(t *testing.T) {
 		}
 
 		dead := readAll(t, dlq, 1)[0]
-		for key, want := range map[string]string{
-			kafkaentry.HeaderTopic: topic, kafkaentry.HeaderPartition: "0", kafkaentry.HeaderOffset: "1",
-			kafkaentry.HeaderAttempts: "3", kafkaentry.HeaderGroup: cfg.GroupID,
-			kafkaentry.HeaderErrorType: "error", kafkaentry.HeaderError: "boom",
-		} {
-			if got := header(dead, key); got != want {
-				t.Errorf("dead letter header %s = %q, want %q", key, got, want)
-			}
+		info, ok := kafkaentry.ParseDeadLetter(dead)
+		want := kafkaentry.DeadLetterInfo{Topic: topic, Partition: 0, Offset: 1, Group: cfg.GroupID, Attempts: 3,
+			ErrorType: "error", Error: "boom", FailedAt: info.FailedAt}
+		if !ok || info != want {
+			t.Errorf("ParseDeadLetter = %+v, %v; want %+v, true", info, ok, want)
+		}
+		if info.FailedAt.Before(calls[2]) || info.FailedAt.Location() != time.UTC {
+			t.Errorf("failed at %v, want after the last attempt (%v), in UTC", info.FailedAt, calls[2])
 		}
 		if string(dead.Value) != "bad" || string(dead.Key) != "bad" {
 			t.Errorf("dead letter key/value %q/%q, want the original", dead.Key, dead.Value)
-		}
-		if _, err := time.Parse(time.RFC3339Nano, header(dead, kafkaentry.HeaderFailedAt)); err != nil {
-			t.Errorf("header %s: %v", kafkaentry.HeaderFailedAt, err)
 		}
 	})
 
@@ -98,7 +95,7 @@ func TestFailure(t *testing.T) {
 		if calls != 1 {
 			t.Errorf("undecodable message tried %d times, want 1", calls)
 		}
-		if got := header(readAll(t, dlq, 1)[0], kafkaentry.HeaderErrorType); got != "undecodable" {
+		if got := header(readAll(t, dlq, 1)[0], "x-error-type"); got != "undecodable" {
 			t.Errorf("error type %q, want undecodable", got)
 		}
 		if got := committed(t, cfg.GroupID, topic, 1)[0]; got != 2 {
@@ -136,7 +133,7 @@ func TestFailure(t *testing.T) {
 			t.Errorf("handled %v, want flaky (second attempt) and ok", got)
 		}
 		dead := readAll(t, dlq, 1)[0]
-		if got := header(dead, kafkaentry.HeaderErrorType); got != "panic" {
+		if got := header(dead, "x-error-type"); got != "panic" {
 			t.Errorf("error type %q, want panic", got)
 		}
 		if got := string(dead.Value); got != "always" {

@@ -84,6 +84,8 @@ func (g *generation) partitions() []assignment {
 // genState is what the consumer keeps about the generation in progress.
 type genState struct {
 	gen     *generation
+	epoch   uint64             // the Consumer's epoch when it began
+	end     context.CancelFunc // ends it early: a Serve after a failure
 	offsets offsetTable
 	// handling counts the partition goroutines still reading or handling; idle is
 	// closed when it reaches zero.
@@ -126,8 +128,8 @@ func (c *Consumer) groupLoop(ctx context.Context) {
 }
 
 // runGeneration consumes the generation's partitions until ctx ends with the
-// generation (a rebalance, or Close), and hands them back with their offsets: it
-// stops every partition's intake, waits for the handlers in flight (within half the
+// generation (a rebalance, or Close) or a Serve after a failure ends it early, and
+// hands them back with their offsets: it stops every partition's intake, waits for the handlers in flight (within half the
 // RebalanceTimeout; then cancels them and abandons them a second later), commits
 // synchronously what the generation handled, and only then returns. kafka-go joins
 // the next generation only after that, so the next owner of each partition starts
@@ -135,7 +137,12 @@ func (c *Consumer) groupLoop(ctx context.Context) {
 func (c *Consumer) runGeneration(ctx context.Context, gen *generation) {
 	parts := gen.partitions()
 	gs := &genState{gen: gen, idle: make(chan struct{})}
-	intake, stopIntake := context.WithCancel(c.intakeCtx)
+	ctx, gs.end = context.WithCancel(ctx)
+	defer gs.end()
+	c.base.Lock()
+	gs.epoch = c.epoch
+	intake, stopIntake := context.WithCancel(c.intakeCtx) // a Serve after a failure makes a new one
+	c.base.Unlock()
 	defer stopIntake()
 	handlers, cancelHandlers := context.WithCancel(c.runCtx)
 	defer cancelHandlers()

@@ -380,7 +380,7 @@ func TestStopCancelsHandlers(t *testing.T) {
 			<-ctx.Done()
 			return ctx.Err()
 		}
-		c := fakeConsumer(t, Config{OnFailure: DeadLetter("t.dlq")}, h, fg, WithDeadLetterWriter(dlq))
+		c := fakeConsumer(t, Config{OnFailure: DeadLetter("t.dlq")}, h, fg, withDeadLetterWriter(dlq))
 		stop, served := serve(c)
 		fg.msgs <- msgAt(0)
 		synctest.Wait()
@@ -406,7 +406,7 @@ func TestDeadLetterWriteRetried(t *testing.T) {
 		fg := newFakeGroup(false)
 		dlq := &fakeWriter{failures: 2}
 		fail := func(context.Context, kafka.Message) error { return ErrUndecodable }
-		c := fakeConsumer(t, Config{OnFailure: DeadLetter("t.dlq")}, fail, fg, WithDeadLetterWriter(dlq))
+		c := fakeConsumer(t, Config{OnFailure: DeadLetter("t.dlq")}, fail, fg, withDeadLetterWriter(dlq))
 		stop, served := serve(c)
 		fg.msgs <- msgAt(0)
 		time.Sleep(time.Minute)

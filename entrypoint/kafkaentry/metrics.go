@@ -22,7 +22,7 @@ type topicMetrics struct {
 
 // causes are the values of the paused gauge's cause label, each present from the
 // start.
-var causes = [...]string{CauseTransient, CauseDependencyCheck, CauseDistinctFailures}
+var causes = [...]string{causeTransient, causeDependencyCheck, causeDistinctFailures}
 
 // newMetrics makes the collectors and registers them with r. inFlight is read at
 // every scrape.

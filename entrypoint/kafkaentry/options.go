@@ -14,12 +14,12 @@ type Option func(*options)
 type options struct {
 	tel    entrypoint.Telemetry
 	dialer *kafka.Dialer
-	dlq    MessageWriter
+	dlq    messageWriter // the dead-letter writer; only tests set it
 }
 
-// MessageWriter writes messages to Kafka; *kafkakit.Producer and *kafka.Writer are. The dead-letter path
-// uses it with messages that carry their own topic.
-type MessageWriter interface {
+// messageWriter writes messages to Kafka: the dead-letter producer, or a test's
+// fake. The dead-letter path uses it with messages that carry their own topic.
+type messageWriter interface {
 	WriteMessages(ctx context.Context, msgs ...kafka.Message) error
 }
 
@@ -46,7 +46,7 @@ type MessageWriter interface {
 //     sees the span's kind and name; the attributes are made only for a span it
 //     keeps. The handler's ctx holds the span. None: no span, at next to no cost.
 //   - Propagator: how the trace context is read from message headers (and written
-//     into the dead-letter producer's). None: kafkakit.W3C().
+//     into the dead-letter producer's). None: W3C trace context and baggage.
 //   - Reporter: each handler panic — once per message, at its first panicking
 //     attempt, as the *fault.PanicError with the handler's stack — and each
 //     dead-lettered message, tagged with the entrypoint, the message's "topic",
@@ -67,14 +67,4 @@ func WithDialer(d *kafka.Dialer) Option {
 			o.dialer = d
 		}
 	}
-}
-
-// WithDeadLetterWriter makes the dead-letter path write through w instead of a
-// producer of the consumer's own (a kafkakit.Producer with the consumer's dialer and
-// propagator). The consumer does not close w. It is used only with OnFailure:
-// DeadLetter(topic). The write's ctx holds no span, so that the dead-letter message
-// keeps the trace context it came with; a w that starts spans of its own (a
-// kafkakit.Producer given a tracer provider) writes its span's context instead.
-func WithDeadLetterWriter(w MessageWriter) Option {
-	return func(o *options) { o.dlq = w }
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.uber.org/zap"
 
+	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
@@ -29,9 +30,9 @@ const (
 // Causes of a pause, as Pause.Cause and the cause label of servicewright_kafka_paused
 // give them.
 const (
-	CauseTransient        = "transient"         // the error was classified as transient
-	CauseDependencyCheck  = "dependency_check"  // Outage.Check failed
-	CauseDistinctFailures = "distinct_failures" // Outage.DistinctFailures messages failed in a row
+	causeTransient        = "transient"         // the error was classified as transient
+	causeDependencyCheck  = "dependency_check"  // Outage.Check failed
+	causeDistinctFailures = "distinct_failures" // Outage.DistinctFailures messages failed in a row
 )
 
 // ErrPaused is wrapped by Health's error while a partition is paused on an outage.
@@ -73,7 +74,9 @@ type Outage struct {
 	Initial, Max time.Duration
 }
 
-func (o Outage) withDefaults() Outage {
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name (Config.resolve prefixes them with "Outage").
+func (o Outage) resolve(l *fault.Problems) Outage {
 	if o.Classify == nil {
 		o.Classify = IsTransient
 	}
@@ -81,6 +84,21 @@ func (o Outage) withDefaults() Outage {
 	o.DistinctFailures = cmp.Or(o.DistinctFailures, defaultOutageDistinctFailures)
 	o.Initial = cmp.Or(o.Initial, defaultOutageInitial)
 	o.Max = cmp.Or(o.Max, max(defaultOutageMax, o.Initial))
+
+	if o.DistinctFailures < -1 {
+		l.Addf("DistinctFailures", "must be positive, or -1 to turn the rule off, got %d", o.DistinctFailures)
+	}
+	for _, f := range []struct {
+		field string
+		v     time.Duration
+	}{{"CheckTimeout", o.CheckTimeout}, {"Initial", o.Initial}, {"Max", o.Max}} {
+		if f.v < 0 {
+			l.Addf(f.field, "must not be negative, got %v", f.v)
+		}
+	}
+	if o.Initial > 0 && o.Max > 0 && o.Max < o.Initial {
+		l.Addf("Max", "must be at least Outage.Initial (%v), got %v", o.Initial, o.Max)
+	}
 	return o
 }
 
@@ -88,9 +106,15 @@ func (o Outage) withDefaults() Outage {
 type Pause struct {
 	Topic     string
 	Partition int
-	Offset    int64     // the message the partition is held on; nothing past it is committed
-	Cause     string    // CauseTransient, CauseDependencyCheck or CauseDistinctFailures
-	ErrorType string    // the last failure's kind, as HeaderErrorType gives it (never its message)
+	Offset    int64 // the message the partition is held on; nothing past it is committed
+
+	// Cause is the rule that took the failure for an outage, as the cause label of
+	// servicewright_kafka_paused gives it: "transient" (Outage.Classify said so),
+	// "dependency_check" (Outage.Check failed) or "distinct_failures"
+	// (Outage.DistinctFailures messages failed in a row).
+	Cause string
+
+	ErrorType string    // the last failure's kind, as DeadLetterInfo.ErrorType gives it (never its message)
 	Since     time.Time // when the partition paused
 	Attempts  int       // handler calls during the pause
 }
@@ -159,13 +183,13 @@ func (c *Consumer) outageCause(ctx context.Context, msg *kafka.Message, err erro
 		return ""
 	}
 	if o.Classify(err) {
-		return CauseTransient
+		return causeTransient
 	}
 	if o.Check != nil && c.checkDown(ctx) != nil {
-		return CauseDependencyCheck
+		return causeDependencyCheck
 	}
 	if o.DistinctFailures > 0 && c.outage.failedDistinct(msg) >= o.DistinctFailures {
-		return CauseDistinctFailures
+		return causeDistinctFailures
 	}
 	return ""
 }

@@ -152,8 +152,8 @@ func outageRun(t *testing.T, dep dependency, hold time.Duration) outageResult {
 		if got := pausedSeries(t, m.reg); got == 0 {
 			t.Errorf("%s: servicewright_kafka_paused has no series at 1 during the outage", m.c.Name())
 		}
-		if ps[0].Cause != kafkaentry.CauseTransient {
-			t.Errorf("%s: paused by %q, want %q", m.c.Name(), ps[0].Cause, kafkaentry.CauseTransient)
+		if ps[0].Cause != "transient" {
+			t.Errorf("%s: paused by %q, want %q", m.c.Name(), ps[0].Cause, "transient")
 		}
 		t.Logf("%s during the outage: %s", m.c.Name(), m.c.StatusDetail())
 	}

@@ -57,7 +57,7 @@ func TestFaultPermanentIsDeadLetteredAtOnce(t *testing.T) {
 			t.Errorf("paused on %v, want no pause", ps)
 		}
 		dead := readAll(t, dlq, 1)[0]
-		for key, want := range map[string]string{kafkaentry.HeaderErrorType: "permanent", kafkaentry.HeaderAttempts: "1"} {
+		for key, want := range map[string]string{"x-error-type": "permanent", "x-attempts": "1"} {
 			if got := header(dead, key); got != want {
 				t.Errorf("dead letter header %s = %q, want %q", key, got, want)
 			}
@@ -120,9 +120,9 @@ func TestFaultPermanentIsDeadLetteredAtOnce(t *testing.T) {
 		col.waitCount(t, 1)
 		r.mustShutdown(t)
 		dead := readAll(t, dlq, 1)[0]
-		if calls != 3 || header(dead, kafkaentry.HeaderErrorType) == "permanent" || !slices.Equal(col.handled(), []string{"ok"}) {
+		if calls != 3 || header(dead, "x-error-type") == "permanent" || !slices.Equal(col.handled(), []string{"ok"}) {
 			t.Errorf("Poison: %d calls, error type %q; want 3 calls, not labelled permanent",
-				calls, header(dead, kafkaentry.HeaderErrorType))
+				calls, header(dead, "x-error-type"))
 		}
 	})
 }

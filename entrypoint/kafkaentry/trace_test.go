@@ -8,6 +8,7 @@ import (
 
 	"github.com/segmentio/kafka-go"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -123,7 +124,7 @@ func TestTrace(t *testing.T) {
 		}
 	}
 	origin := process["bad"].Parent() // the producer span the message carried
-	got := trace.SpanContextFromContext(kafkakit.W3C().Extract(context.Background(), kafkakit.HeaderCarrier{Headers: &dead.Headers}))
+	got := trace.SpanContextFromContext(propagation.TraceContext{}.Extract(context.Background(), kafkakit.HeaderCarrier{Headers: &dead.Headers}))
 	if got.TraceID() != origin.TraceID() || got.SpanID() != origin.SpanID() {
 		t.Errorf("the dead-letter message carries %v/%v, want the original %v/%v", got.TraceID(), got.SpanID(), origin.TraceID(), origin.SpanID())
 	}

@@ -258,7 +258,7 @@ func (c *Consumer) settle(h handling, p partitionRun, msg *kafka.Message, s sett
 		c.outage.forget(msg)
 		h.log().Error("handler failed; giving up", msgFields(msg, failureFields(s.err, s.attempts, zap.Stringer("on_failure", c.cfg.OnFailure))...)...)
 		if !c.cfg.OnFailure.deadLetter {
-			c.fail(&HandlerError{
+			c.fail(p.gs, &HandlerError{
 				Entrypoint: c.cfg.Name, Topic: msg.Topic, Partition: msg.Partition, Offset: msg.Offset,
 				Attempts: s.attempts, Err: s.err,
 			})

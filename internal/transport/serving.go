@@ -86,6 +86,24 @@ func (sv *Serving) TakeErr() error {
 	return err
 }
 
+// Refused explains err, the base's refusal of a Serve (an ErrOutOfTurn error), when
+// serve has already returned on its own: http.Server.Serve and grpc.Server.Serve
+// close the listener they serve when they return, and only Bind opens one, so the
+// transport cannot serve again and says so (the Host then leaves it failed). Any
+// other err is returned as it is.
+func (sv *Serving) Refused(err error) error {
+	done := sv.Done()
+	if err == nil || done == nil {
+		return err
+	}
+	select {
+	case <-done:
+		return fmt.Errorf("%s cannot serve again: it closed its listener when it failed, and only Bind opens one (restart the process): %w", sv.what, err)
+	default:
+		return err
+	}
+}
+
 // Until is the tail of a transport's Serve, once Start has run: it returns nil when
 // stop closes, with the server still serving; serve's failure, as "name: serve: …",
 // when serve returned first (nil when Drain or Stop closed the server); and when ctx

@@ -1,6 +1,7 @@
 package kafkadev
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -37,7 +38,10 @@ type EmbeddedConfig struct {
 	AutoCreateTopics bool
 }
 
-func (c EmbeddedConfig) validate(l *fault.Problems) {
+// resolve fills in the defaults and records every problem in l, each under its
+// field's name.
+func (c EmbeddedConfig) resolve(l *fault.Problems) EmbeddedConfig {
+	c.Brokers = cmp.Or(c.Brokers, 1)
 	if c.Brokers < 0 {
 		l.Addf("Brokers", "must not be negative, got %d", c.Brokers)
 	}
@@ -51,6 +55,7 @@ func (c EmbeddedConfig) validate(l *fault.Problems) {
 			l.Addf("Topics["+strconv.Quote(name)+"]", "partitions must be from 1 to %d, got %d", 1<<20, n)
 		}
 	}
+	return c
 }
 
 // Embedded is an in-process Kafka cluster (github.com/twmb/franz-go/pkg/kfake) that
@@ -71,12 +76,11 @@ const adminTimeout = 10 * time.Second
 // *fault.ConfigError naming each field; a port in use is an error.
 func NewEmbedded(cfg EmbeddedConfig) (*Embedded, error) {
 	var l fault.Problems
-	cfg.validate(&l)
+	cfg = cfg.resolve(&l)
 	if err := l.Err(); err != nil {
 		return nil, err
 	}
-	n := max(cfg.Brokers, 1)
-	kopts := []kfake.Opt{kfake.NumBrokers(n)}
+	kopts := []kfake.Opt{kfake.NumBrokers(cfg.Brokers)}
 	if len(cfg.Ports) > 0 {
 		kopts = append(kopts, kfake.Ports(cfg.Ports...))
 	}

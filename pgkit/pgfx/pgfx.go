@@ -23,7 +23,7 @@ type ModuleConfig struct {
 	// URL locates PostgreSQL, normally the DATABASE_URL environment variable. Its
 	// pool_* parameters (pool_max_conns, …) size the pool.
 	URL string
-	// Table names the fence table. Default pgkit.DefaultTable.
+	// Table names the fence table. Default "servicewright_lock".
 	Table string
 	// CheckName names the readiness check the module registers with the Host.
 	// Default "postgres".

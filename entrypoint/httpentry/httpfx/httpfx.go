@@ -22,16 +22,21 @@ import (
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// RoutesGroup is the fx value group Provider collects Routes from.
-const RoutesGroup = "http.routes"
+// routesGroup is the fx value group Provider collects Routes from (AsRoute provides
+// into it).
+const routesGroup = "http.routes"
+
+// defaultServer is the name of a Server whose Config has none: httpentry's default
+// Config.Name.
+const defaultServer = "http"
 
 // Route is one pattern of the Server's http.ServeMux, contributed to the fx value
-// group RoutesGroup, usually with AsRoute.
+// group Provider collects Routes from, with AsRoute.
 type Route struct {
 	Pattern string // a ServeMux pattern, e.g. "GET /orders/{id}"
 	Handler http.Handler
 	// Server, when set, gives the route only to the server of Provider whose
-	// Config.Name it is (httpentry.DefaultName, "http", when the Config has none),
+	// Config.Name it is ("http" when the Config has none),
 	// e.g. "admin" for an admin port; the others do not mount it. Empty: every
 	// server made by Provider in the container mounts it. A name no server has
 	// mounts the route nowhere.
@@ -67,7 +72,7 @@ type Params struct {
 // missing handler, are reported in httpentry.New's *fault.ConfigError.
 func Provider(cfg httpentry.Config, opts ...httpentry.Option) func(Params) (*httpentry.Server, error) {
 	return func(p Params) (*httpentry.Server, error) {
-		h, err := p.handler(cmp.Or(cfg.Name, httpentry.DefaultName))
+		h, err := p.handler(cmp.Or(cfg.Name, defaultServer))
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +95,7 @@ func (p Params) handler(server string) (http.Handler, error) {
 		if p.Handler == nil {
 			return nil, &fault.ConfigError{Problems: []fault.Problem{{
 				Field:  "handler",
-				Reason: fmt.Sprintf("none: provide an http.Handler or Routes in the fx group %q", RoutesGroup),
+				Reason: fmt.Sprintf("none: provide an http.Handler or Routes in the fx group %q", routesGroup),
 			}}}
 		}
 		return p.Handler, nil
@@ -117,7 +122,8 @@ func (p Params) handler(server string) (http.Handler, error) {
 	return mux, l.Err()
 }
 
-// AsRoute provides, into the fx value group RoutesGroup, the Route that ctor makes.
+// AsRoute provides, into the fx value group Provider collects Routes from, the Route
+// that ctor makes.
 // ctor takes its dependencies from the container and returns a Route, optionally
 // with an error:
 //
@@ -132,5 +138,5 @@ func AsRoute(ctor any) fx.Option {
 	if t == nil || t.Kind() != reflect.Func || t.NumOut() == 0 || t.Out(0) != reflect.TypeFor[Route]() {
 		return fx.Error(fmt.Errorf("httpfx.AsRoute: constructor must be a func returning httpfx.Route, got %T", ctor))
 	}
-	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(`group:"`+RoutesGroup+`"`)))
+	return fx.Provide(fx.Annotate(ctor, fx.ResultTags(`group:"`+routesGroup+`"`)))
 }

@@ -34,7 +34,7 @@ func build(t *testing.T, opts ...fx.Option) (built, error) {
 	t.Helper()
 	var b built
 	app := fx.New(append(opts, fx.NopLogger, fx.Provide(Provider(httpentry.Config{Addr: "127.0.0.1:0"})),
-		fx.Invoke(func(p Params) { b.handler, _ = p.handler(httpentry.DefaultName) }), fx.Populate(&b.srv))...)
+		fx.Invoke(func(p Params) { b.handler, _ = p.handler(defaultServer) }), fx.Populate(&b.srv))...)
 	return b, app.Err()
 }
 
@@ -181,4 +181,16 @@ func serving(t *testing.T, s *httpentry.Server, f func(base string)) {
 		t.Errorf("Drain = %v", err)
 	}
 	http.DefaultClient.CloseIdleConnections()
+}
+
+// defaultServer, the name Route.Server is matched against when the Config has
+// none, is the name httpentry gives such a Server.
+func TestDefaultServerIsHTTPEntrysDefaultName(t *testing.T) {
+	s, err := httpentry.New(httpentry.Config{Addr: "127.0.0.1:0"}, text("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Name() != defaultServer {
+		t.Fatalf("httpentry's default name is %q, httpfx's defaultServer %q", s.Name(), defaultServer)
+	}
 }
