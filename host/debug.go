@@ -8,9 +8,9 @@ import (
 	"github.com/servicewright/servicewright/lock"
 )
 
-// LeadershipReporter is implemented by entrypoints that campaign for leases
+// Campaigner is implemented by entrypoints that campaign for leases
 // (leader.Leadership); the Host shows each key's state in /debug/lifecycle.
-type LeadershipReporter interface {
+type Campaigner interface {
 	Leadership() map[string]lock.Status
 }
 

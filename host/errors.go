@@ -53,10 +53,11 @@ var (
 	// ErrWarmupTimeout is wrapped by the startup error of a warmup step still
 	// running when Budgets.WarmupTimeout expired.
 	ErrWarmupTimeout = errors.New("host: warmup budget spent")
-
-	// ErrAlreadyRun is returned by a second call to Host.Run.
-	ErrAlreadyRun = errors.New("host: Run called more than once")
 )
+
+// errAlreadyRun is returned by a second call to Host.Run: a mistake in the program,
+// not an outcome to branch on.
+var errAlreadyRun = errors.New("host: Run called more than once")
 
 // EntrypointError is the cause of a shutdown forced by an essential entrypoint.
 type EntrypointError struct {

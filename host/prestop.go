@@ -32,7 +32,7 @@ type drainAhead struct {
 	phasesDone  chan struct{}
 	phasesRep   hookrun.PhasesReport
 
-	auth    *prestop.Token   // what PreStopPath asks of a caller (prestop_auth.go)
+	auth    *prestop.Token   // what prestop.Path asks of a caller (prestop_auth.go)
 	metrics *prestop.Metrics // nil when they could not be registered
 
 	// requested is when the first PreStop was accepted, zero if never. Guarded

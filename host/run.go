@@ -70,7 +70,7 @@ func (h *Host) Run(ctx context.Context) error {
 	first := h.ran.CompareAndSwap(false, true)
 	h.mu.Unlock()
 	if !first {
-		return ErrAlreadyRun
+		return errAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
 	defer h.monitor.Stop() // the checks' background runs, started by postStart

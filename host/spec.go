@@ -47,9 +47,9 @@ type AppSpec struct {
 	// never waits on a dependency.
 	Checks map[string]health.Check
 	// CheckInterval is how often each check runs: the load the checks put on a
-	// dependency, whatever the number of probes. 0 means health.DefaultCheckInterval
-	// (5s); SW_CHECK_INTERVAL overrides it. Negative, or not longer than
-	// Probes.CheckTimeout, is a ConfigError.
+	// dependency, whatever the number of probes. 0 means 5s; SW_CHECK_INTERVAL
+	// overrides it. Negative, or not longer than Probes.CheckTimeout, is a
+	// ConfigError.
 	CheckInterval time.Duration
 
 	// Budgets bound each stage of the exit; zero fields take their defaults and

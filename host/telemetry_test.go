@@ -249,8 +249,8 @@ func TestTelemetry(t *testing.T) {
 			switch {
 			case tc.ok && err != nil:
 				t.Errorf("%s: New = %v", tc.value, err)
-			case !tc.ok && (!isConfig || ce.Problems[0].Field != "SW_LOG_FORMAT"):
-				t.Errorf("%s: New = %v, want a ConfigError naming SW_LOG_FORMAT", tc.value, err)
+			case !tc.ok && (!isConfig || ce.Problems[0].String() != `SW_LOG_FORMAT (Telemetry.Logger): unknown format "xml" (want json or console)`):
+				t.Errorf("%s: New = %v, want a ConfigError naming SW_LOG_FORMAT and Telemetry.Logger", tc.value, err)
 			}
 			_ = h
 		}
@@ -308,7 +308,7 @@ func TestOpenTelemetryDiagnostics(t *testing.T) {
 			_, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(),
 				Telemetry: host.TelemetryConfig{Logger: zap.New(core)}}, otlp.FromEnv())
 			ce, ok := errors.AsType[*fault.ConfigError](err)
-			if !ok || ce.Problems[0].Field != name || host.ExitCode(err) != 78 {
+			if !ok || ce.Problems[0].Variable != name || host.ExitCode(err) != 78 {
 				t.Fatalf("err = %v, want a ConfigError naming %s", err, name)
 			}
 			if strings.Contains(err.Error(), token) {

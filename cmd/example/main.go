@@ -115,9 +115,9 @@ func slowBuildModule(d time.Duration) fx.Option {
 
 // tickerModule runs tick as a background loop, every second ± 100 ms.
 func tickerModule() fx.Option {
-	return hostfx.Provide(func() (*entrypoint.Loop, error) {
+	return hostfx.Provide(host.Registration{Order: 10}, func() (*entrypoint.Loop, error) {
 		return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "ticker", Every: time.Second, Jitter: 100 * time.Millisecond}, tick)
-	}, 10)
+	})
 }
 
 // tick is the ticker's unit of work: a background sweep (here, of nothing) that the

@@ -30,8 +30,8 @@ func (s *Server) follow() (unsubscribe func()) {
 	if s.monitor == nil {
 		return func() {}
 	}
-	return s.monitor.Subscribe(func(r health.Report) {
-		if r.Status == health.ReportDraining {
+	return s.monitor.Subscribe(func(r health.Answer) {
+		if r.Status == health.AnswerDraining {
 			s.moveOff()
 		}
 	})

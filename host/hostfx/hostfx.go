@@ -194,26 +194,16 @@ func readable(err error) string {
 	return strings.Join(parts, ": ")
 }
 
-// ProvideOption adjusts a registration made with Provide.
-type ProvideOption func(*host.Registration)
-
-// NonEssential marks the entrypoint as one whose failure does not stop the service.
-func NonEssential() ProvideOption { return func(r *host.Registration) { r.NonEssential = true } }
-
-// WithMarks adds fleet marks to those the entrypoint declares itself; see
-// host.Registration.Marks.
-func WithMarks(m fleet.Marks) ProvideOption { return func(r *host.Registration) { r.Marks = m } }
-
-// Provide adds an entrypoint built by an fx constructor to the service, bound at the
-// given order. ctor takes any dependencies from the container and returns a value
-// implementing entrypoint.Entrypoint, optionally with an error. The value is also
-// provided as its own type, so other constructors can depend on it (a readiness
-// check on a consumer, say).
-func Provide(ctor any, order int, opts ...ProvideOption) fx.Option {
-	tmpl := host.Registration{Order: order}
-	for _, o := range opts {
-		o(&tmpl)
-	}
+// Provide adds an entrypoint built by an fx constructor to the service: r gives its
+// registration — Order, NonEssential, GatesReadiness and Marks, as in
+// host.AppSpec.Entrypoints (r.Entrypoint is ignored) — and ctor takes any
+// dependencies from the container and returns a value implementing
+// entrypoint.Entrypoint, optionally with an error. The value is also provided as its
+// own type, so other constructors can depend on it (a readiness check on a consumer,
+// say).
+func Provide(r host.Registration, ctor any) fx.Option {
+	tmpl := r
+	tmpl.Entrypoint = nil
 	ft := reflect.TypeOf(ctor)
 	if ft == nil || ft.Kind() != reflect.Func || ft.NumOut() < 1 {
 		return fx.Error(fault.Invalid("", "hostfx.Provide: constructor must be a func returning an entrypoint, got %T", ctor))

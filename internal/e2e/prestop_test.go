@@ -16,7 +16,8 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"gopkg.in/yaml.v3"
 
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/prestop"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // TestPreStopEndpoint: GET /prestop on the probe port drains ahead of the stop —
@@ -86,8 +87,8 @@ func TestPreStopEndpoint(t *testing.T) {
 	if rep == nil || rep["result"] != "success" {
 		t.Fatalf("shutdown report %v, want success", rep)
 	}
-	if s, ok := rep["drain_delay"+host.LogDurationSuffix].(float64); !ok || time.Duration(s*float64(time.Second)) >= delay/2 {
-		t.Errorf("the shutdown's drain_delay = %v s, want next to nothing after /prestop", rep["drain_delay"+host.LogDurationSuffix])
+	if s, ok := rep["drain_delay"+telemetry.DurationSuffix].(float64); !ok || time.Duration(s*float64(time.Second)) >= delay/2 {
+		t.Errorf("the shutdown's drain_delay = %v s, want next to nothing after /prestop", rep["drain_delay"+telemetry.DurationSuffix])
 	}
 }
 
@@ -124,13 +125,13 @@ func manifestPreStop(t *testing.T) (func(base string) (int, string), string) {
 	c := manifestContainer(t)
 	token := ""
 	for _, e := range c.Env {
-		if e.Name == host.PreStopTokenEnv {
+		if e.Name == "SW_PRESTOP_TOKEN" {
 			token = e.Value
 		}
 	}
 	get := c.Lifecycle.PreStop.HTTPGet
 	if get.Path == "" || token == "" {
-		t.Fatalf("the manifest has no preStop httpGet (%+v) or no %s", get, host.PreStopTokenEnv)
+		t.Fatalf("the manifest has no preStop httpGet (%+v) or no %s", get, "SW_PRESTOP_TOKEN")
 	}
 	return func(base string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, base+get.Path, nil)
@@ -209,7 +210,7 @@ func TestPreStopStrangers(t *testing.T) {
 					for _, sent := range []string{"", "wrong-" + token} {
 						req, _ := http.NewRequest(method, base+path, nil)
 						if sent != "" {
-							req.Header.Set(host.PreStopHeader, sent)
+							req.Header.Set(prestop.Header, sent)
 						}
 						req.Header.Set("User-Agent", "stranger/1")
 						code, body := do(t, req)
