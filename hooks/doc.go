@@ -35,7 +35,7 @@
 // and only after a complete startup. The Host gives each phase min(MaxDuration, budget
 // left) and tells it that figure, cancels one that overruns it (its ctx's cause is
 // ErrPhaseDeadline), abandons one that ignores the cancellation AbandonAfter later,
-// skips one that would get less than MinPhaseTime, and moves on after a phase that
+// skips one that would get less than 100ms, and moves on after a phase that
 // fails. The shutdown report says what happened to each.
 //
 // Nothing here validates registrations or applies fleet marks: the Host checks names,

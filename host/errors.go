@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/telemetry"
 )
@@ -25,7 +24,7 @@ const (
 	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by
 	// fault.Permanent (entrypoint.TaskConfig.PermanentExitCode changes it).
-	ExitPermanent = entrypoint.DefaultPermanentExitCode
+	ExitPermanent = 3
 	// ExitInterrupted (EX_TEMPFAIL) is the exit code of a run stopped before its
 	// tasks were done: non-zero, and worth retrying.
 	ExitInterrupted = 75

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 )
 
 // units counts what a service registered, for WorstCase.
@@ -96,7 +97,7 @@ func (b Budgets) worstCase(u units) WorstCase {
 		}
 	}
 	step := addSat(b.StepTimeout, courtesy)
-	hook := addSat(b.StepTimeout, hooks.ShutdownUnwind)
+	hook := addSat(b.StepTimeout, hookrun.ShutdownUnwind)
 	if u.entrypoints > 0 {
 		add(StageDrainDelay, addSat(b.DrainDelay, b.StepTimeout), "DrainDelay + the wait for Serve to return (StepTimeout), in turn on the PreStop path")
 	} else {

@@ -36,7 +36,7 @@ import (
 // Serve or after Drain began it does nothing and returns nil.
 func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
 	s.base.Lock()
-	serving := s.base.Phase() == entrypoint.PhaseServing
+	serving := s.base.Serving()
 	s.base.Unlock()
 	if !serving {
 		return nil

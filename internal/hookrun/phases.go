@@ -10,8 +10,12 @@ import (
 	"go.uber.org/zap"
 )
 
+// minPhaseTime is the least time worth starting a phase with; a phase that would get
+// less is skipped (the hooks package's doc states it).
+const minPhaseTime = 100 * time.Millisecond
+
 // ErrBudgetSpent is the report's error for a phase skipped because less than
-// hooks.MinPhaseTime was left.
+// minPhaseTime was left.
 var ErrBudgetSpent = errors.New("drain phase skipped: budget spent")
 
 // Outcome is what became of one drain phase.
@@ -88,7 +92,7 @@ type PhasesReport struct {
 // is given allowed = min(MaxDuration, left) — all that is left when MaxDuration is 0 —
 // further shortened to ctx's own deadline if that comes sooner; it is called with that
 // figure and its ctx has exactly that deadline. A phase that would be given less than
-// hooks.MinPhaseTime is skipped.
+// minPhaseTime is skipped.
 //
 // When a phase's window runs out its ctx is cancelled with cause hooks.ErrPhaseDeadline; if
 // it returns within hooks.AbandonAfter it is reported Overran, otherwise Abandoned — its
@@ -133,7 +137,7 @@ func runPhase(ctx context.Context, p hooks.DrainHook, left time.Duration) PhaseR
 	if d, ok := ctx.Deadline(); ok && !d.After(now.Add(allowed)) {
 		allowed, parentFirst = d.Sub(now), true
 	}
-	if allowed < hooks.MinPhaseTime {
+	if allowed < minPhaseTime {
 		res.Err = ErrBudgetSpent
 		return res
 	}

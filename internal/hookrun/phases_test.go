@@ -177,14 +177,14 @@ func TestDrainHooks(t *testing.T) {
 		})
 	})
 
-	t.Run("less than hooks.MinPhaseTime left is skipped, exactly hooks.MinPhaseTime runs", func(t *testing.T) {
+	t.Run("less than minPhaseTime left is skipped, exactly minPhaseTime runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			called := false
 			phases := []hooks.DrainHook{
 				{Name: "long", Run: func(context.Context, time.Duration) error { time.Sleep(900 * time.Millisecond); return nil }},
 				{Name: "just-enough", Run: func(_ context.Context, allowed time.Duration) error {
-					if allowed != hooks.MinPhaseTime {
-						t.Errorf("allowed %v, want %v", allowed, hooks.MinPhaseTime)
+					if allowed != minPhaseTime {
+						t.Errorf("allowed %v, want %v", allowed, minPhaseTime)
 					}
 					time.Sleep(50 * time.Millisecond)
 					return nil
