@@ -15,7 +15,7 @@ type Campaigner interface {
 }
 
 // Snapshot is where the Host stands: the /debug/lifecycle document. (AppSpec's
-// Lifecycle is something else: the registry of hooks and drain phases.)
+// Lifecycle is something else: the registry of hooks and drain hooks.)
 type Snapshot struct {
 	Service     string                 `json:"service"`
 	Instance    string                 `json:"instance"`

@@ -60,7 +60,7 @@ func spanNames(spans tracetest.SpanStubs) []string {
 }
 
 func TestTelemetry(t *testing.T) {
-	t.Run("warmup steps, hooks, drain phases and cleanup steps run in spans under their stage", func(t *testing.T) {
+	t.Run("warmup steps, hooks, drain hooks and cleanup steps run in spans under their stage", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			rec := tracetest.NewSpanRecorder()
@@ -93,7 +93,7 @@ func TestTelemetry(t *testing.T) {
 			for child, stage := range map[string]string{
 				`warmup "prime"`:                   "servicewright.warmup",
 				`pre_start hook "migrate"`:         "servicewright.pre_start",
-				`drain phase "handover"`:           "servicewright.drain_phases",
+				`drain hook "handover"`:            "servicewright.drain_hooks",
 				`entrypoint "a" Drain`:             "servicewright.drain",
 				`entrypoint "a" Stop`:              "servicewright.stop",
 				`pre_shutdown hook "flush-outbox"`: "servicewright.pre_shutdown",

@@ -137,7 +137,7 @@ func TestKubernetesManifest(t *testing.T) {
 
 	grace := time.Duration(pod.Grace) * time.Second
 	// A preStop sleep comes on top of the exit; a preStop httpGet to /prestop runs the
-	// exit's first stages (drain delay, drain phases), which SIGTERM then skips, so
+	// exit's first stages (drain delay, drain hooks), which SIGTERM then skips, so
 	// the worst case alone bounds both.
 	ps := c.Lifecycle.PreStop
 	preStop := time.Duration(ps.Sleep.Seconds) * time.Second

@@ -67,7 +67,7 @@ func spec(k knobs) host.AppSpec {
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
 		return sleep(ctx, k.hookDelay)
 	})
-	// A drain phase: work done once the replica is out of rotation and still serving
+	// A drain hook: work done once the replica is out of rotation and still serving
 	// (here, telling nobody that it leaves). Host.PreStop, served at /prestop on the
 	// probe port, runs it ahead of the stop; the shutdown then does not run it again.
 	lc.AddDrainHook(hooks.DrainHook{Name: "deregister", MaxDuration: 500 * time.Millisecond,

@@ -13,10 +13,10 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// DrainStreams is a drain phase: it closes the streams open now, spread evenly over
+// DrainStreams is a drain hook: it closes the streams open now, spread evenly over
 // min(StreamDrainWindow, allowed), while the server still admits and serves every
 // request, so that streaming clients move to other replicas a few at a time before
-// Drain. Its signature is that of a drain phase's Run, so it can be registered as
+// Drain. Its signature is that of a drain hook's Run, so it can be registered as
 // one (hooks.DrainHook{Name: "http-streams", Run: srv.DrainStreams}).
 //
 // First it disables keep-alives, so that a client whose stream ends reconnects

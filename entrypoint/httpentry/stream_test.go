@@ -143,7 +143,7 @@ func TestStreams(t *testing.T) {
 		collect(t, ends, 2)
 	})
 
-	t.Run("DrainStreams as a drain phase closes streams while still serving", func(t *testing.T) {
+	t.Run("DrainStreams as a drain hook closes streams while still serving", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			const n, window = 4, 400 * time.Millisecond
 			h := newSSE()

@@ -1,6 +1,6 @@
 // Package hostfx wires an fx application into a Host: Container makes an fx
 // application the Host's host.Container, and Provide, Warmup, Hook, DrainHook and
-// Check add entrypoints, warmup steps, hooks, drain phases and readiness checks built
+// Check add entrypoints, warmup steps, hooks, drain hooks and readiness checks built
 // by fx constructors. fx stays here, in the wiring: package host links no container
 // and uses no reflection.
 package hostfx
@@ -37,7 +37,7 @@ import (
 // OnStop hooks at host.StageCloseScope (pools close), each bounded as the budgets
 // say. The application is supplied with:
 //
-//	*zap.Logger, *host.Shutdown, *hooks.Registry (to add drain phases at startup),
+//	*zap.Logger, *host.Shutdown, *hooks.Registry (to add drain hooks at startup),
 //	Instance, *prometheus.Registry and prometheus.Registerer, trace.TracerProvider,
 //	metric.MeterProvider, propagation.TextMapPropagator, fault.Reporter (nil when
 //	the TelemetryConfig has none), host.PreStopFunc (Host.PreStop, for an admin
@@ -61,12 +61,12 @@ type container []fx.Option
 // hostname-pid), as the container sees it: the owner in locks, the name in logs.
 type Instance string
 
-// hookRegistration is a hook or drain phase that arrives through the fx group
+// hookRegistration is a hook or drain hook that arrives through the fx group
 // "hooks"; see Hook and DrainHook.
 type hookRegistration struct {
 	Kind  hooks.Kind
 	Hook  hooks.Hook
-	Phase *hooks.DrainHook // set for a drain phase; Kind and Hook are then unused
+	Phase *hooks.DrainHook // set for a drain hook; Kind and Hook are then unused
 }
 
 // NamedCheck is a readiness check that arrives through the fx group "checks"; see Check.
@@ -260,7 +260,7 @@ func Hook(kind hooks.Kind, name string, ctor any, marks ...fleet.Marks) fx.Optio
 	}, hookRegistration{})
 }
 
-// DrainHook adds a drain phase whose function is built by an fx constructor: p
+// DrainHook adds a drain hook whose function is built by an fx constructor: p
 // gives its Name, Order, MaxDuration and Marks (p.Run is ignored), and ctor takes
 // dependencies from the container and returns the phase's Run — a
 // func(ctx context.Context, allowed time.Duration) error — optionally with an

@@ -131,7 +131,7 @@ func TestDrainHook(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(ran) != 1 {
-			t.Fatalf("the drain phase ran %d times, want once", len(ran))
+			t.Fatalf("the drain hook ran %d times, want once", len(ran))
 		}
 	})
 }

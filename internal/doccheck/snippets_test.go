@@ -41,7 +41,7 @@ import (
 
 // The custom entrypoint of the README is host.Example_customEntrypoint.
 
-// --- Hooks and drain phases
+// --- Hooks and drain hooks
 
 func migrate(context.Context) error                 { return nil }
 func announce(context.Context) error                { return nil }

@@ -21,7 +21,7 @@ import (
 )
 
 // TestPreStopEndpoint: GET /prestop on the probe port drains ahead of the stop —
-// readiness answers 503 draining, the drain delay passes, the drain phases run once —
+// readiness answers 503 draining, the drain delay passes, the drain hooks run once —
 // while the service keeps serving; SIGTERM then exits 0 without waiting the delay or
 // running the phases again.
 //
@@ -51,7 +51,7 @@ func TestPreStopEndpoint(t *testing.T) {
 		t.Errorf("/readyz after /prestop = %d %s, want 503 draining", code, body)
 	}
 	if phaseRuns(p.Entries()) != 1 {
-		t.Errorf("drain phase ran %d times by the end of /prestop, want 1", phaseRuns(p.Entries()))
+		t.Errorf("drain hook ran %d times by the end of /prestop, want 1", phaseRuns(p.Entries()))
 	}
 	if code, _ := getText(t, "http://"+httpAddr+"/hello"); code != 200 {
 		t.Errorf("GET /hello after /prestop = %d: the service must serve until the stop", code)
@@ -78,7 +78,7 @@ func TestPreStopEndpoint(t *testing.T) {
 		t.Fatalf("exit %d after /prestop and SIGTERM, want 0", code)
 	}
 	if n := phaseRuns(p.Entries()); n != 1 {
-		t.Errorf("drain phase ran %d times in all, want once", n)
+		t.Errorf("drain hook ran %d times in all, want once", n)
 	}
 	if p.Find(map[string]string{"msg": "readiness withdrawn; waiting the drain delay with every entrypoint accepting"}) != nil {
 		t.Error("the shutdown waited the drain delay again after /prestop had")
@@ -92,11 +92,11 @@ func TestPreStopEndpoint(t *testing.T) {
 	}
 }
 
-// phaseRuns counts the runs of the example's drain phase in the log.
+// phaseRuns counts the runs of the example's drain hook in the log.
 func phaseRuns(entries []map[string]any) int {
 	n := 0
 	for _, e := range entries {
-		if e["phase"] == "deregister" && strings.HasPrefix(e["msg"].(string), "drain phase") {
+		if e["phase"] == "deregister" && strings.HasPrefix(e["msg"].(string), "drain hook") {
 			n++
 		}
 	}
@@ -238,7 +238,7 @@ func TestPreStopStrangers(t *testing.T) {
 				t.Errorf("gRPC health after the strangers = %s, want SERVING", s)
 			}
 			if phaseRuns(p.Entries()) != 0 {
-				t.Error("a stranger ran the drain phase")
+				t.Error("a stranger ran the drain hook")
 			}
 			_, metrics := getText(t, base+"/metrics")
 			reason := "no_credential"
@@ -269,7 +269,7 @@ func TestPreStopStrangers(t *testing.T) {
 				t.Fatalf("exit %d, want 0", code)
 			}
 			if phaseRuns(p.Entries()) != 1 {
-				t.Errorf("the drain phase ran %d times at SIGTERM, want once", phaseRuns(p.Entries()))
+				t.Errorf("the drain hook ran %d times at SIGTERM, want once", phaseRuns(p.Entries()))
 			}
 		})
 	}

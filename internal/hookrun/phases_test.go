@@ -144,11 +144,11 @@ func TestDrainHooks(t *testing.T) {
 			check(t, rep.Phases[0], "slow", Overran, 3*time.Second)
 			check(t, rep.Phases[1], "quiet-overrun", Overran, 2*time.Second)
 			check(t, rep.Phases[2], "next", Completed, 0)
-			if !errors.Is(cause, hooks.ErrPhaseDeadline) || !errors.Is(rep.Phases[0].Err, context.DeadlineExceeded) {
+			if !errors.Is(cause, hooks.ErrDrainHookDeadline) || !errors.Is(rep.Phases[0].Err, context.DeadlineExceeded) {
 				t.Errorf("cause %v, err %v", cause, rep.Phases[0].Err)
 			}
-			if !errors.Is(rep.Phases[1].Err, hooks.ErrPhaseDeadline) {
-				t.Errorf("overrun returning nil: err %v, want hooks.ErrPhaseDeadline", rep.Phases[1].Err)
+			if !errors.Is(rep.Phases[1].Err, hooks.ErrDrainHookDeadline) {
+				t.Errorf("overrun returning nil: err %v, want hooks.ErrDrainHookDeadline", rep.Phases[1].Err)
 			}
 			if c := rec.call("next"); c.at != 5*time.Second || c.allowed != 5*time.Second {
 				t.Errorf("next: %+v, want called at 5s with 5s", c)
@@ -167,7 +167,7 @@ func TestDrainHooks(t *testing.T) {
 			}
 			rep := DrainHooks(context.Background(), phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "deaf", Abandoned, 2*time.Second+hooks.AbandonAfter)
-			if err := rep.Phases[0].Err; !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `drain phase "deaf"`) {
+			if err := rep.Phases[0].Err; !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `drain hook "deaf"`) {
 				t.Errorf("err = %v", err)
 			}
 			// The extra second counts against the budget: 10s - 3s.
@@ -237,7 +237,7 @@ func TestDrainHooks(t *testing.T) {
 			check(t, rep.Phases[0], "explode", Failed, 0)
 			check(t, rep.Phases[1], "next", Completed, 0)
 			var pe *fault.PanicError
-			if !errors.As(rep.Phases[0].Err, &pe) || pe.What != `drain phase "explode"` || pe.Value != "boom" {
+			if !errors.As(rep.Phases[0].Err, &pe) || pe.What != `drain hook "explode"` || pe.Value != "boom" {
 				t.Errorf("err = %v", rep.Phases[0].Err)
 			}
 		})

@@ -7,7 +7,7 @@ package prestop
 // Path is where the Host's probe listener serves Host.PreStop, for GET and POST: the
 // target of a Kubernetes preStop httpGet (the probe port, path /prestop), which must
 // send the deployment's token in the Header header. The answer, 200
-// {"status":"draining"}, comes once the drain delay has passed and the drain phases
+// {"status":"draining"}, comes once the drain delay has passed and the drain hooks
 // have run, or at once when an earlier call (or the shutdown) did them.
 //
 // The probe port is reachable from the whole pod network, so the path is guarded: a
