@@ -40,7 +40,7 @@ var ErrOutOfTurn = errors.New("entrypoint: called out of turn")
 type Base struct {
 	mu     sync.Mutex
 	name   string
-	phase  Phase
+	phase  phase
 	served bool // Serve started the work once: Drain and Stop have it to end
 
 	given Telemetry               // what the entrypoint's options gave
@@ -107,21 +107,27 @@ func (b *Base) Unlock() { b.mu.Unlock() }
 func (b *Base) SetDefaults(host Telemetry) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.phase != PhaseNew || b.use == nil {
+	if b.phase != phaseNew || b.use == nil {
 		return nil
 	}
 	return b.use(b.given.Or(host))
 }
 
-// Phase returns the current phase. The lock must be held, or the answer may be
+// Unbound reports whether no Bind has succeeded yet (Bound was never called): what
+// configures the entrypoint from outside, as SetDefaults does, is taken only then.
+// The lock must be held, or the answer may be stale by the time it is used.
+func (b *Base) Unbound() bool { return b.phase == phaseNew }
+
+// Serving reports whether Serve started the work and neither Drain, Stop nor Rearm
+// ran since: the work is taking intake. The lock must be held, or the answer may be
 // stale by the time it is used.
-func (b *Base) Phase() Phase { return b.phase }
+func (b *Base) Serving() bool { return b.phase == phaseServing }
 
 // Bind returns nil when the entrypoint is new, and an ErrOutOfTurn error otherwise.
 // It does not move: call Bound once Bind succeeded, so that a failed Bind may be
 // tried again. The lock must be held.
 func (b *Base) Bind() error {
-	if b.phase != PhaseNew {
+	if b.phase != phaseNew {
 		return b.OutOfTurn("Bind")
 	}
 	return nil
@@ -129,8 +135,8 @@ func (b *Base) Bind() error {
 
 // Bound records a successful Bind: new moves to bound. The lock must be held.
 func (b *Base) Bound() {
-	if b.phase == PhaseNew {
-		b.phase = PhaseBound
+	if b.phase == phaseNew {
+		b.phase = phaseBound
 	}
 }
 
@@ -140,10 +146,10 @@ func (b *Base) Bound() {
 // ErrOutOfTurn error. The lock must be held.
 func (b *Base) Serve() (start bool, err error) {
 	switch b.phase {
-	case PhaseBound:
-		b.phase, b.served = PhaseServing, true
+	case phaseBound:
+		b.phase, b.served = phaseServing, true
 		return true, nil
-	case PhaseDraining, PhaseStopped:
+	case phaseDraining, phaseStopped:
 		return false, nil
 	}
 	return false, b.OutOfTurn("Serve")
@@ -154,8 +160,8 @@ func (b *Base) Serve() (start bool, err error) {
 // entrypoint. Any other phase is kept: after Drain or Stop there is nothing to
 // restart. The lock must be held.
 func (b *Base) Rearm() {
-	if b.phase == PhaseServing {
-		b.phase = PhaseBound
+	if b.phase == phaseServing {
+		b.phase = phaseBound
 	}
 }
 
@@ -165,8 +171,8 @@ func (b *Base) Rearm() {
 // out of turn. The lock must be held.
 func (b *Base) Drain() Turn {
 	switch b.phase {
-	case PhaseBound, PhaseServing:
-		b.phase = PhaseDraining
+	case phaseBound, phaseServing:
+		b.phase = phaseDraining
 		if b.served {
 			return Served
 		}
@@ -181,10 +187,10 @@ func (b *Base) Drain() Turn {
 // never out of turn. The lock must be held.
 func (b *Base) Stop() Turn {
 	switch b.phase {
-	case PhaseNew, PhaseStopped:
+	case phaseNew, phaseStopped:
 		return Idle
 	}
-	b.phase = PhaseStopped
+	b.phase = phaseStopped
 	if b.served {
 		return Served
 	}

@@ -79,6 +79,33 @@ func TestBaseOutOfTurn(t *testing.T) {
 	}
 }
 
+// Unbound holds until a Bind succeeds; Serving from Serve until Drain, Stop or Rearm.
+func TestBaseReports(t *testing.T) {
+	var b Base
+	_ = b.Init("e", Telemetry{}, nil)
+	check := func(when string, unbound, serving bool) {
+		t.Helper()
+		if b.Unbound() != unbound || b.Serving() != serving {
+			t.Errorf("%s: Unbound %v, Serving %v; want %v, %v", when, b.Unbound(), b.Serving(), unbound, serving)
+		}
+	}
+	check("new", true, false)
+	_ = b.Bind() // a Bind that failed: Bound is not called
+	check("after a failed Bind", true, false)
+	b.Bound()
+	check("bound", false, false)
+	_, _ = b.Serve()
+	check("serving", false, true)
+	b.Rearm()
+	check("rearmed", false, false)
+	_, _ = b.Serve()
+	check("serving again", false, true)
+	b.Drain()
+	check("draining", false, false)
+	b.Stop()
+	check("stopped", false, false)
+}
+
 // The options' telemetry wins; the Host's fills the rest; nothing changes once bound.
 func TestBaseSetDefaults(t *testing.T) {
 	own, host := zap.NewNop(), zap.NewExample()

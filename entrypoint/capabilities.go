@@ -7,7 +7,7 @@ package entrypoint
 // type-asserts.
 //
 // The interfaces that live beside the types they return — fleet.Marker,
-// health.MonitorUser, host.LeadershipReporter — are not here: this package may not
+// health.MonitorUser, host.Campaigner — are not here: this package may not
 // import theirs. Their owners probe for them.
 type Caps struct {
 	InFlight     InFlighter     // counts the units in flight

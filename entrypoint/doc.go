@@ -100,7 +100,7 @@
 //	entrypoint.Finite          Finished() bool                 a task: its end ends the service
 //	fleet.Marker               Marks() fleet.Marks             the fleet posture check
 //	health.MonitorUser         UseMonitor(*health.Monitor)     following readiness (gRPC health)
-//	host.LeadershipReporter    Leadership() map[string]lock.Status  /debug/lifecycle's leadership
+//	host.Campaigner            Leadership() map[string]lock.Status  /debug/lifecycle's leadership
 //
 // The last three live beside the types they return, which this package may not import.
 package entrypoint

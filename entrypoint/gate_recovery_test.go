@@ -12,7 +12,7 @@ import (
 
 // A phase of offered load on the simulated server of recoverRun: Poisson arrivals
 // at rate per second for d.
-type phase struct {
+type loadPhase struct {
 	rate float64
 	d    time.Duration
 }
@@ -24,7 +24,7 @@ type phase struct {
 // the start of the last phase, at which a request of that phase was shed, and the
 // first at which one found the limit back at its unloaded value, the default
 // InitialLimit it started at (−1: never).
-func recoverRun(t *testing.T, service time.Duration, cores int, phases ...phase) (shed []time.Duration, back time.Duration) {
+func recoverRun(t *testing.T, service time.Duration, cores int, phases ...loadPhase) (shed []time.Duration, back time.Duration) {
 	back = -1
 	lim, err := admission.New(admission.Config{})
 	if err != nil {
@@ -98,9 +98,9 @@ func TestGateRecoversAfterBurst(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				capacity := float64(c.cores) * float64(time.Second) / float64(c.service)
 				shed, back := recoverRun(t, c.service, c.cores,
-					phase{rate: capacity / 4, d: 10 * time.Second}, // easy
-					phase{rate: capacity * 4, d: 10 * time.Second}, // a burst at 4×
-					phase{rate: capacity / 4, d: 60 * time.Second}, // easy again
+					loadPhase{rate: capacity / 4, d: 10 * time.Second}, // easy
+					loadPhase{rate: capacity * 4, d: 10 * time.Second}, // a burst at 4×
+					loadPhase{rate: capacity / 4, d: 60 * time.Second}, // easy again
 				)
 				t.Logf("limit back at its unloaded value %v after the burst; shed at %v", back, shed)
 				if back < 0 || back > recoveryBound {

@@ -15,34 +15,14 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// DefaultJitterFraction is the share of their period by which the framework's
-// periodic waits are jittered unless told otherwise: a Loop's wait after a unit
-// (LoopConfig.JitterFraction) and a cron tick's delay (cronentry.Job.JitterFraction).
-const DefaultJitterFraction = 0.1
-
-// CheckJitterFraction records in l, under field, a jitter fraction outside [0, 1):
-// a negative spread means nothing, and one of a whole period or more lets two waits
-// swap order. NaN is refused too.
-func CheckJitterFraction(l *fault.Problems, field string, f float64) {
-	if !(f >= 0 && f < 1) {
-		l.Addf(field, "must lie in [0, 1), got %v", f)
-	}
-}
-
-// Backoff defaults for a unit that fails or panics.
-const (
-	DefaultBackoffInitial = 100 * time.Millisecond
-	DefaultBackoffMax     = 30 * time.Second
-)
-
 var _ interface {
 	Entrypoint
 	InFlighter
 	DefaultsUser
 } = (*Loop)(nil)
 
-// LoopConfig configures a Loop. Every zero field but Name, Every and the unit takes
-// the default named after it.
+// LoopConfig configures a Loop. Every zero field but Name and Every takes the
+// default its doc states.
 type LoopConfig struct {
 	// Name identifies the loop in logs, metrics and errors. Required.
 	Name string
@@ -53,8 +33,8 @@ type LoopConfig struct {
 	// replicas do not run their units in step. Default: JitterFraction of Every.
 	Jitter time.Duration
 	// JitterFraction sets Jitter, when Jitter is 0, to this fraction of Every. It
-	// must lie in [0, 1). Default DefaultJitterFraction: a loop every 10s waits
-	// 9–11s. Set NoJitter to turn jitter off.
+	// must lie in [0, 1). Default 0.1: a loop every 10s waits 9–11s. Set NoJitter
+	// to turn jitter off.
 	JitterFraction float64
 	// NoJitter turns jitter off, explicitly: every wait is exactly Every and the
 	// start delay exactly StartDelay, so replicas started together stay in step.
@@ -67,7 +47,8 @@ type LoopConfig struct {
 	// UnitTimeout gives each unit a ctx that expires after it; a unit that runs past
 	// it and returns an error counts as a failure and backs off. Default 0: no limit.
 	UnitTimeout time.Duration
-	// Backoff is the wait after a unit that failed or panicked.
+	// Backoff is the wait after a unit that failed or panicked. Default: Initial
+	// 100ms, Max 30s.
 	Backoff Backoff
 }
 
@@ -75,8 +56,8 @@ type LoopConfig struct {
 // after each consecutive failure up to Max, and is back to Initial after a success.
 // Each wait is drawn uniformly from the upper half of its step, [step/2, step], so
 // replicas that fail together do not retry together, and while the steps double no
-// wait is shorter than the one before it. Zero fields take DefaultBackoffInitial and
-// DefaultBackoffMax (or Initial, when that is larger).
+// wait is shorter than the one before it. Zero fields take the defaults: Initial
+// 100ms, Max 30s (or Initial, when that is larger).
 type Backoff struct {
 	Initial, Max time.Duration
 }
@@ -99,19 +80,19 @@ func (c LoopConfig) resolve(l *fault.Problems) LoopConfig {
 			l.Addf(f.name, "must not be negative, got %v", f.d)
 		}
 	}
-	CheckJitterFraction(l, "JitterFraction", c.JitterFraction)
+	wait.CheckJitterFraction(l, "JitterFraction", c.JitterFraction)
 	switch {
 	case c.NoJitter && (c.Jitter != 0 || c.JitterFraction != 0):
 		l.Addf("NoJitter", "must not be set with Jitter (%v) or JitterFraction (%v)", c.Jitter, c.JitterFraction)
 	case c.NoJitter:
 	case c.Jitter == 0 && c.Every > 0:
-		c.Jitter = time.Duration(cmp.Or(c.JitterFraction, DefaultJitterFraction) * float64(c.Every))
+		c.Jitter = time.Duration(cmp.Or(c.JitterFraction, wait.JitterFraction) * float64(c.Every))
 	}
 	if c.Backoff.Initial > 0 && c.Backoff.Max > 0 && c.Backoff.Max < c.Backoff.Initial {
 		l.Addf("Backoff.Max", "must be at least Backoff.Initial (%v), got %v", c.Backoff.Initial, c.Backoff.Max)
 	}
-	c.Backoff.Initial = cmp.Or(c.Backoff.Initial, DefaultBackoffInitial)
-	c.Backoff.Max = cmp.Or(c.Backoff.Max, max(DefaultBackoffMax, c.Backoff.Initial))
+	c.Backoff.Initial = cmp.Or(c.Backoff.Initial, wait.BackoffInitial)
+	c.Backoff.Max = cmp.Or(c.Backoff.Max, max(wait.BackoffMax, c.Backoff.Initial))
 	return c
 }
 

@@ -258,7 +258,7 @@ func TestLoopFailures(t *testing.T) {
 			time.Sleep(time.Second)
 			s.shutdown(t)
 
-			if g := rec.gaps()[0]; g < DefaultBackoffInitial/2 || g > DefaultBackoffInitial {
+			if g := rec.gaps()[0]; g < 50*time.Millisecond || g > 100*time.Millisecond { // the default first step, 100ms
 				t.Errorf("wait after the panic = %v, want within the first backoff step", g)
 			}
 			entries := logs.FilterMessage("loop unit failed").All()

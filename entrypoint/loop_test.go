@@ -105,8 +105,8 @@ func TestNewLoop(t *testing.T) {
 
 	t.Run("zero fields take the defaults", func(t *testing.T) {
 		r := mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { return nil })
-		want := LoopConfig{Name: "poller", Every: time.Second, Jitter: 100 * time.Millisecond, // DefaultJitterFraction
-			Backoff: Backoff{Initial: DefaultBackoffInitial, Max: DefaultBackoffMax}}
+		want := LoopConfig{Name: "poller", Every: time.Second, Jitter: 100 * time.Millisecond, // 0.1 of Every
+			Backoff: Backoff{Initial: 100 * time.Millisecond, Max: 30 * time.Second}}
 		if r.cfg != want {
 			t.Errorf("resolved %+v, want %+v", r.cfg, want)
 		}

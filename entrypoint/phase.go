@@ -2,31 +2,32 @@ package entrypoint
 
 import "fmt"
 
-// Phase is where an entrypoint stands in its own lifecycle. Implementations keep one
-// to enforce the Host's call order and to refuse a call out of turn; it only moves
-// forward.
-type Phase int32
+// phase is where an entrypoint stands in its own lifecycle. Base keeps one to enforce
+// the Host's call order and to refuse a call out of turn; it only moves forward, but
+// for Rearm. Entrypoints see it through Base's transitions (Turn) and its Unbound and
+// Serving reports.
+type phase int32
 
 const (
-	PhaseNew      Phase = iota // constructed
-	PhaseBound                 // Bind returned nil
-	PhaseServing               // Serve started taking work
-	PhaseDraining              // Drain began: no new intake
-	PhaseStopped               // Stop began: everything is cut
+	phaseNew      phase = iota // constructed
+	phaseBound                 // Bind returned nil
+	phaseServing               // Serve started taking work
+	phaseDraining              // Drain began: no new intake
+	phaseStopped               // Stop began: everything is cut
 )
 
-func (p Phase) String() string {
+func (p phase) String() string {
 	switch p {
-	case PhaseNew:
+	case phaseNew:
 		return "new"
-	case PhaseBound:
+	case phaseBound:
 		return "bound"
-	case PhaseServing:
+	case phaseServing:
 		return "serving"
-	case PhaseDraining:
+	case phaseDraining:
 		return "draining"
-	case PhaseStopped:
+	case phaseStopped:
 		return "stopped"
 	}
-	return fmt.Sprintf("Phase(%d)", int32(p))
+	return fmt.Sprintf("phase(%d)", int32(p))
 }

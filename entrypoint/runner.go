@@ -12,7 +12,7 @@ import (
 // ErrReturnedEarly is what Runner.Serve returns, wrapped with the entrypoint's name,
 // when the work function returns nil before the Host's stop: an entrypoint that stops
 // taking work on its own is a failure of that entrypoint.
-var ErrReturnedEarly = errors.New("work returned before stop")
+var ErrReturnedEarly = errors.New("entrypoint: work returned before stop")
 
 // Work is the body of a hand-written entrypoint run by a Runner. It takes work until
 // draining is closed and then returns, after finishing (or handing back) what it

@@ -13,10 +13,11 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// DefaultPermanentExitCode is the exit code of a service whose task failed with an
+// defaultPermanentExitCode is the exit code of a service whose task failed with an
 // error marked by fault.Permanent, when TaskConfig.PermanentExitCode is 0. A Job's
-// podFailurePolicy names it in a FailJob rule.
-const DefaultPermanentExitCode = 3
+// podFailurePolicy names it in a FailJob rule; users read it as host.ExitPermanent,
+// which host's tests hold equal to it.
+const defaultPermanentExitCode = 3
 
 // reservedExitCodes are the codes a task's permanent code must not take: success, the
 // retriable failure, EX_TEMPFAIL (interrupted) and EX_CONFIG.
@@ -49,7 +50,7 @@ type TaskConfig struct {
 	// Name names the task in logs, the shutdown report and errors. Required.
 	Name string
 	// PermanentExitCode is the process exit code when the work fails with an error
-	// marked by fault.Permanent. 0 means DefaultPermanentExitCode (3). It must be
+	// marked by fault.Permanent. 0 means 3 (host.ExitPermanent). It must be
 	// from 2 to 127 and must not be 75 or 78, which mean other things.
 	PermanentExitCode int
 }
@@ -133,7 +134,7 @@ func NewTask(cfg TaskConfig, work func(ctx context.Context) error, opts ...Optio
 		l.Addf("work", "must not be nil")
 	}
 	code := cfg.PermanentExitCode
-	code = cmp.Or(code, DefaultPermanentExitCode)
+	code = cmp.Or(code, defaultPermanentExitCode)
 	if why, ok := reservedExitCodes[code]; ok {
 		l.Addf("PermanentExitCode", "%d already means %s", code, why)
 	} else if code < 2 || code > 127 {

@@ -38,7 +38,7 @@ func TestNewTaskConfig(t *testing.T) {
 		})
 	}
 	task, err := entrypoint.NewTask(entrypoint.TaskConfig{Name: "t"}, work)
-	if err != nil || task.PermanentExitCode() != entrypoint.DefaultPermanentExitCode {
+	if err != nil || task.PermanentExitCode() != 3 {
 		t.Errorf("zero code: %v, %v; want the default", task, err)
 	}
 }

@@ -12,13 +12,14 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/lock"
 )
 
 // Renew implements lock.Lock: one LeaseKeepAliveOnce of the holding's etcd lease. A
 // lease etcd no longer has (lapsed, released) is lock.ErrNotHeld.
 func (e *Lock) Renew(ctx context.Context, lease lock.Lease) error {
-	if err := lock.ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	sent := time.Now()
@@ -47,7 +48,7 @@ func (e *Lock) Renew(ctx context.Context, lease lock.Lease) error {
 // Release implements lock.Lock: it revokes the holding's etcd lease, which deletes
 // the holder key in the same raft entry.
 func (e *Lock) Release(ctx context.Context, lease lock.Lease) error {
-	if err := lock.ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	id, err := e.find(ctx, "release", lease)
@@ -68,7 +69,7 @@ func (e *Lock) Release(ctx context.Context, lease lock.Lease) error {
 // AdvanceFence implements lock.Lock: a compare-and-swap on the counter's
 // ModRevision, retried while other writers move it.
 func (e *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return err
 	}
 	if floor >= lock.MaxToken {
@@ -113,7 +114,7 @@ func (e *Lock) readFence(ctx context.Context, key string) (fenceSeen, error) {
 // Inspect implements lock.Lock: the holder and the counter in one read, then the
 // time left of the holder's etcd lease, in whole seconds rounded up.
 func (e *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return lock.Holder{}, err
 	}
 	resp, err := e.client.Txn(ctx).Then(clientv3.OpGet(e.holderKey(key)), clientv3.OpGet(e.fenceKey(key))).Commit()

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/internal/wake"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -201,7 +202,7 @@ func (e *Lock) lease(ctx context.Context, key, owner string, ttl time.Duration) 
 
 // Acquire implements lock.Lock.
 func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+	if err := lockarg.Acquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
 	return e.acquire(ctx, key, owner, ttl, 0)
@@ -213,7 +214,7 @@ func (e *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 // acquire of the key counts from 1 again. An attempt that finds the key held leaves
 // its grant to lapse.
 func (e *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+	if err := lockarg.Expiring(key, owner, ttl, fenceTTL); err != nil {
 		return lock.Lease{}, err
 	}
 	return e.acquire(ctx, key, owner, ttl, fenceTTL)

@@ -6,7 +6,7 @@ import (
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
-	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/internal/lockarg"
 )
 
 // rewatchDelay is the pause before a watch that etcd ended (a compaction, a lost
@@ -20,7 +20,7 @@ const rewatchDelay = 200 * time.Millisecond
 // (etcd unreachable) is retried; notices meanwhile are lost, which the watcher's
 // polling covers.
 func (e *Lock) WatchReleases(ctx context.Context, key, self string) (<-chan struct{}, func(), error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return nil, nil, err
 	}
 	e.watch.Lock()

@@ -18,7 +18,7 @@
 //   - ErrAbandoned marks a call that did not return within its allowance and was left
 //     to finish on its own; ErrInterrupted, a task stopped before its work was done.
 //   - Permanent marks a failure retrying cannot fix; IsPermanent finds the mark.
-//   - Secret is a string that prints as Mask wherever it is formatted.
+//   - Secret is a string that prints as "[secret]" wherever it is formatted.
 //   - Reporter is where errors worth a person's attention go (an error-tracking
 //     service); its implementations live in their own packages, beside their SDKs.
 //

@@ -5,12 +5,12 @@ import (
 	"log/slog"
 )
 
-// Mask is what a Secret prints instead of its value.
-const Mask = "[secret]"
+// mask is what a Secret prints instead of its value, "[secret]".
+const mask = "[secret]"
 
 // Secret is a string that never prints: fmt (every verb, %#v and %x included),
 // encoding/json, encoding/text, zap (as a fmt.Stringer or through reflection) and
-// log/slog all show Mask. Hold a credential the service reads from its environment
+// log/slog all show "[secret]". Hold a credential the service reads from its environment
 // in a Secret, and call Reveal only where the value is handed to the client that
 // uses it.
 //
@@ -22,20 +22,20 @@ type Secret string
 // Reveal returns the value, for the one call that needs it (a client's options).
 func (s Secret) Reveal() string { return string(s) }
 
-// String returns Mask.
-func (Secret) String() string { return Mask }
+// String returns "[secret]".
+func (Secret) String() string { return mask }
 
-// GoString returns Mask, for %#v.
-func (Secret) GoString() string { return Mask }
+// GoString returns "[secret]", for %#v.
+func (Secret) GoString() string { return mask }
 
-// Format writes Mask for every verb, so that %x or %q cannot spell the value.
-func (Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(Mask)) }
+// Format writes "[secret]" for every verb, so that %x or %q cannot spell the value.
+func (Secret) Format(f fmt.State, _ rune) { _, _ = f.Write([]byte(mask)) }
 
-// MarshalJSON returns Mask as a JSON string.
-func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + Mask + `"`), nil }
+// MarshalJSON returns "[secret]" as a JSON string.
+func (Secret) MarshalJSON() ([]byte, error) { return []byte(`"` + mask + `"`), nil }
 
-// MarshalText returns Mask.
-func (Secret) MarshalText() ([]byte, error) { return []byte(Mask), nil }
+// MarshalText returns "[secret]".
+func (Secret) MarshalText() ([]byte, error) { return []byte(mask), nil }
 
-// LogValue returns Mask, for log/slog.
-func (Secret) LogValue() slog.Value { return slog.StringValue(Mask) }
+// LogValue returns "[secret]", for log/slog.
+func (Secret) LogValue() slog.Value { return slog.StringValue(mask) }

@@ -50,7 +50,7 @@ func TestStartedMonitorAnswersFromStateWhileADependencyHangs(t *testing.T) {
 		if err := m.AwaitFirst(t.Context()); err != nil {
 			t.Fatal(err)
 		}
-		if a := get(t, m, "/readyz"); a.report.Status != health.ReportOK {
+		if a := get(t, m, "/readyz"); a.answer.Status != health.AnswerOK {
 			t.Fatalf("before the freeze: %s", a.body)
 		}
 		frozen.Store(true)
@@ -58,21 +58,21 @@ func TestStartedMonitorAnswersFromStateWhileADependencyHangs(t *testing.T) {
 		synctest.Wait()
 		start := time.Now()
 		a := get(t, m, "/readyz")
-		if time.Since(start) != 0 || a.report.Status != health.ReportOK {
+		if time.Since(start) != 0 || a.answer.Status != health.AnswerOK {
 			t.Fatalf("while the check runs: %s after %s, want the last result at once", a.body, time.Since(start))
 		}
 		time.Sleep(400 * time.Millisecond) // its timeout
 		synctest.Wait()
 		start = time.Now()
 		a = get(t, m, "/readyz")
-		if time.Since(start) != 0 || a.code != 200 || a.report.Status != health.ReportDegraded ||
-			a.report.Checks["redis"].Detail != "timed out after 400ms" || a.report.Checks["redis"].Stale {
+		if time.Since(start) != 0 || a.code != 200 || a.answer.Status != health.AnswerDegraded ||
+			a.answer.Checks["redis"].Detail != "timed out after 400ms" || a.answer.Checks["redis"].Stale {
 			t.Fatalf("at the timeout: %d %s, want degraded, timed out, at once", a.code, a.body)
 		}
 		time.Sleep(3 * time.Second) // three intervals without an answer
 		synctest.Wait()
 		a = get(t, m, "/readyz")
-		if r := a.report.Checks["redis"]; !r.Stale || r.OK || r.Detail != "timed out after 400ms" {
+		if r := a.answer.Checks["redis"]; !r.Stale || r.OK || r.Detail != "timed out after 400ms" {
 			t.Fatalf("after three intervals: %s, want stale", a.body)
 		}
 		if n := hung.Load(); n != 1 {
@@ -82,7 +82,7 @@ func TestStartedMonitorAnswersFromStateWhileADependencyHangs(t *testing.T) {
 		close(release)
 		synctest.Wait() // the hung run returns; the next run is due at once
 		a = get(t, m, "/readyz")
-		if r := a.report.Checks["redis"]; a.report.Status != health.ReportOK || !r.OK || r.Stale {
+		if r := a.answer.Checks["redis"]; a.answer.Status != health.AnswerOK || !r.OK || r.Stale {
 			t.Fatalf("after the thaw: %s, want ok", a.body)
 		}
 	})
@@ -165,7 +165,7 @@ func TestAwaitFirstGivesEveryCheckItsFirstResult(t *testing.T) {
 		}
 		m.Start()
 		defer m.Stop()
-		if a := get(t, m, "/readyz"); a.code != 503 || a.report.Checks["sidecar"].Detail != "pending" {
+		if a := get(t, m, "/readyz"); a.code != 503 || a.answer.Checks["sidecar"].Detail != "pending" {
 			t.Fatalf("before the first result: %d %s, want 503 pending", a.code, a.body)
 		}
 		start := time.Now()
@@ -175,7 +175,7 @@ func TestAwaitFirstGivesEveryCheckItsFirstResult(t *testing.T) {
 		if d := time.Since(start); d != 300*time.Millisecond {
 			t.Fatalf("AwaitFirst returned after %s, want 300ms", d)
 		}
-		if a := get(t, m, "/readyz"); a.code != 503 || a.report.Status != health.ReportFailing {
+		if a := get(t, m, "/readyz"); a.code != 503 || a.answer.Status != health.AnswerFailing {
 			t.Fatalf("after the first result: %d %s, want 503 failing", a.code, a.body)
 		}
 	})
@@ -196,7 +196,7 @@ func TestEveryAndRecheck(t *testing.T) {
 		if f, s := fast.Load(), slow.Load(); f != 10 || s != 1 {
 			t.Fatalf("in 1s: fast ran %d times, slow %d; want 10 and 1", f, s)
 		}
-		if a := get(t, m, "/readyz"); !a.report.Checks["slow"].Gates {
+		if a := get(t, m, "/readyz"); !a.answer.Checks["slow"].Gates {
 			t.Fatalf("Every lost the Gating declaration: %s", a.body)
 		}
 		m.Recheck("slow")

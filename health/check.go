@@ -46,12 +46,6 @@ func Gating(c Check) Check {
 	return d
 }
 
-// IsGating reports whether c was declared with Gating.
-func IsGating(c Check) bool {
-	d, ok := c.(declared)
-	return ok && d.gates
-}
-
 // Every declares c's own timing: a running Monitor runs it every interval, each run
 // under timeout, instead of MonitorConfig.CheckInterval and CheckTimeout. A zero
 // interval or timeout keeps the Monitor's. A negative one, or a timeout not shorter

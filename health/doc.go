@@ -79,11 +79,11 @@
 // # Other transports
 //
 // A Monitor gives readiness to what is not an HTTP probe — the gRPC health service
-// (grpcentry.WithHealth), a service registry: Evaluate answers once with the verdict
+// (grpcentry.WithHealth), a service registry: Evaluate answers once with the Answer
 // /readyz would give, and Subscribe follows it, at once for a State (which says when it
 // changes, through Changed) and by polling for any other Source, and at once for a
 // change of a check's result on a started Monitor. A Monitor is also an http.Handler answering /readyz, so one set of
-// checks gives the probe and the other transports the same verdicts.
+// checks gives the probe and the other transports the same answers.
 //
 // # The probe listener
 //

@@ -19,20 +19,20 @@ import (
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// DefaultCheckTimeout is each check's budget when none is configured.
-const DefaultCheckTimeout = 2 * time.Second
+// defaultCheckTimeout is each check's budget when none is configured.
+const defaultCheckTimeout = 2 * time.Second
 
 // staleAfter is how many of its intervals a check may go without an answer before
 // its entry says it is stale.
 const staleAfter = 3
 
-// The values of Report.Status.
+// The values of Answer.Status.
 const (
-	ReportOK          = "ok"          // Ready, and every check that ran passed: 200
-	ReportDegraded    = "degraded"    // Ready, but a check not declared Gating failed: still 200
-	ReportFailing     = "failing"     // Ready, but a check declared with Gating failed: 503
-	ReportDraining    = "draining"    // shutting down or announced as leaving
-	ReportUnavailable = "unavailable" // not ready yet (or the Source failed)
+	AnswerOK          = "ok"          // Ready, and every check that ran passed: 200
+	AnswerDegraded    = "degraded"    // Ready, but a check not declared Gating failed: still 200
+	AnswerFailing     = "failing"     // Ready, but a check declared with Gating failed: 503
+	AnswerDraining    = "draining"    // shutting down or announced as leaving
+	AnswerUnavailable = "unavailable" // not ready yet (or the Source failed)
 )
 
 // CheckResult is one check's entry in a readiness body.
@@ -54,9 +54,10 @@ type CheckResult struct {
 	Stale bool `json:"stale,omitempty"`
 }
 
-// Report is the readiness body: {"status": …, "checks": {name: {"ok", "detail"}}}.
+// Answer is how readiness is answered — the /readyz body, and what Evaluate returns
+// and Subscribe delivers: {"status": …, "checks": {name: {"ok", "detail"}}}.
 // Checks is empty, never null, when no check ran.
-type Report struct {
+type Answer struct {
 	Status string                 `json:"status"`
 	Checks map[string]CheckResult `json:"checks"`
 }
@@ -106,7 +107,7 @@ func newEvaluator(src Source, checks map[string]Check, timeout, interval time.Du
 	if log == nil {
 		log = zap.NewNop()
 	}
-	e := &evaluator{src: src, timeout: cmp.Or(timeout, DefaultCheckTimeout), interval: cmp.Or(interval, DefaultCheckInterval), log: log}
+	e := &evaluator{src: src, timeout: cmp.Or(timeout, defaultCheckTimeout), interval: cmp.Or(interval, defaultCheckInterval), log: log}
 	list := make([]namedCheck, 0, len(checks))
 	for _, name := range slices.Sorted(mapKeys(checks)) {
 		list = append(list, e.named(name, checks[name]))
@@ -203,21 +204,21 @@ func (e *evaluator) parseExclude(values []string) (skip map[string]bool, unknown
 	return skip, unknown
 }
 
-// report answers readiness. Checks count only when the Source says Ready: before that
+// answer answers readiness. Checks count only when the Source says Ready: before that
 // and while draining the answer is the state alone, which is cheap and exactly what a
 // load balancer needs. Once the background runs started (Monitor.Start) the answer is
 // read from their last results and never waits on a dependency; before, the checks
 // run for the answer.
-func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int, rep Report) {
-	rep.Checks = map[string]CheckResult{}
+func (e *evaluator) answer(ctx context.Context, skip map[string]bool) (code int, ans Answer) {
+	ans.Checks = map[string]CheckResult{}
 	switch e.status() {
 	case StatusReady:
 	case StatusDraining:
-		rep.Status = ReportDraining
-		return 503, rep
+		ans.Status = AnswerDraining
+		return 503, ans
 	default:
-		rep.Status = ReportUnavailable
-		return 503, rep
+		ans.Status = AnswerUnavailable
+		return 503, ans
 	}
 	var run []namedCheck
 	for _, c := range e.list() {
@@ -231,22 +232,22 @@ func (e *evaluator) report(ctx context.Context, skip map[string]bool) (code int,
 	} else {
 		results = e.run(ctx, run)
 	}
-	rep.Status = ReportOK
+	ans.Status = AnswerOK
 	for i, res := range results {
 		res.Gates = run[i].gates
-		rep.Checks[run[i].name] = res
+		ans.Checks[run[i].name] = res
 		switch {
 		case res.OK:
 		case res.Gates:
-			rep.Status = ReportFailing
-		case rep.Status == ReportOK:
-			rep.Status = ReportDegraded
+			ans.Status = AnswerFailing
+		case ans.Status == AnswerOK:
+			ans.Status = AnswerDegraded
 		}
 	}
-	if rep.Status == ReportFailing {
-		return 503, rep
+	if ans.Status == AnswerFailing {
+		return 503, ans
 	}
-	return 200, rep // ok, or degraded by a check that does not gate traffic
+	return 200, ans // ok, or degraded by a check that does not gate traffic
 }
 
 // run runs checks concurrently, each under its own timeout, and returns their results
@@ -308,7 +309,7 @@ func (e *evaluator) judge(c namedCheck, ctx context.Context, err error) CheckRes
 	if err == nil {
 		return CheckResult{OK: true, Detail: "ok"}
 	}
-	res := CheckResult{Detail: ErrorType(err)}
+	res := CheckResult{Detail: errorType(err)}
 	if _, ok := errors.AsType[*fault.PanicError](err); ok {
 		res.Detail = "panic"
 	} else if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -335,7 +336,7 @@ func (e *evaluator) record(c namedCheck, res CheckResult, err error) {
 		return
 	}
 	defer e.bg.notify()
-	effect := zap.String("readiness", ReportDegraded) // kept: a shared dependency
+	effect := zap.String("readiness", AnswerDegraded) // kept: a shared dependency
 	if c.gates {
 		effect = zap.String("readiness", "withdrawn")
 	}
@@ -350,13 +351,13 @@ func (e *evaluator) record(c namedCheck, res CheckResult, err error) {
 	}
 }
 
-// ErrorType names err for a probe body: the Go type (as fmt's %T prints it) of the
+// errorType names err for a probe body: the Go type (as fmt's %T prints it) of the
 // outermost error in its chain that is not a plain wrapper from fmt.Errorf("…%w…") or
 // errors.Join; through those it follows the first wrapped error. So
 // fmt.Errorf("redis: %w", opErr) is reported as "*net.OpError", the type a reader can
 // act on, while the wrapper's own text (and the DSN it may hold) stays out. A type a
 // driver defines, such as *pgconn.ConnectError, is reported as is, not unwrapped.
-func ErrorType(err error) string {
+func errorType(err error) string {
 	for {
 		next := plainUnwrap(err)
 		if next == nil {

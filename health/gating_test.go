@@ -27,17 +27,17 @@ func TestReadinessSharedDegradesGatingWithdraws(t *testing.T) {
 		h := newReadiness(t, ready(), health.ReadinessConfig{Logger: zap.New(core), Registerer: reg,
 			Checks: map[string]health.Check{"postgres": down, "disk": health.Gating(up)}})
 		a := get(t, h, "/readyz")
-		if a.code != 200 || a.report.Status != health.ReportDegraded {
+		if a.code != 200 || a.answer.Status != health.AnswerDegraded {
 			t.Fatalf("got %d %s, want 200 degraded", a.code, a.body)
 		}
-		if got := a.report.Checks["postgres"]; got.OK || got.Gates {
+		if got := a.answer.Checks["postgres"]; got.OK || got.Gates {
 			t.Errorf("postgres entry %+v, want a failing check that does not gate", got)
 		}
-		if got := a.report.Checks["disk"]; !got.OK || !got.Gates || !strings.Contains(a.body, `"gates":true`) {
+		if got := a.answer.Checks["disk"]; !got.OK || !got.Gates || !strings.Contains(a.body, `"gates":true`) {
 			t.Errorf("disk entry %+v in %s, want a passing check marked gates", got, a.body)
 		}
-		if !a.report.Serving() {
-			t.Error("a degraded report is not Serving: transports would withdraw the replica")
+		if !a.answer.Serving() {
+			t.Error("a degraded answer is not Serving: transports would withdraw the replica")
 		}
 		want := `
 # HELP servicewright_readiness_check_failing 1 while the readiness check's last run failed. gates="false": a shared dependency, readiness degraded but kept; gates="true": readiness withdrawn.
@@ -58,10 +58,10 @@ servicewright_readiness_check_failing{check="postgres",gates="false"} 1
 		h := newReadiness(t, ready(), health.ReadinessConfig{
 			Checks: map[string]health.Check{"postgres": down, "sidecar": health.Gating(down)}})
 		a := get(t, h, "/readyz")
-		if a.code != 503 || a.report.Status != health.ReportFailing || a.report.Serving() {
+		if a.code != 503 || a.answer.Status != health.AnswerFailing || a.answer.Serving() {
 			t.Fatalf("got %d %s, want 503 failing", a.code, a.body)
 		}
-		if got := a.report.Checks["sidecar"]; got.OK || !got.Gates {
+		if got := a.answer.Checks["sidecar"]; got.OK || !got.Gates {
 			t.Errorf("sidecar entry %+v", got)
 		}
 	})
@@ -71,7 +71,7 @@ servicewright_readiness_check_failing{check="postgres",gates="false"} 1
 			check   health.Check
 			status  string
 			serving bool
-		}{{down, health.ReportDegraded, true}, {health.Gating(down), health.ReportFailing, false}} {
+		}{{down, health.AnswerDegraded, true}, {health.Gating(down), health.AnswerFailing, false}} {
 			m, err := health.NewMonitor(health.MonitorConfig{Checks: map[string]health.Check{"db": c.check}}, ready())
 			if err != nil {
 				t.Fatal(err)

@@ -79,9 +79,10 @@ type ReadinessConfig struct {
 // not declared with Gating fail (a shared dependency: see Gating), and 503 "failing"
 // when a Gating check fails, with one entry per check either way. A check that has not returned at its timeout is
 // reported as {"ok": false, "detail": "timed out after 2s"}; the response does not wait
-// for it, and its ctx is cancelled then. A failing check's detail is the error's type
-// (see ErrorType), never its message, which may carry a DSN or a password; a panicking
-// check's is "panic", and the panic is logged.
+// for it, and its ctx is cancelled then. A failing check's detail is the error's Go
+// type (the first under fmt.Errorf's and errors.Join's wrappers), never its message,
+// which may carry a DSN or a password; a panicking check's is "panic", and the panic
+// is logged.
 //
 // ?exclude=a,b (or repeated ?exclude=) skips the named checks; a name that is not a
 // check answers 400 with {"error": …} naming it. Every answer is JSON with
@@ -115,8 +116,8 @@ func NewReadiness(cfg ReadinessConfig, src Source) (http.Handler, error) {
 // resolve fills c's defaults and records each problem in l under its field.
 func (c ReadinessConfig) resolve(l *fault.Problems) ReadinessConfig {
 	validateTimeout(l, c.CheckTimeout)
-	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), DefaultCheckTimeout)
-	validateChecks(l, c.Checks, c.CheckTimeout, DefaultCheckInterval)
+	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), defaultCheckTimeout)
+	validateChecks(l, c.Checks, c.CheckTimeout, defaultCheckInterval)
 	return c
 }
 
@@ -130,8 +131,8 @@ func (h readiness) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		})
 		return
 	}
-	code, rep := h.e.report(r.Context(), skip)
-	writeJSON(w, code, rep)
+	code, ans := h.e.answer(r.Context(), skip)
+	writeJSON(w, code, ans)
 }
 
 type statusBody struct {
@@ -143,7 +144,7 @@ type statusBody struct {
 // liveness would get it killed in the middle of its drain.
 func Liveness() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, statusBody{ReportOK})
+		writeJSON(w, http.StatusOK, statusBody{AnswerOK})
 	})
 }
 
@@ -195,10 +196,10 @@ func (h *startup) started() bool {
 
 func (h *startup) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
 	if h.started() {
-		writeJSON(w, http.StatusOK, statusBody{ReportOK})
+		writeJSON(w, http.StatusOK, statusBody{AnswerOK})
 		return
 	}
-	writeJSON(w, http.StatusServiceUnavailable, statusBody{ReportUnavailable})
+	writeJSON(w, http.StatusServiceUnavailable, statusBody{AnswerUnavailable})
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {

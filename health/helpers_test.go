@@ -17,7 +17,7 @@ type answer struct {
 	code   int
 	header http.Header
 	body   string
-	report health.Report
+	answer health.Answer
 }
 
 // get asks h for target in memory: no socket, so it works inside a synctest bubble.
@@ -26,7 +26,7 @@ func get(t *testing.T, h http.Handler, target string) answer {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, target, nil))
 	a := answer{code: rec.Code, header: rec.Header(), body: rec.Body.String()}
-	if err := json.Unmarshal(rec.Body.Bytes(), &a.report); err != nil {
+	if err := json.Unmarshal(rec.Body.Bytes(), &a.answer); err != nil {
 		t.Fatalf("body %q is not JSON: %v", a.body, err)
 	}
 	return a

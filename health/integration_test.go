@@ -64,7 +64,7 @@ func (p *pgPinger) Close() {
 
 type probe struct {
 	code    int
-	report  health.Report
+	answer  health.Answer
 	body    string
 	elapsed time.Duration
 }
@@ -82,7 +82,7 @@ func fetch(t *testing.T, c *http.Client, url string) probe {
 		t.Fatal(err)
 	}
 	p := probe{code: resp.StatusCode, body: string(b), elapsed: time.Since(start)}
-	if err := json.Unmarshal(b, &p.report); err != nil {
+	if err := json.Unmarshal(b, &p.answer); err != nil {
 		t.Fatalf("body %q: %v", b, err)
 	}
 	return p
@@ -103,9 +103,11 @@ func pollOK(t *testing.T, c *http.Client, url string) probe {
 
 const (
 	integrationTimeout = 500 * time.Millisecond
-	// The answer may come this much after CheckTimeout: scheduling and HTTP on a loaded
-	// 2-core CI machine, not the checks (which are cut at the timeout).
-	answerMargin = 300 * time.Millisecond
+	// answerBound is a sanity bound on an answer, 10× CheckTimeout, that a loaded
+	// 2-core CI machine cannot reach while a check waited out past its timeout (a
+	// dead server's connect or read) still can. That the answer comes at CheckTimeout
+	// exactly is checked in virtual time (TestReadinessHangingCheckIsOneTimedOutEntry).
+	answerBound = 10 * integrationTimeout
 )
 
 func TestReadinessAgainstRealRedisAndPostgres(t *testing.T) {
@@ -129,7 +131,7 @@ func TestReadinessAgainstRealRedisAndPostgres(t *testing.T) {
 
 	t.Run("both up answers ok", func(t *testing.T) {
 		p := fetch(t, c, srv.URL)
-		if p.code != 200 || p.report.Status != "ok" || len(p.report.Checks) != 3 {
+		if p.code != 200 || p.answer.Status != "ok" || len(p.answer.Checks) != 3 {
 			t.Fatalf("got %d %s", p.code, p.body)
 		}
 	})
@@ -140,20 +142,20 @@ func TestReadinessAgainstRealRedisAndPostgres(t *testing.T) {
 		}
 		p := fetch(t, c, srv.URL)
 		t.Logf("answered in %v: %s", p.elapsed, p.body)
-		if p.code != 200 || p.report.Status != "degraded" { // shared: degraded, still ready
+		if p.code != 200 || p.answer.Status != "degraded" { // shared: degraded, still ready
 			t.Fatalf("got %d %s", p.code, p.body)
 		}
-		if r := p.report.Checks["redis"]; r.OK || r.Detail == "" || r.Detail == "ok" {
+		if r := p.answer.Checks["redis"]; r.OK || r.Detail == "" || r.Detail == "ok" {
 			t.Fatalf("redis entry %+v", r)
 		}
-		if r := p.report.Checks["redis-tcp"]; r.OK || r.Detail != "*net.OpError" {
+		if r := p.answer.Checks["redis-tcp"]; r.OK || r.Detail != "*net.OpError" {
 			t.Fatalf("redis-tcp entry %+v", r)
 		}
-		if r := p.report.Checks["postgres"]; !r.OK {
+		if r := p.answer.Checks["postgres"]; !r.OK {
 			t.Fatalf("postgres entry %+v", r)
 		}
-		if p.elapsed > integrationTimeout+answerMargin {
-			t.Fatalf("answered in %v, want within CheckTimeout %v + %v", p.elapsed, integrationTimeout, answerMargin)
+		if p.elapsed > answerBound {
+			t.Fatalf("answered in %v, want about CheckTimeout %v (at most %v)", p.elapsed, integrationTimeout, answerBound)
 		}
 	})
 
@@ -172,11 +174,11 @@ func TestReadinessAgainstRealRedisAndPostgres(t *testing.T) {
 		}
 		p := fetch(t, c, srv.URL)
 		t.Logf("answered in %v: %s", p.elapsed, p.body)
-		if p.code != 200 || p.report.Checks["postgres"].OK || !p.report.Checks["redis"].OK {
+		if p.code != 200 || p.answer.Checks["postgres"].OK || !p.answer.Checks["redis"].OK {
 			t.Fatalf("got %d %s", p.code, p.body)
 		}
-		if p.elapsed > integrationTimeout+answerMargin {
-			t.Fatalf("answered in %v", p.elapsed)
+		if p.elapsed > answerBound {
+			t.Fatalf("answered in %v, want about CheckTimeout %v (at most %v)", p.elapsed, integrationTimeout, answerBound)
 		}
 		if err := pg.Restart(); err != nil {
 			t.Fatal(err)
@@ -216,11 +218,11 @@ func TestReadinessHangingCheckBesideRealOnes(t *testing.T) {
 		"postgres": {OK: true, Detail: "ok"},
 		"redis":    {OK: true, Detail: "ok"},
 	}
-	if p.code != 200 || p.report.Status != "degraded" || !equalChecks(p.report.Checks, want) {
+	if p.code != 200 || p.answer.Status != "degraded" || !equalChecks(p.answer.Checks, want) {
 		t.Fatalf("got %d %s", p.code, p.body)
 	}
-	if p.elapsed < integrationTimeout || p.elapsed > integrationTimeout+answerMargin {
-		t.Fatalf("answered in %v, want within [%v, %v]", p.elapsed, integrationTimeout, integrationTimeout+answerMargin)
+	if p.elapsed < integrationTimeout || p.elapsed > answerBound {
+		t.Fatalf("answered in %v, want within [%v, %v]", p.elapsed, integrationTimeout, answerBound)
 	}
 }
 
@@ -251,7 +253,7 @@ func TestReadinessRealDriverErrorDoesNotLeakDSN(t *testing.T) {
 		Checks: map[string]health.Check{"postgres": health.Postgres(pgp)},
 	})
 	a := get(t, h, "/readyz")
-	if a.code != 200 || a.report.Checks["postgres"].Detail != "*pgconn.ConnectError" {
+	if a.code != 200 || a.answer.Checks["postgres"].Detail != "*pgconn.ConnectError" {
 		t.Fatalf("got %d %s", a.code, a.body)
 	}
 	if strings.Contains(a.body, password) || strings.Contains(a.body, "orders") || strings.Contains(a.body, strconv.Itoa(port)) {

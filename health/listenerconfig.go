@@ -16,8 +16,8 @@ type ListenerConfig struct {
 	Addr     string // host:port; "" means ":8079"
 	Disabled bool   // no listener at all (the process serves probes itself)
 	// CheckTimeout is each readiness check's own budget. Zero, the field left unset,
-	// means DefaultCheckTimeout (2s); a value set below zero is refused with a
-	// ConfigError naming CheckTimeout, as no check can answer within it.
+	// means 2s; a value set below zero is refused with a ConfigError naming
+	// CheckTimeout, as no check can answer within it.
 	CheckTimeout time.Duration
 }
 
@@ -33,7 +33,7 @@ func (c ListenerConfig) Validate() error {
 // resolve fills c's defaults and records each problem in l under its field.
 func (c ListenerConfig) resolve(l *fault.Problems) ListenerConfig {
 	validateTimeout(l, c.CheckTimeout)
-	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), DefaultCheckTimeout)
+	c.CheckTimeout = cmp.Or(max(c.CheckTimeout, 0), defaultCheckTimeout)
 	if c.Addr == "" {
 		c.Addr = ":8079"
 		return c

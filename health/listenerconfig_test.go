@@ -56,7 +56,7 @@ func TestMonitorServesTheProbe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := get(t, m, "/readyz"); a.code != 503 || a.report.Status != health.ReportUnavailable || len(a.report.Checks) != 0 {
+	if a := get(t, m, "/readyz"); a.code != 503 || a.answer.Status != health.AnswerUnavailable || len(a.answer.Checks) != 0 {
 		t.Errorf("before Ready: %d %s", a.code, a.body)
 	}
 	st.Set(health.StatusReady)
@@ -64,20 +64,20 @@ func TestMonitorServesTheProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	a := get(t, m, "/readyz")
-	if a.code != 200 || a.report.Status != health.ReportDegraded || a.report.Checks["db"].OK || !a.report.Checks["spool"].Gates {
+	if a.code != 200 || a.answer.Status != health.AnswerDegraded || a.answer.Checks["db"].OK || !a.answer.Checks["spool"].Gates {
 		t.Errorf("Ready, db down: %d %s; want 200 degraded naming db and the added spool", a.code, a.body)
 	}
-	if rep := m.Evaluate(context.Background()); rep.Status != a.report.Status || len(rep.Checks) != 2 {
+	if rep := m.Evaluate(context.Background()); rep.Status != a.answer.Status || len(rep.Checks) != 2 {
 		t.Errorf("Evaluate = %+v, the probe said %s", rep, a.body)
 	}
-	if a := get(t, m, "/readyz?exclude=db"); a.code != 200 || a.report.Status != health.ReportOK {
+	if a := get(t, m, "/readyz?exclude=db"); a.code != 200 || a.answer.Status != health.AnswerOK {
 		t.Errorf("?exclude=db: %d %s", a.code, a.body)
 	}
 	if got := failing(t, reg, "db"); got != 1 {
 		t.Errorf("servicewright_readiness_check_failing{check=\"db\"} = %v, want 1", got)
 	}
 	st.Set(health.StatusDraining)
-	if a := get(t, m, "/readyz"); a.code != 503 || a.report.Status != health.ReportDraining {
+	if a := get(t, m, "/readyz"); a.code != 503 || a.answer.Status != health.AnswerDraining {
 		t.Errorf("draining: %d %s", a.code, a.body)
 	}
 }

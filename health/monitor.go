@@ -14,7 +14,7 @@ import (
 
 // Defaults for the zero fields of MonitorConfig.
 const (
-	DefaultCheckInterval = 5 * time.Second
+	defaultCheckInterval = 5 * time.Second
 	defaultPollInterval  = 20 * time.Millisecond
 )
 
@@ -31,11 +31,11 @@ var _ Notifier = (*State)(nil)
 // it.
 type MonitorConfig struct {
 	// Checks are the dependencies the process cannot serve without, by name, as in
-	// ReadinessConfig: give both the same map and they give the same verdicts.
+	// ReadinessConfig: give both the same map and they give the same answers.
 	Checks map[string]Check
 	// CheckTimeout is each check's own budget: a check that has not answered by then
-	// is failing, "timed out after …". 0 means DefaultCheckTimeout (2s); negative is
-	// refused, and so is a timeout not shorter than CheckInterval.
+	// is failing, "timed out after …". 0 means 2s; negative is refused, and so is a
+	// timeout not shorter than CheckInterval.
 	CheckTimeout time.Duration
 	// CheckInterval is how often a started Monitor runs each check in the
 	// background (and a subscription of one not started runs them again while the
@@ -53,7 +53,7 @@ type MonitorConfig struct {
 }
 
 // A Monitor gives readiness to a transport other than HTTP — the gRPC health
-// service, a service registry — with the same verdicts as the readiness probe:
+// service, a service registry — with the same answers as the readiness probe:
 // Evaluate answers once, Subscribe follows the changes, and ServeHTTP is the probe
 // itself. Make one with NewMonitor; it is safe for concurrent use.
 //
@@ -117,15 +117,15 @@ func (m *Monitor) AddCheck(name string, c Check) error { return m.e.add(name, c)
 
 // ServeHTTP answers the readiness probe (/readyz) from the Monitor, exactly as the
 // handler of NewReadiness does with the same checks (the status codes, the body,
-// ?exclude=): a probe and Evaluate give the same verdict because they share the
+// ?exclude=): a probe and Evaluate give the same answer because they share the
 // checks, and a check added with AddCheck is run by both.
 func (m *Monitor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	readiness{m.e}.ServeHTTP(w, r)
 }
 
-// Serving reports whether r lets the process take work: Status is ReportOK, or
-// ReportDegraded (a check that does not gate traffic failed; see Gating).
-func (r Report) Serving() bool { return r.Status == ReportOK || r.Status == ReportDegraded }
+// Serving reports whether r lets the process take work: Status is AnswerOK, or
+// AnswerDegraded (a check that does not gate traffic failed; see Gating).
+func (r Answer) Serving() bool { return r.Status == AnswerOK || r.Status == AnswerDegraded }
 
 // Start begins running each check in the background: at once, then every
 // CheckInterval (or its own, Every) from the start of one run to the start of the
@@ -187,13 +187,13 @@ func (m *Monitor) Checks() map[string]CheckResult {
 // check while the Source is not Ready; otherwise, on a started Monitor, from the last
 // results, at once; before Start, running every check concurrently, each under its
 // timeout. A check still running when ctx is done is reported as canceled.
-func (m *Monitor) Evaluate(ctx context.Context) Report {
-	_, rep := m.e.report(ctx, nil)
-	return rep
+func (m *Monitor) Evaluate(ctx context.Context) Answer {
+	_, ans := m.e.answer(ctx, nil)
+	return ans
 }
 
-// Subscribe calls fn with the current verdict and then with each new one, in a
-// goroutine it owns, until the returned cancel is called. A new verdict is one whose
+// Subscribe calls fn with the current answer and then with each new one, in a
+// goroutine it owns, until the returned cancel is called. A new answer is one whose
 // Status differs from the last one given to fn.
 //
 // A change of the Source (Ready → Draining, from the moment readiness is withdrawn)
@@ -202,9 +202,9 @@ func (m *Monitor) Evaluate(ctx context.Context) Report {
 // cancelled). While the Source is Ready the checks run again every CheckInterval.
 //
 // fn runs on the subscription's goroutine, one call at a time; a slow fn delays the
-// next verdict, not other subscriptions. cancel stops the subscription and waits for
+// next answer, not other subscriptions. cancel stops the subscription and waits for
 // fn to return; it may be called more than once.
-func (m *Monitor) Subscribe(fn func(Report)) (cancel func()) {
+func (m *Monitor) Subscribe(fn func(Answer)) (cancel func()) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	wg.Go(func() { m.follow(ctx, fn) })
@@ -215,7 +215,7 @@ func (m *Monitor) Subscribe(fn func(Report)) (cancel func()) {
 }
 
 // follow is a subscription's loop.
-func (m *Monitor) follow(ctx context.Context, fn func(Report)) {
+func (m *Monitor) follow(ctx context.Context, fn func(Answer)) {
 	last := ""
 	recheck := time.NewTimer(m.cfg.CheckInterval)
 	defer recheck.Stop()
@@ -223,16 +223,16 @@ func (m *Monitor) follow(ctx context.Context, fn func(Report)) {
 		changed := m.changed()
 		results := m.e.bg.wake()
 		before := m.e.status()
-		rep := m.evaluateUntilChange(ctx, before)
+		ans := m.evaluateUntilChange(ctx, before)
 		if ctx.Err() != nil {
 			return
 		}
 		if m.e.status() != before {
 			continue // the Source moved while the checks ran: answer for the new one
 		}
-		if rep.Status != last {
-			last = rep.Status
-			fn(rep)
+		if ans.Status != last {
+			last = ans.Status
+			fn(ans)
 		}
 		recheck.Reset(m.cfg.CheckInterval)
 		if !m.e.bg.started() {
@@ -283,7 +283,7 @@ func (m *Monitor) wait(ctx context.Context, changed, results <-chan struct{}, be
 
 // evaluateUntilChange is Evaluate, with the checks cancelled as soon as the Source
 // leaves before.
-func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report {
+func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Answer {
 	if before != StatusReady || len(m.e.list()) == 0 || m.e.bg.started() {
 		return m.Evaluate(ctx)
 	}
@@ -296,7 +296,7 @@ func (m *Monitor) evaluateUntilChange(ctx context.Context, before Status) Report
 			cancel()
 		}
 	})
-	rep := m.Evaluate(ctx)
+	ans := m.Evaluate(ctx)
 	cancel()
-	return rep
+	return ans
 }

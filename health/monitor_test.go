@@ -13,23 +13,23 @@ import (
 )
 
 // verdicts collects what a subscription hands out.
-type verdicts struct{ ch chan health.Report }
+type verdicts struct{ ch chan health.Answer }
 
 func subscribe(t *testing.T, m *health.Monitor) *verdicts {
 	t.Helper()
-	v := &verdicts{ch: make(chan health.Report, 16)}
-	t.Cleanup(m.Subscribe(func(r health.Report) { v.ch <- r }))
+	v := &verdicts{ch: make(chan health.Answer, 16)}
+	t.Cleanup(m.Subscribe(func(r health.Answer) { v.ch <- r }))
 	return v
 }
 
-func (v *verdicts) next(t *testing.T) health.Report {
+func (v *verdicts) next(t *testing.T) health.Answer {
 	t.Helper()
 	select {
 	case r := <-v.ch:
 		return r
 	case <-time.After(time.Minute):
 		t.Fatal("no verdict")
-		return health.Report{}
+		return health.Answer{}
 	}
 }
 
@@ -41,7 +41,7 @@ func TestMonitorFollowsTheStateAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := subscribe(t, m)
-		if r := v.next(t); r.Status != health.ReportUnavailable || r.Serving() {
+		if r := v.next(t); r.Status != health.AnswerUnavailable || r.Serving() {
 			t.Fatalf("first verdict %+v, want unavailable", r)
 		}
 		st.Set(health.StatusReady)
@@ -50,7 +50,7 @@ func TestMonitorFollowsTheStateAtOnce(t *testing.T) {
 		}
 		start := time.Now()
 		st.Set(health.StatusDraining)
-		if r := v.next(t); r.Status != health.ReportDraining {
+		if r := v.next(t); r.Status != health.AnswerDraining {
 			t.Fatalf("verdict after Draining %+v, want draining", r)
 		}
 		if d := time.Since(start); d != 0 {
@@ -85,7 +85,7 @@ func TestMonitorWithdrawalCancelsARunningCheck(t *testing.T) {
 		synctest.Wait()
 		start := time.Now()
 		st.Set(health.StatusDraining)
-		if r := v.next(t); r.Status != health.ReportDraining {
+		if r := v.next(t); r.Status != health.AnswerDraining {
 			t.Fatalf("verdict %+v, want draining", r)
 		}
 		if d := time.Since(start); d != 0 {
@@ -115,7 +115,7 @@ func TestMonitorRechecksWhileReady(t *testing.T) {
 		}
 		down.Store(true)
 		start := time.Now()
-		if r := v.next(t); r.Status != health.ReportDegraded || r.Checks["db"].OK {
+		if r := v.next(t); r.Status != health.AnswerDegraded || r.Checks["db"].OK {
 			t.Fatalf("verdict %+v, want degraded", r)
 		}
 		if d := time.Since(start); d != time.Second {
@@ -143,7 +143,7 @@ func TestMonitorPollsOtherSources(t *testing.T) {
 		}
 		start := time.Now()
 		st.Set(health.StatusDraining)
-		if r := v.next(t); r.Status != health.ReportDraining {
+		if r := v.next(t); r.Status != health.AnswerDraining {
 			t.Fatalf("verdict %+v", r)
 		}
 		if d := time.Since(start); d > 10*time.Millisecond {
@@ -162,8 +162,8 @@ func TestMonitorEvaluateMatchesReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	probe := get(t, newReadiness(t, st, health.ReadinessConfig{Checks: checks}), "/readyz")
-	if got := m.Evaluate(t.Context()); got.Status != probe.report.Status || got.Checks["a"] != probe.report.Checks["a"] {
-		t.Fatalf("Evaluate %+v, probe %+v", got, probe.report)
+	if got := m.Evaluate(t.Context()); got.Status != probe.answer.Status || got.Checks["a"] != probe.answer.Checks["a"] {
+		t.Fatalf("Evaluate %+v, probe %+v", got, probe.answer)
 	}
 }
 
@@ -195,14 +195,14 @@ func TestMonitorAddCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := subscribe(t, m)
-		if r := v.next(t); r.Status != health.ReportOK {
+		if r := v.next(t); r.Status != health.AnswerOK {
 			t.Fatalf("without checks: %+v", r)
 		}
 		down := health.Gating(health.CheckFunc(func(context.Context) error { return errors.New("sidecar gone") }))
 		if err := m.AddCheck("sidecar", down); err != nil {
 			t.Fatal(err)
 		}
-		if r := v.next(t); r.Status != health.ReportFailing || r.Checks["sidecar"].OK {
+		if r := v.next(t); r.Status != health.AnswerFailing || r.Checks["sidecar"].OK {
 			t.Errorf("a subscription after AddCheck of a failing gating check: %+v", r)
 		}
 		for _, name := range []string{"sidecar", "", "a,b"} {

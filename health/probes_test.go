@@ -28,7 +28,7 @@ func TestStartup(t *testing.T) {
 	t.Run("503 until ready, then 200 for good", func(t *testing.T) {
 		var s health.State
 		h := health.Startup(&s)
-		if a := get(t, h, "/startupz"); a.code != 503 || a.report.Status != "unavailable" {
+		if a := get(t, h, "/startupz"); a.code != 503 || a.answer.Status != "unavailable" {
 			t.Fatalf("before ready: %d %s", a.code, a.body)
 		}
 		s.Set(health.StatusReady)

@@ -40,8 +40,8 @@ func TestReadinessAnswersFromStateAlone(t *testing.T) {
 			}
 			h := newReadiness(t, &s, health.ReadinessConfig{Checks: map[string]health.Check{"db": count}})
 			a := get(t, h, "/readyz")
-			if a.code != tc.code || a.report.Status != tc.status {
-				t.Fatalf("got %d %q, want %d %q", a.code, a.report.Status, tc.code, tc.status)
+			if a.code != tc.code || a.answer.Status != tc.status {
+				t.Fatalf("got %d %q, want %d %q", a.code, a.answer.Status, tc.code, tc.status)
 			}
 			if want := `{"status":"` + tc.status + `","checks":{}}` + "\n"; a.body != want {
 				t.Fatalf("body %q, want %q", a.body, want)
@@ -86,13 +86,13 @@ func TestReadinessFailingCheckShowsTypeNeverMessage(t *testing.T) {
 		Logger: logger,
 	})
 	a := get(t, h, "/readyz")
-	if a.code != 200 || a.report.Status != "degraded" {
-		t.Fatalf("got %d %q, want 200 degraded", a.code, a.report.Status)
+	if a.code != 200 || a.answer.Status != "degraded" {
+		t.Fatalf("got %d %q, want 200 degraded", a.code, a.answer.Status)
 	}
-	if got := a.report.Checks["postgres"]; got != (health.CheckResult{OK: false, Detail: "*net.OpError"}) {
+	if got := a.answer.Checks["postgres"]; got != (health.CheckResult{OK: false, Detail: "*net.OpError"}) {
 		t.Fatalf("postgres entry %+v", got)
 	}
-	if got := a.report.Checks["redis"]; !got.OK {
+	if got := a.answer.Checks["redis"]; !got.OK {
 		t.Fatalf("redis entry %+v: a failing sibling must not taint it", got)
 	}
 	if strings.Contains(a.body, secret) {
@@ -174,7 +174,7 @@ func TestReadinessDefaultTimeoutIsTwoSeconds(t *testing.T) {
 		}})
 		start := time.Now()
 		a := get(t, h, "/readyz")
-		if d := time.Since(start); d != health.DefaultCheckTimeout || a.report.Checks["wait"].Detail != "timed out after 2s" {
+		if d := time.Since(start); d != 2*time.Second || a.answer.Checks["wait"].Detail != "timed out after 2s" {
 			t.Fatalf("after %v: %s", d, a.body)
 		}
 	})
@@ -209,7 +209,7 @@ func TestReadinessPanickingCheckIsReportedAndLogged(t *testing.T) {
 		},
 	})
 	a := get(t, h, "/readyz")
-	if a.code != 200 || a.report.Checks["boom"] != (health.CheckResult{Detail: "panic"}) || !a.report.Checks["fine"].OK {
+	if a.code != 200 || a.answer.Checks["boom"] != (health.CheckResult{Detail: "panic"}) || !a.answer.Checks["fine"].OK {
 		t.Fatalf("got %d %s", a.code, a.body)
 	}
 	if strings.Contains(a.body, "secret-in-panic") {
@@ -228,7 +228,7 @@ func TestReadinessExclude(t *testing.T) {
 	t.Run("skips the named checks", func(t *testing.T) {
 		for _, q := range []string{"?exclude=kafka", "?exclude=kafka,postgres", "?exclude=kafka&exclude=postgres", "?exclude=%20kafka%20,,"} {
 			a := get(t, h, "/readyz"+q)
-			if _, has := a.report.Checks["kafka"]; a.code != 200 || has || !a.report.Checks["redis"].OK {
+			if _, has := a.answer.Checks["kafka"]; a.code != 200 || has || !a.answer.Checks["redis"].OK {
 				t.Fatalf("%s: got %d %s", q, a.code, a.body)
 			}
 		}
@@ -287,7 +287,7 @@ func TestFromFunc(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newReadiness(t, tc.src, health.ReadinessConfig{Logger: logger})
 			a := get(t, h, "/readyz")
-			if a.code != tc.code || a.report.Status != tc.status || strings.Contains(a.body, "secret") {
+			if a.code != tc.code || a.answer.Status != tc.status || strings.Contains(a.body, "secret") {
 				t.Fatalf("got %d %s", a.code, a.body)
 			}
 		})

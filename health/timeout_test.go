@@ -11,7 +11,7 @@ import (
 
 // TestProbeTimeoutSetBelowZeroIsRefused: a check timeout that is set is refused
 // unless positive, naming CheckTimeout, by both constructors; left at zero it takes
-// DefaultCheckTimeout.
+// its default timeout, 2s.
 func TestProbeTimeoutSetBelowZeroIsRefused(t *testing.T) {
 	for _, d := range []time.Duration{-time.Nanosecond, -time.Second} {
 		_, merr := health.NewMonitor(health.MonitorConfig{CheckTimeout: d}, ready())

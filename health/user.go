@@ -4,7 +4,7 @@ package health
 // their own (the gRPC health service, a service registry) and take the Host's
 // Monitor unless they were given one.
 //
-// The Host builds one Monitor over its own readiness and its checks — the verdicts
+// The Host builds one Monitor over its own readiness and its checks — the answers
 // of its readiness probe — and calls UseMonitor once on each entrypoint that
 // implements it, when the entrypoint is registered (before Bind). An implementation
 // keeps a Monitor given at construction (grpcentry.WithHealth, say) and ignores m

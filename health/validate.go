@@ -52,9 +52,9 @@ func validateChecks(l *fault.Problems, checks map[string]Check, timeout, interva
 func validateTiming(l *fault.Problems, timeout, interval time.Duration) (time.Duration, time.Duration) {
 	validateTimeout(l, timeout)
 	if interval < 0 {
-		l.Addf("CheckInterval", "must not be negative, got %s (leave it 0 for the default, %s)", interval, DefaultCheckInterval)
+		l.Addf("CheckInterval", "must not be negative, got %s (leave it 0 for the default, %s)", interval, defaultCheckInterval)
 	}
-	timeout, interval = cmp.Or(max(timeout, 0), DefaultCheckTimeout), cmp.Or(max(interval, 0), DefaultCheckInterval)
+	timeout, interval = cmp.Or(max(timeout, 0), defaultCheckTimeout), cmp.Or(max(interval, 0), defaultCheckInterval)
 	if timeout >= interval {
 		l.Addf("CheckTimeout", "%s must be shorter than CheckInterval, %s: a check runs one at a time", timeout, interval)
 	}
@@ -63,7 +63,7 @@ func validateTiming(l *fault.Problems, timeout, interval time.Duration) (time.Du
 
 func validateTimeout(l *fault.Problems, d time.Duration) {
 	if d < 0 {
-		l.Addf("CheckTimeout", "must be positive, got %s (leave it 0 for the default, %s)", d, DefaultCheckTimeout)
+		l.Addf("CheckTimeout", "must be positive, got %s (leave it 0 for the default, %s)", d, defaultCheckTimeout)
 	}
 }
 

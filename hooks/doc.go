@@ -1,5 +1,5 @@
 // Package hooks holds the application's own code that the Host runs at fixed points of
-// its sequence: four kinds of hook, and drain phases.
+// its sequence: four kinds of hook, and drain hooks.
 //
 // # Hook points
 //
@@ -23,9 +23,9 @@
 // taken in when startup reaches pre_start. Shutdown hooks run only when startup
 // reached pre_start: none runs after a failure in the container's start or in warmup.
 //
-// # Drain phases
+// # Drain hooks
 //
-// A drain phase is work that has to happen while the replica still serves but is on its
+// A drain hook is work that has to happen while the replica still serves but is on its
 // way out: handing a lease to another replica, closing long-lived streams gently over a
 // window so their clients reconnect elsewhere a few at a time. The Host runs the phases
 // once per run, after readiness has been withdrawn and the drain delay has passed, while
@@ -34,8 +34,8 @@
 // Phases run in ascending Order (registration order among equals) and share one budget,
 // and only after a complete startup. The Host gives each phase min(MaxDuration, budget
 // left) and tells it that figure, cancels one that overruns it (its ctx's cause is
-// ErrPhaseDeadline), abandons one that ignores the cancellation AbandonAfter later,
-// skips one that would get less than MinPhaseTime, and moves on after a phase that
+// ErrDrainHookDeadline), abandons one that ignores the cancellation AbandonAfter later,
+// skips one that would get less than 100ms, and moves on after a phase that
 // fails. The shutdown report says what happened to each.
 //
 // Nothing here validates registrations or applies fleet marks: the Host checks names,

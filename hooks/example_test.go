@@ -39,12 +39,12 @@ func Example() {
 		}
 	}
 	for _, p := range reg.DrainHooks() { // in Order: the Host runs them so
-		fmt.Println("drain phase", p.Name)
+		fmt.Println("drain hook", p.Name)
 	}
 	// Output:
 	// pre_start migrate
 	// pre_shutdown flush-outbox
 	// pre_shutdown final-event
-	// drain phase hand-over
-	// drain phase close-streams
+	// drain hook hand-over
+	// drain hook close-streams
 }

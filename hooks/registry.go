@@ -68,7 +68,7 @@ type DrainHook struct {
 	Marks fleet.Marks
 }
 
-// Registry collects hooks and drain phases at build time. The zero value is an empty
+// Registry collects hooks and drain hooks at build time. The zero value is an empty
 // registry ready to use, and its methods are safe for concurrent use.
 //
 // Registration neither validates nor panics: an empty name, a nil function or a negative
@@ -123,7 +123,7 @@ func (r *Registry) Add(kind Kind, h Hook) {
 	r.hooks[kind] = append(r.hooks[kind], h)
 }
 
-// AddDrainHook registers a drain phase.
+// AddDrainHook registers a drain hook.
 func (r *Registry) AddDrainHook(p DrainHook) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -137,7 +137,7 @@ func (r *Registry) Hooks(kind Kind) []Hook {
 	return slices.Clone(r.hooks[kind])
 }
 
-// DrainHooks returns a copy of the drain phases sorted by ascending Order; phases with
+// DrainHooks returns a copy of the drain hooks sorted by ascending Order; phases with
 // the same Order keep their registration order.
 func (r *Registry) DrainHooks() []DrainHook {
 	r.mu.Lock()

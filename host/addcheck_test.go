@@ -16,7 +16,7 @@ import (
 
 // readyz runs a Host whose one check fails, declared in the spec or added after New
 // with AddCheck, and returns what /readyz and the Monitor answer while it serves.
-func readyz(t *testing.T, late bool, check health.Check) (code int, body health.Report, monitor health.Report) {
+func readyz(t *testing.T, late bool, check health.Check) (code int, body health.Answer, monitor health.Answer) {
 	t.Helper()
 	spec := host.AppSpec{
 		ServiceName: "orders", Telemetry: quiet(),
@@ -69,8 +69,8 @@ func TestAddCheck(t *testing.T) {
 		code   int
 		status string
 	}{
-		{"a late check on a shared dependency degrades readiness as a spec check does", down, 200, health.ReportDegraded},
-		{"a late gating check withdraws readiness as a spec check does", health.Gating(down), 503, health.ReportFailing},
+		{"a late check on a shared dependency degrades readiness as a spec check does", down, 200, health.AnswerDegraded},
+		{"a late gating check withdraws readiness as a spec check does", health.Gating(down), 503, health.AnswerFailing},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, late := range []bool{false, true} {
@@ -118,7 +118,7 @@ func TestAddCheck(t *testing.T) {
 			if !errors.Is(err, host.ErrRegisterAfterRun) {
 				t.Errorf("AddCheck after Run = %v, want ErrRegisterAfterRun", err)
 			}
-			if r := h.Monitor().Evaluate(t.Context()); r.Status != health.ReportOK || len(r.Checks) != 0 {
+			if r := h.Monitor().Evaluate(t.Context()); r.Status != health.AnswerOK || len(r.Checks) != 0 {
 				t.Errorf("serving after a refused AddCheck: %+v, want ok without checks", r)
 			}
 			x.Stop()
@@ -150,7 +150,7 @@ func TestContainerCheckAfterItsMonitor(t *testing.T) {
 			})})
 		x.Start()
 		x.WaitStage(host.StageServe)
-		if r := x.Host().Monitor().Evaluate(t.Context()); r.Status != health.ReportFailing || r.Checks["spool"].OK {
+		if r := x.Host().Monitor().Evaluate(t.Context()); r.Status != health.AnswerFailing || r.Checks["spool"].OK {
 			t.Errorf("the Monitor says %+v, want failing on spool", r)
 		}
 		x.Stop()

@@ -30,7 +30,7 @@ func (hangingFlush) ForceFlush(context.Context) error             { return nil }
 // the test ends.
 type hangs struct {
 	serve, drain, stop, phase, preShutdown, postShutdown, warmupStop, scope, flush, cooperative bool
-	// capped: three drain phases with a MaxDuration of 200ms each instead of one
+	// capped: three drain hooks with a MaxDuration of 200ms each instead of one
 	// without; each hangs when phase does.
 	capped bool
 }

@@ -40,14 +40,14 @@ func TestBudgetsFit(t *testing.T) {
 		return h
 	}
 
-	t.Run("drain phases count at their declared MaxDuration when it is shorter than the budget", func(t *testing.T) {
+	t.Run("drain hooks count at their declared MaxDuration when it is shorter than the budget", func(t *testing.T) {
 		h := build(t, phase("a", 2*time.Second), phase("b", 3*time.Second))
-		if got := figure(h.WorstCase(), "drain_phases"); got != 7*time.Second {
-			t.Errorf("drain_phases = %s, want 7s ((2s + 1s) + (3s + 1s): each may ignore its cancellation)", got)
+		if got := figure(h.WorstCase(), "drain_hooks"); got != 7*time.Second {
+			t.Errorf("drain_hooks = %s, want 7s ((2s + 1s) + (3s + 1s): each may ignore its cancellation)", got)
 		}
 		h = build(t, phase("a", 2*time.Second), phase("unbounded", 0))
-		if got := figure(h.WorstCase(), "drain_phases"); got != 21*time.Second {
-			t.Errorf("drain_phases = %s with a phase of no MaxDuration, want the 20s budget + 1s", got)
+		if got := figure(h.WorstCase(), "drain_hooks"); got != 21*time.Second {
+			t.Errorf("drain_hooks = %s with a phase of no MaxDuration, want the 20s budget + 1s", got)
 		}
 	})
 
@@ -78,7 +78,7 @@ func TestBudgetsFit(t *testing.T) {
 
 	t.Run("a service shaped like the example fits Kubernetes' default grace period at the default budgets", func(t *testing.T) {
 		// The example's shape: six entrypoints (http, grpc, kafka, cron, leader,
-		// ticker), one drain phase, a post_start and a pre_shutdown hook, an fx
+		// ticker), one drain hook, a post_start and a pre_shutdown hook, an fx
 		// container, an error reporter and the probe listener; every budget left at
 		// its default, no DrainDelay.
 		shaped := func(p hooks.DrainHook) host.WorstCase {

@@ -40,7 +40,7 @@ type Budgets struct {
 	StepTimeout time.Duration
 	// Deadline, when positive, caps the waits of the exit from the moment a stop
 	// is requested: when it expires, the waits still running — the drain delay
-	// and the wait for Serve in it, the drain phases (PreStop's too), the drains,
+	// and the wait for Serve in it, the drain hooks (PreStop's too), the drains,
 	// a cooperative wait — are cut short, and the result is Timeout; the report's
 	// cut_short names the stage it expired in. What follows still runs, each part
 	// under its own limit: each entrypoint's Stop and the wait for Serve after it
@@ -64,7 +64,7 @@ type Budgets struct {
 }
 
 // Default budgets. They are sized so that a service like the example — six
-// entrypoints, a drain phase, a shutdown hook, a container, an error reporter and the
+// entrypoints, a drain hook, a shutdown hook, a container, an error reporter and the
 // probe listener — has a worst-case exit within Kubernetes' default grace period
 // (30 s) with 10% headroom when its phases declare a MaxDuration, and within the
 // period itself when they do not (docs/budgets.md).
@@ -81,7 +81,7 @@ const (
 const maxBudget = 24 * time.Hour
 
 // drainSlack is how long the Host waits beyond DrainGrace for a Drain to return: the
-// second a drain phase that ignores its cancellation is given (hooks.AbandonAfter),
+// second a drain hook that ignores its cancellation is given (hooks.AbandonAfter),
 // ample for a Drain that honours its ctx to return.
 const drainSlack = hooks.AbandonAfter
 

@@ -160,8 +160,8 @@ func TestBudgetWarnings(t *testing.T) {
 func TestLogLevelError(t *testing.T) {
 	_, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff()}, env("SW_LOG_LEVEL", "verbose"))
 	var ce *fault.ConfigError
-	if !errors.As(err, &ce) || len(ce.Problems) != 1 || ce.Problems[0].Field != "SW_LOG_LEVEL" || host.ExitCode(err) != host.ExitConfig {
-		t.Fatalf("New = %v, want a ConfigError naming SW_LOG_LEVEL", err)
+	if !errors.As(err, &ce) || len(ce.Problems) != 1 || (ce.Problems[0].Field != "Telemetry.Logger" || ce.Problems[0].Variable != "SW_LOG_LEVEL") || host.ExitCode(err) != host.ExitConfig {
+		t.Fatalf("New = %v, want a ConfigError naming Telemetry.Logger and SW_LOG_LEVEL", err)
 	}
 }
 

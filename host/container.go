@@ -50,7 +50,7 @@ type Builder struct {
 // Run, Register and Main must not be called from Build.
 func (b *Builder) Host() *Host { return b.h }
 
-// Lifecycle is the Host's own registry of hooks and drain phases, read beside
+// Lifecycle is the Host's own registry of hooks and drain hooks, read beside
 // AppSpec.Lifecycle. What is added until startup reaches pre_start is taken in.
 func (b *Builder) Lifecycle() *hooks.Registry { return b.h.lifecycle }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -82,7 +83,7 @@ func TestCustomEntrypointFailedPostStart(t *testing.T) {
 		if d := time.Since(began); d != 0 {
 			t.Errorf("the exit took %s of virtual time; Stop before Serve must not wait", d)
 		}
-		if _, err := network.Dial(); !errors.Is(err, hosttest.ErrNetworkClosed) {
+		if _, err := network.Dial(); !errors.Is(err, net.ErrClosed) {
 			t.Errorf("Dial after the exit = %v, want the listener closed", err)
 		}
 	})

@@ -8,14 +8,14 @@ import (
 	"github.com/servicewright/servicewright/lock"
 )
 
-// LeadershipReporter is implemented by entrypoints that campaign for leases
+// Campaigner is implemented by entrypoints that campaign for leases
 // (leader.Leadership); the Host shows each key's state in /debug/lifecycle.
-type LeadershipReporter interface {
+type Campaigner interface {
 	Leadership() map[string]lock.Status
 }
 
 // Snapshot is where the Host stands: the /debug/lifecycle document. (AppSpec's
-// Lifecycle is something else: the registry of hooks and drain phases.)
+// Lifecycle is something else: the registry of hooks and drain hooks.)
 type Snapshot struct {
 	Service     string                 `json:"service"`
 	Instance    string                 `json:"instance"`

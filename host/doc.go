@@ -27,7 +27,7 @@
 // A stop — ctx cancelled, Shutdown.Begin, a first SIGTERM under Main, or an essential
 // entrypoint's failure — cancels one stop signal, owned by the Shutdown handle, and
 // runs, in order: readiness false; DrainDelay with every entrypoint still accepting;
-// drain phases sharing DrainHooksBudget (after a complete startup only); Drain on
+// drain hooks sharing DrainHooksBudget (after a complete startup only); Drain on
 // every bound entrypoint at once, each with the whole DrainGrace window; Stop on each
 // in reverse Order, each under StepTimeout; pre_shutdown hooks with the container
 // still open; warmup steps' Stop and the container's OnStop hooks; telemetry flush;

@@ -38,14 +38,14 @@ type entry struct {
 type caps struct {
 	entrypoint.Caps
 	monitor    health.MonitorUser // follows readiness in its transport
-	leadership LeadershipReporter // campaigns for leases
+	leadership Campaigner         // campaigns for leases
 }
 
 // probe returns what e can do.
 func probe(e entrypoint.Entrypoint) caps {
 	c := caps{Caps: entrypoint.Capabilities(e)}
 	c.monitor, _ = e.(health.MonitorUser)
-	c.leadership, _ = e.(LeadershipReporter)
+	c.leadership, _ = e.(Campaigner)
 	return c
 }
 

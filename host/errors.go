@@ -6,7 +6,6 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/internal/telemetry"
 )
@@ -25,7 +24,7 @@ const (
 	ExitConfig = 78 // EX_CONFIG: the spec or the environment is invalid
 	// ExitPermanent is a task's default exit code for a failure marked by
 	// fault.Permanent (entrypoint.TaskConfig.PermanentExitCode changes it).
-	ExitPermanent = entrypoint.DefaultPermanentExitCode
+	ExitPermanent = 3
 	// ExitInterrupted (EX_TEMPFAIL) is the exit code of a run stopped before its
 	// tasks were done: non-zero, and worth retrying.
 	ExitInterrupted = 75
@@ -54,10 +53,11 @@ var (
 	// ErrWarmupTimeout is wrapped by the startup error of a warmup step still
 	// running when Budgets.WarmupTimeout expired.
 	ErrWarmupTimeout = errors.New("host: warmup budget spent")
-
-	// ErrAlreadyRun is returned by a second call to Host.Run.
-	ErrAlreadyRun = errors.New("host: Run called more than once")
 )
+
+// errAlreadyRun is returned by a second call to Host.Run: a mistake in the program,
+// not an outcome to branch on.
+var errAlreadyRun = errors.New("host: Run called more than once")
 
 // EntrypointError is the cause of a shutdown forced by an essential entrypoint.
 type EntrypointError struct {

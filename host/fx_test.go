@@ -32,8 +32,8 @@ func TestContainer(t *testing.T) {
 				Entrypoints: []host.Registration{{Entrypoint: newFake("spec", j), Order: 2}},
 				Container: hostfx.Container(fx.Options(
 					fx.Supply(&greeter{"hi"}),
-					hostfx.Provide(func(g *greeter) *fake { return newFake("late-"+g.word, j) }, 3),
-					hostfx.Provide(func() (early, error) { return early{newFake("early", j)}, nil }, 1, hostfx.NonEssential()),
+					hostfx.Provide(host.Registration{Order: 3}, func(g *greeter) *fake { return newFake("late-"+g.word, j) }),
+					hostfx.Provide(host.Registration{Order: 1, NonEssential: true}, func() (early, error) { return early{newFake("early", j)}, nil }),
 					hostfx.Warmup(func(g *greeter) host.Step {
 						return host.Step{Name: "warm", Start: func(context.Context) error { j.add("warm-%s", g.word); return nil }}
 					}),
@@ -62,7 +62,7 @@ func TestContainer(t *testing.T) {
 
 	t.Run("a wiring error is a ConfigError naming the container; nothing starts", func(t *testing.T) {
 		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(),
-			Container: hostfx.Container(hostfx.Provide(func(g *greeter) *fake { return nil }, 1))}, env())
+			Container: hostfx.Container(hostfx.Provide(host.Registration{Order: 1}, func(g *greeter) *fake { return nil }))}, env())
 		var ce *fault.ConfigError
 		if !errors.As(err, &ce) || ce.Problems[0].Field != "Container" || !strings.Contains(err.Error(), "greeter") {
 			t.Fatalf("New = %v", err)
@@ -71,7 +71,7 @@ func TestContainer(t *testing.T) {
 
 	t.Run("a constructor of the wrong shape is refused", func(t *testing.T) {
 		_, err := host.New(host.AppSpec{ServiceName: "x", Telemetry: quiet(),
-			Container: hostfx.Container(hostfx.Provide(func() string { return "not an entrypoint" }, 1))}, env())
+			Container: hostfx.Container(hostfx.Provide(host.Registration{Order: 1}, func() string { return "not an entrypoint" }))}, env())
 		if err == nil || !strings.Contains(err.Error(), "does not implement entrypoint.Entrypoint") {
 			t.Fatalf("New = %v", err)
 		}

@@ -232,11 +232,11 @@ func (h *Host) ProbeAddr() string {
 
 // WorstCase sums, figure by figure, the longest orderly exit of this service, from
 // the stop (or from PreStop): the drain delay followed by the wait for Serve to
-// return, the drain phases (each MaxDuration + 1 s, at most DrainHooksBudget + 1 s),
+// return, the drain hooks (each MaxDuration + 1 s, at most DrainHooksBudget + 1 s),
 // one DrainGrace window plus 1 s shared by every Drain, then StepTimeout (plus the
 // short grace before an abandonment) for each entrypoint's Stop, the wait for Serve,
 // each shutdown hook, each warmup Stop, closing the container, flushing telemetry
-// and closing the probe listener; with no drain phase, the 1 s a startup step cut
+// and closing the probe listener; with no drain hook, the 1 s a startup step cut
 // short by the stop is waited for. Each figure is named after its stage; the
 // worstCase function in worstcase.go says why each is what it is.
 // Until startup reaches pre_start it counts the hooks and phases registered so far;
@@ -254,8 +254,8 @@ func (h *Host) worstCaseLocked() WorstCase {
 	}
 	u := units{
 		entrypoints:  len(h.regs),
-		drainPhases:  len(lc.phases),
-		phasesMax:    phasesMax(lc.phases),
+		drainHooks:   len(lc.phases),
+		hooksMax:     hooksMax(lc.phases),
 		startSteps:   len(h.steps) + len(h.regs) + len(lc.hooks[hooks.PreStart]) + len(lc.hooks[hooks.PostStart]),
 		preShutdown:  len(lc.hooks[hooks.PreShutdown]),
 		postShutdown: len(lc.hooks[hooks.PostShutdown]),

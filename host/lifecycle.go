@@ -11,7 +11,7 @@ import (
 	"github.com/servicewright/servicewright/hooks"
 )
 
-// lifecycle is the hooks and drain phases of a service. The Host reads them from two
+// lifecycle is the hooks and drain hooks of a service. The Host reads them from two
 // registries, AppSpec.Lifecycle and its own (the one the container is given, which
 // also holds the container's "hooks" group), and settles them once per run, when
 // startup reaches pre_start.
@@ -56,14 +56,14 @@ func (h *Host) settleLifecycle() (lifecycle, error) {
 	var problems fault.Problems
 	validateLifecycle(h.spec.Profile, lc, &problems)
 	if err := problems.Err(); err != nil {
-		return lifecycle{}, fmt.Errorf("hooks or drain phases registered after New: %w", err)
+		return lifecycle{}, fmt.Errorf("hooks or drain hooks registered after New: %w", err)
 	}
 	h.mu.Lock()
 	h.settled = &lc
 	logged := h.logged
 	h.mu.Unlock()
 	if h.WorstCase().Total != logged {
-		h.log.Info("hooks or drain phases were registered during startup; logging the shutdown budget again")
+		h.log.Info("hooks or drain hooks were registered during startup; logging the shutdown budget again")
 		h.logBudgets()
 	}
 	return lc, nil
@@ -83,7 +83,7 @@ func (h *Host) refuseLate(settled lifecycle) {
 		}
 	}
 	if len(now.phases) > len(settled.phases) {
-		h.log.Error("drain phases registered after startup reached pre_start: refused, not run",
+		h.log.Error("drain hooks registered after startup reached pre_start: refused, not run",
 			zap.Int("refused", len(now.phases)-len(settled.phases)))
 	}
 }

@@ -69,8 +69,8 @@ func (h *Host) buildMonitor(extra []namedCheck) (*health.Monitor, error) {
 	}
 	m, err := health.NewMonitor(health.MonitorConfig{
 		Checks:        checks,
-		CheckTimeout:  max(h.spec.Probes.CheckTimeout, 0),
-		CheckInterval: h.spec.CheckInterval,
+		CheckTimeout:  cmp.Or(max(h.spec.Probes.CheckTimeout, 0), defaultCheckTimeout),
+		CheckInterval: cmp.Or(h.spec.CheckInterval, defaultCheckInterval),
 		Logger:        h.log.Named("health"),
 		// The gauge of each check that fails, gating or not: a degraded replica
 		// stays in rotation, so the metric is how an operator sees it.
@@ -106,6 +106,14 @@ func (h *Host) settleMonitor() error {
 	return nil
 }
 
+// The Host's check timing when AppSpec.CheckInterval and Probes.CheckTimeout are
+// left at zero (the same as a health.Monitor's own): the Host hands its Monitor the
+// values it resolved, so these alone decide its timing.
+const (
+	defaultCheckInterval = 5 * time.Second
+	defaultCheckTimeout  = 2 * time.Second
+)
+
 // checkTiming applies SW_CHECK_INTERVAL over spec.CheckInterval and checks it
 // against the checks' timeout (Probes.CheckTimeout, with SW_CHECK_TIMEOUT already
 // applied): a negative interval, or a timeout not shorter than the interval, is a
@@ -127,11 +135,11 @@ func checkTiming(lookup func(string) (string, bool), spec *AppSpec, l *fault.Pro
 		}
 	}
 	if interval < 0 {
-		l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "must not be negative, got %s (leave it 0 for the default, %s)", interval, health.DefaultCheckInterval)
+		l.AddEnvf("CheckInterval", "SW_CHECK_INTERVAL", "must not be negative, got %s (leave it 0 for the default, %s)", interval, defaultCheckInterval)
 		return 0
 	}
-	timeout := cmp.Or(max(spec.Probes.CheckTimeout, 0), health.DefaultCheckTimeout)
-	if i := cmp.Or(interval, health.DefaultCheckInterval); timeout >= i {
+	timeout := cmp.Or(max(spec.Probes.CheckTimeout, 0), defaultCheckTimeout)
+	if i := cmp.Or(interval, defaultCheckInterval); timeout >= i {
 		l.AddEnvf("Probes.CheckTimeout", "SW_CHECK_TIMEOUT",
 			"%s must be shorter than CheckInterval (SW_CHECK_INTERVAL), %s: each check runs one at a time, every interval", timeout, i)
 		return timeout + time.Second // only to build the Monitor: New fails

@@ -20,12 +20,11 @@ import (
 // for the PreStop token: the token itself, or a file holding it. Setting one serves
 // the runtime's profiles under pprofPath (the list) and pprofPath+"/name" on the
 // probe listener — never on a public
-// port — to requests that carry the token in PprofHeader; anything else there is
+// port — to requests that carry the token in prestop.PprofHeader; anything else there is
 // answered 403 and counted. Unset, the paths do not exist (404).
 const (
 	pprofTokenEnv     = "SW_PPROF_TOKEN"
 	pprofTokenFileEnv = "SW_PPROF_TOKEN_FILE"
-	PprofHeader       = "X-Servicewright-Pprof"
 	pprofPath         = "/debug/pprof"
 )
 
@@ -36,7 +35,7 @@ const maxProfileSeconds = 60
 // configurePprof reads the profiling token and, when one is set, registers the
 // count of refused requests. New calls it; problems go to l.
 func (h *Host) configurePprof(l *fault.Problems) {
-	h.pprof.auth = prestop.ReadToken(h.opts.lookup, pprofTokenEnv, pprofTokenFileEnv, PprofHeader, maxPreStopTokenLen, l)
+	h.pprof.auth = prestop.ReadToken(h.opts.lookup, pprofTokenEnv, pprofTokenFileEnv, prestop.PprofHeader, maxPreStopTokenLen, l)
 	if !h.pprof.auth.Set() {
 		return
 	}

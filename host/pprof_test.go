@@ -15,6 +15,7 @@ import (
 
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 const pprofToken = "fedcba9876543210-profiles"
@@ -24,7 +25,7 @@ func getPprof(t *testing.T, h *host.Host, path, token string) (int, []byte) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, "http://"+h.ProbeAddr()+path, nil)
 	if token != "" {
-		req.Header.Set(host.PprofHeader, token)
+		req.Header.Set(prestop.PprofHeader, token)
 	}
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
 	resp, err := c.Do(req)
@@ -51,7 +52,7 @@ func TestPprof(t *testing.T) {
 	t.Run("served with the token, refused and counted without", func(t *testing.T) {
 		var runs atomic.Int32
 		reg := prometheus.NewRegistry()
-		h, stop := preStopHost(t, &runs, reg, zap.NewNop(), "SW_PPROF_TOKEN", pprofToken, host.PreStopTokenEnv, testToken)
+		h, stop := preStopHost(t, &runs, reg, zap.NewNop(), "SW_PPROF_TOKEN", pprofToken, "SW_PRESTOP_TOKEN", testToken)
 		defer stop()
 		code, body := getPprof(t, h, "/debug/pprof", pprofToken)
 		if code != http.StatusOK || !bytes.Contains(body, []byte("goroutine?debug=1")) {

@@ -25,14 +25,14 @@ type drainAhead struct {
 	mu    sync.Mutex
 	began time.Time // when PreStop withdrew readiness of a serving service; zero if never
 
-	// The drain phases run once, by whichever of PreStop and the shutdown comes
+	// The drain hooks run once, by whichever of PreStop and the shutdown comes
 	// first; the other waits on phasesDone (a channel, not a lock, so the wait is
 	// one testing/synctest can see through).
 	phasesBegun bool // guarded by mu
 	phasesDone  chan struct{}
 	phasesRep   hookrun.PhasesReport
 
-	auth    *prestop.Token   // what PreStopPath asks of a caller (prestop_auth.go)
+	auth    *prestop.Token   // what prestop.Path asks of a caller (prestop_auth.go)
 	metrics *prestop.Metrics // nil when they could not be registered
 
 	// requested is when the first PreStop was accepted, zero if never. Guarded
@@ -45,7 +45,7 @@ type drainAhead struct {
 //
 // Steps: readiness is withdrawn (the probe answers "draining"), the DrainDelay passes
 // with every entrypoint still accepting so load balancers stop routing here, then the
-// drain phases run once, sharing DrainHooksBudget. PreStop returns when they are done
+// drain hooks run once, sharing DrainHooksBudget. PreStop returns when they are done
 // and the entrypoints go on serving until the stop arrives (Kubernetes sends SIGTERM
 // once preStop returns). The shutdown then skips what already ran: it waits only what
 // is left of the DrainDelay, does not run the phases again, and goes on with Drain.
@@ -117,7 +117,7 @@ func (h *Host) preStop(ctx context.Context) error {
 		return ctx.Err()
 	}
 	rep := h.drainPhasesOnce(ctx, h.settledPhases())
-	h.log.Info("prestop: done; still accepting until the stop", zap.Int("drain_phases", len(rep.Phases)))
+	h.log.Info("prestop: done; still accepting until the stop", zap.Int("drain_hooks", len(rep.Phases)))
 	return nil
 }
 
@@ -133,7 +133,7 @@ func (h *Host) drainDelayLeft() time.Duration {
 	return max(h.budgets.DrainDelay-time.Since(began), 0)
 }
 
-// drainPhasesOnce runs the drain phases registered so far, once per run: the first
+// drainPhasesOnce runs the drain hooks registered so far, once per run: the first
 // caller runs them under ctx, a concurrent one waits for it, and later ones get the
 // first run's report.
 func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainHook) hookrun.PhasesReport {
@@ -152,7 +152,7 @@ func (h *Host) drainPhasesOnce(ctx context.Context, phases []hooks.DrainHook) ho
 	return a.phasesRep
 }
 
-// settledPhases are the drain phases of this run: those settled when startup reached
+// settledPhases are the drain hooks of this run: those settled when startup reached
 // pre_start (PreStop acts only on a serving service, so they are settled by then).
 func (h *Host) settledPhases() []hooks.DrainHook {
 	h.mu.Lock()

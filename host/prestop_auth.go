@@ -7,24 +7,15 @@ import (
 	"github.com/servicewright/servicewright/internal/prestop"
 )
 
-// PreStopHeader is the request header that must carry the PreStop token on
-// PreStopPath. A header, not a query parameter: it stays out of access logs and
-// Referer headers, and a browser sends no custom header to another origin without a
-// CORS preflight that the probe listener never grants, so an <img> or a form on a
-// page cannot start a drain.
-const PreStopHeader = "X-Servicewright-Prestop"
-
 // The environment variables the PreStop token is read from, one or the other: the
 // token itself, or a file holding it (a mounted Secret; surrounding white space is
-// trimmed).
+// trimmed). The token guards prestop.Path on the probe port, the whole pod network
+// can reach: without it, or with none configured, a request there is answered 403
+// and changes nothing.
 const (
-	PreStopTokenEnv     = "SW_PRESTOP_TOKEN"
+	preStopTokenEnv     = "SW_PRESTOP_TOKEN"
 	preStopTokenFileEnv = "SW_PRESTOP_TOKEN_FILE"
 )
-
-// MinPreStopTokenLen is the shortest PreStop token accepted, in bytes: 16 random
-// characters (openssl rand -hex 16 gives 32) put guessing it out of reach.
-const MinPreStopTokenLen = prestop.MinTokenLen
 
 // maxPreStopTokenLen is the longest PreStop token accepted, in bytes: a quarter of
 // the probe listener's header limit (probeMaxHeaderBytes), so that the header that
@@ -52,11 +43,11 @@ func (h *Host) registerPreStopMetrics(l *fault.Problems) {
 // configurePreStop reads the PreStop token and registers PreStop's metrics. New
 // calls it; problems go to l.
 func (h *Host) configurePreStop(l *fault.Problems) {
-	h.ahead.auth = prestop.ReadToken(h.opts.lookup, PreStopTokenEnv, preStopTokenFileEnv, PreStopHeader, maxPreStopTokenLen, l)
+	h.ahead.auth = prestop.ReadToken(h.opts.lookup, preStopTokenEnv, preStopTokenFileEnv, prestop.Header, maxPreStopTokenLen, l)
 	h.registerPreStopMetrics(l)
 	if !h.ahead.auth.Set() && !h.spec.Probes.Disabled {
-		h.log.Info("prestop: no token configured: the probe port's " + PreStopPath + " refuses every request, " +
-			"and the drain starts with the stop (SIGTERM); set " + PreStopTokenEnv + " or " + preStopTokenFileEnv +
-			" and send it in the " + PreStopHeader + " header from the preStop hook")
+		h.log.Info("prestop: no token configured: the probe port's " + prestop.Path + " refuses every request, " +
+			"and the drain starts with the stop (SIGTERM); set " + preStopTokenEnv + " or " + preStopTokenFileEnv +
+			" and send it in the " + prestop.Header + " header from the preStop hook")
 	}
 }

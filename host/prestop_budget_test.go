@@ -15,7 +15,7 @@ import (
 	"github.com/servicewright/servicewright/host"
 )
 
-// slowPhaseSpec is a service whose one drain phase runs until its ctx ends, within a
+// slowPhaseSpec is a service whose one drain hook runs until its ctx ends, within a
 // budget far above the Deadline.
 func slowPhaseSpec(j *journal, b host.Budgets) (host.AppSpec, *observer.ObservedLogs) {
 	lc := &hooks.Registry{}
@@ -46,7 +46,7 @@ func cutShort(t *testing.T, logs *observer.ObservedLogs) string {
 }
 
 func TestPreStopHonoursTheBudgets(t *testing.T) {
-	t.Run("the Deadline cuts the phases PreStop is running and names itself in the report", func(t *testing.T) {
+	t.Run("the Deadline cuts the drain hooks PreStop is running and names itself in the report", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			spec, logs := slowPhaseSpec(j, host.Budgets{DrainDelay: time.Second, Deadline: 2 * time.Second})
@@ -64,16 +64,16 @@ func TestPreStopHonoursTheBudgets(t *testing.T) {
 			}
 			err := x.Wait()
 			<-returned
-			if !errors.Is(err, host.ErrShutdownTimeout) || !strings.Contains(err.Error(), "deadline expired in stage drain_phases") {
+			if !errors.Is(err, host.ErrShutdownTimeout) || !strings.Contains(err.Error(), "deadline expired in stage drain_hooks") {
 				t.Errorf("Run = %v, want a timeout naming the Deadline and the stage it expired in", err)
 			}
-			if cut := cutShort(t, logs); !strings.Contains(cut, "deadline expired") || !strings.Contains(cut, "drain_phases") {
+			if cut := cutShort(t, logs); !strings.Contains(cut, "deadline expired") || !strings.Contains(cut, "drain_hooks") {
 				t.Errorf("report's cut_short = %q, want the Deadline and the stage it expired in", cut)
 			}
 		})
 	})
 
-	t.Run("ForceCleanup cuts the phases PreStop is running", func(t *testing.T) {
+	t.Run("ForceCleanup cuts the drain hooks PreStop is running", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			spec, logs := slowPhaseSpec(j, host.Budgets{DrainDelay: time.Second})

@@ -21,7 +21,7 @@ import (
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
-// phaseSpec is a service with one entrypoint and one drain phase that records its runs.
+// phaseSpec is a service with one entrypoint and one drain hook that records its runs.
 func phaseSpec(j *journal) host.AppSpec {
 	lc := &hooks.Registry{}
 	lc.AddDrainHook(hooks.DrainHook{Name: "hand-over", Run: func(context.Context, time.Duration) error {
@@ -170,8 +170,8 @@ func TestStartupRegisteredDrainHook(t *testing.T) {
 		if len(budget) != 2 {
 			t.Fatalf("%d shutdown budget lines, want the one at New and a recount at ready", len(budget))
 		}
-		if _, ok := budget[1].ContextMap()["drain_phases"]; !ok {
-			t.Errorf("the recount lacks drain_phases: %v", budget[1].ContextMap())
+		if _, ok := budget[1].ContextMap()["drain_hooks"]; !ok {
+			t.Errorf("the recount lacks drain_hooks: %v", budget[1].ContextMap())
 		}
 	})
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/servicewright/servicewright/hooks"
 	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hosttest"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 const testToken = "0123456789abcdef-token"
@@ -65,12 +66,12 @@ func preStopHost(t *testing.T, runs *atomic.Int32, reg *prometheus.Registry, log
 	}
 }
 
-// call sends method to the Host's PreStopPath with the token (none when "").
+// call sends method to the Host's prestop.Path with the token (none when "").
 func call(t *testing.T, h *host.Host, method, path, token string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(method, "http://"+h.ProbeAddr()+path, nil)
 	if token != "" {
-		req.Header.Set(host.PreStopHeader, token)
+		req.Header.Set(prestop.Header, token)
 	}
 	req.Header.Set("User-Agent", "prestop-test")
 	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second,
@@ -90,18 +91,18 @@ func call(t *testing.T, h *host.Host, method, path, token string) (int, string) 
 func TestPreStopEndpoint(t *testing.T) {
 	var runs atomic.Int32
 	core, logs := observer.New(zap.InfoLevel)
-	h, stop := preStopHost(t, &runs, nil, zap.New(core), host.PreStopTokenEnv, testToken)
+	h, stop := preStopHost(t, &runs, nil, zap.New(core), "SW_PRESTOP_TOKEN", testToken)
 
-	if code, _ := call(t, h, http.MethodDelete, host.PreStopPath, testToken); code != http.StatusMethodNotAllowed {
-		t.Errorf("DELETE %s = %d, want 405", host.PreStopPath, code)
+	if code, _ := call(t, h, http.MethodDelete, prestop.Path, testToken); code != http.StatusMethodNotAllowed {
+		t.Errorf("DELETE %s = %d, want 405", prestop.Path, code)
 	}
 	if h.Readiness() != health.StatusReady {
 		t.Errorf("readiness %s after a refused DELETE, want ready", h.Readiness())
 	}
 	for _, method := range []string{http.MethodPost, http.MethodGet} {
-		code, body := call(t, h, method, host.PreStopPath+"?x=1", testToken)
+		code, body := call(t, h, method, prestop.Path+"?x=1", testToken)
 		if code != 200 || body != "{\"status\":\"draining\"}\n" {
-			t.Errorf("%s %s = %d %q", method, host.PreStopPath, code, body)
+			t.Errorf("%s %s = %d %q", method, prestop.Path, code, body)
 		}
 	}
 	if h.Readiness() != health.StatusDraining || runs.Load() != 1 || h.Stage() != host.StageServe {
@@ -139,9 +140,9 @@ func TestPreStopRefused(t *testing.T) {
 	}{
 		{"no token configured, none sent", nil, "", "not_configured"},
 		{"no token configured, one sent", nil, testToken, "not_configured"},
-		{"no token sent", []string{host.PreStopTokenEnv, testToken}, "", "no_credential"},
-		{"a wrong token", []string{host.PreStopTokenEnv, testToken}, testToken + "x", "wrong_credential"},
-		{"a prefix of the token", []string{host.PreStopTokenEnv, testToken}, testToken[:len(testToken)-1], "wrong_credential"},
+		{"no token sent", []string{"SW_PRESTOP_TOKEN", testToken}, "", "no_credential"},
+		{"a wrong token", []string{"SW_PRESTOP_TOKEN", testToken}, testToken + "x", "wrong_credential"},
+		{"a prefix of the token", []string{"SW_PRESTOP_TOKEN", testToken}, testToken[:len(testToken)-1], "wrong_credential"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var runs atomic.Int32
@@ -150,7 +151,7 @@ func TestPreStopRefused(t *testing.T) {
 			h, stop := preStopHost(t, &runs, reg, zap.New(core), tc.env...)
 			defer stop()
 			for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodGet} {
-				if code, body := call(t, h, method, host.PreStopPath, tc.token); code != http.StatusForbidden ||
+				if code, body := call(t, h, method, prestop.Path, tc.token); code != http.StatusForbidden ||
 					body != "{\"status\":\"forbidden\"}\n" {
 					t.Errorf("%s = %d %q, want 403", method, code, body)
 				}
@@ -212,7 +213,7 @@ func TestPreStopToken(t *testing.T) {
 		var runs atomic.Int32
 		h, stop := preStopHost(t, &runs, nil, zap.NewNop(), "SW_PRESTOP_TOKEN_FILE", file)
 		defer stop()
-		if code, _ := call(t, h, http.MethodGet, host.PreStopPath, testToken); code != 200 || h.Readiness() != health.StatusDraining {
+		if code, _ := call(t, h, http.MethodGet, prestop.Path, testToken); code != 200 || h.Readiness() != health.StatusDraining {
 			t.Errorf("/prestop with the file's token = %d, readiness %s", code, h.Readiness())
 		}
 	})
@@ -221,9 +222,9 @@ func TestPreStopToken(t *testing.T) {
 		env   []string
 		field string
 	}{
-		{"too short", []string{host.PreStopTokenEnv, "tiny-secret"}, host.PreStopTokenEnv},
+		{"too short", []string{"SW_PRESTOP_TOKEN", "tiny-secret"}, "SW_PRESTOP_TOKEN"},
 		{"too short in a file", []string{"SW_PRESTOP_TOKEN_FILE", short}, "SW_PRESTOP_TOKEN_FILE"},
-		{"both", []string{host.PreStopTokenEnv, testToken, "SW_PRESTOP_TOKEN_FILE", file}, host.PreStopTokenEnv + ", " + "SW_PRESTOP_TOKEN_FILE"},
+		{"both", []string{"SW_PRESTOP_TOKEN", testToken, "SW_PRESTOP_TOKEN_FILE", file}, "SW_PRESTOP_TOKEN" + ", " + "SW_PRESTOP_TOKEN_FILE"},
 		{"an unreadable file", []string{"SW_PRESTOP_TOKEN_FILE", filepath.Join(dir, "missing")}, "SW_PRESTOP_TOKEN_FILE"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/prestop"
 	"github.com/servicewright/servicewright/internal/transport"
 )
 
@@ -51,7 +52,7 @@ type probeRoutes struct {
 // probeListener serves the probes on a port of their own, for processes without an
 // HTTP server and for those whose server must not answer probes: /readyz (the Host's
 // Monitor, so that it and every other transport give one verdict), /livez, /startupz,
-// /metrics, /debug/lifecycle and PreStopPath. Each path is served under its one
+// /metrics, /debug/lifecycle and prestop.Path. Each path is served under its one
 // spelling only: a percent-escaped, doubled-slash, trailing-slash or dotted form of it
 // is 404, neither decoded nor redirected. It runs stdlib net/http in one goroutine
 // that it owns, with a connection cap of its own (probecap.go) and short limits on
@@ -85,14 +86,14 @@ func newProbeListener(cfg health.ListenerConfig, routes probeRoutes, log *zap.Lo
 	mux.Handle("/startupz", routes.startupz)
 	mux.Handle("/metrics", routes.metrics)
 	mux.Handle("/debug/lifecycle", routes.lifecycle)
-	mux.Handle(PreStopPath, routes.prestop)
+	mux.Handle(prestop.Path, routes.prestop)
 	if routes.pprof != nil {
 		mux.Handle(pprofPath, routes.pprof)
 		mux.Handle(pprofPath+"/", routes.pprof)
 	}
 	checkTimeout := cfg.CheckTimeout
 	if checkTimeout <= 0 {
-		checkTimeout = health.DefaultCheckTimeout
+		checkTimeout = defaultCheckTimeout
 	}
 	return &probeListener{
 		addr:    cmp.Or(cfg.Addr, defaultProbeAddr),

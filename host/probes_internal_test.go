@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // probeState is a probe listener over a State, a Monitor of checks, and handlers
@@ -97,7 +98,7 @@ func TestProbeListenerServesEveryProbe(t *testing.T) {
 		{"readyz exclude", health.StatusReady, "/readyz?exclude=db", 200, `{"status":"ok","checks":{}}` + "\n"},
 		{"metrics", health.StatusReady, "/metrics", 200, "servicewright_up 1\n"},
 		{"lifecycle", health.StatusReady, "/debug/lifecycle", 200, `{"phase":"serve"}`},
-		{"prestop", health.StatusReady, PreStopPath, 200, "drained"},
+		{"prestop", health.StatusReady, prestop.Path, 200, "drained"},
 		{"readyz draining", health.StatusDraining, "/readyz", 503, `{"status":"draining","checks":{}}` + "\n"},
 		{"livez draining", health.StatusDraining, "/livez", 200, `{"status":"ok"}` + "\n"},
 		{"startupz draining", health.StatusDraining, "/startupz", 200, `{"status":"ok"}` + "\n"},
@@ -107,7 +108,7 @@ func TestProbeListenerServesEveryProbe(t *testing.T) {
 			t.Fatalf("%s: got %d %q, want %d %q", step.name, code, body, step.code, step.body)
 		}
 	}
-	for _, path := range []string{"/nope", "/", PreStopPath + "/x"} {
+	for _, path := range []string{"/nope", "/", prestop.Path + "/x"} {
 		if code, _ := probeGet(t, p.url(path)); code != 404 {
 			t.Errorf("%s = %d, want 404", path, code)
 		}

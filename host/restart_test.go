@@ -72,10 +72,10 @@ func TestNonEssentialEntrypointIsRestarted(t *testing.T) {
 				x.WaitStage(host.StageServe)
 				synctest.Wait() // the first run failed; its restart is scheduled
 				r := x.Host().Monitor().Evaluate(t.Context())
-				if gates && (r.Status != health.ReportFailing || r.Checks["entrypoint:relay"].OK) {
+				if gates && (r.Status != health.AnswerFailing || r.Checks["entrypoint:relay"].OK) {
 					t.Errorf("while relay is down: %+v, want failing on entrypoint:relay", r)
 				}
-				if !gates && r.Status != health.ReportOK {
+				if !gates && r.Status != health.AnswerOK {
 					t.Errorf("while relay is down: %+v, want ok (it does not gate)", r)
 				}
 				time.Sleep(4 * time.Second) // two restarts: ≤ 1 s, then ≤ 2 s
@@ -86,7 +86,7 @@ func TestNonEssentialEntrypointIsRestarted(t *testing.T) {
 				if st := lifecycleState(x.Host(), "relay"); st != "serving" {
 					t.Errorf("relay is %q after its restarts, want serving", st)
 				}
-				if r := x.Host().Monitor().Evaluate(t.Context()); r.Status != health.ReportOK {
+				if r := x.Host().Monitor().Evaluate(t.Context()); r.Status != health.AnswerOK {
 					t.Errorf("after the restart: %+v, want ok", r)
 				}
 				if got := counterSum(t, reg, "servicewright_entrypoint_restarts_total"); got != 2 {

@@ -38,7 +38,7 @@ type run struct {
 	bound     []*entry // entries whose Bind succeeded, in bind order
 	wasReady  bool     // readiness turned true at least once
 	hooksRan  bool     // startup reached pre_start: the shutdown hooks run
-	complete  bool     // startup finished: the drain phases run
+	complete  bool     // startup finished: the drain hooks run
 	lc        lifecycle
 	serve     *serveGroup // nil until the serve stage
 
@@ -70,7 +70,7 @@ func (h *Host) Run(ctx context.Context) error {
 	first := h.ran.CompareAndSwap(false, true)
 	h.mu.Unlock()
 	if !first {
-		return ErrAlreadyRun
+		return errAlreadyRun
 	}
 	r := &run{h: h, ctx: context.WithoutCancel(ctx)}
 	defer h.monitor.Stop() // the checks' background runs, started by postStart

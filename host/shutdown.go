@@ -190,7 +190,7 @@ func (s *Shutdown) MarkApplicationDrained() {
 	}
 }
 
-// ForceCleanup stops waiting for drains — the drain delay, drain phases, the
+// ForceCleanup stops waiting for drains — the drain delay, drain hooks, the
 // entrypoints' Drain and a cooperative wait are cut short — and lets the Host go on to
 // stop the entrypoints and clean up. It begins the shutdown if nothing has, returns at
 // once and may be called repeatedly. It does not make Result return ResultTimeout, in

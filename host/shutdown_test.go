@@ -227,7 +227,7 @@ func TestShutdownHandle(t *testing.T) {
 		})
 	})
 
-	t.Run("drain phases run once, after readiness is withdrawn, within their budget", func(t *testing.T) {
+	t.Run("drain hooks run once, after readiness is withdrawn, within their budget", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			reg := &hooks.Registry{}

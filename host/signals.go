@@ -17,12 +17,12 @@ import (
 	"github.com/servicewright/servicewright/internal/safe"
 )
 
-// BuildStopTimeout is how long Main lets New go on after a stop signal that arrives
+// buildStopTimeout is how long Main lets New go on after a stop signal that arrives
 // while it builds the container (a slow constructor, a dependency that does not
 // answer): if New returns within it, the stop is honoured as one during startup
 // (the orderly exit, exit 0); if not, the build is abandoned, logged, and Main exits
 // with ExitFailure.
-const BuildStopTimeout = 5 * time.Second
+const buildStopTimeout = 5 * time.Second
 
 // signalHandler is Main's handling of the process's signals. It calls stop on the
 // first SIGINT, SIGTERM or SIGHUP, and exits the process at once with 128+signum on
@@ -180,7 +180,7 @@ func withSignals(s *signalHandler) Option { return func(o *options) { o.signals 
 //
 // A stop signal while New builds the container is honoured when New returns: the
 // Host runs the orderly exit of a stop during startup (nothing was started; exit 0).
-// A build that has not returned BuildStopTimeout after the signal is abandoned: Main
+// A build that has not returned buildStopTimeout after the signal is abandoned: Main
 // logs it and exits with ExitFailure.
 func Main(spec AppSpec, opts ...Option) {
 	os.Exit(main(spec, opts...))
@@ -192,7 +192,7 @@ func main(spec AppSpec, opts ...Option) int {
 	ctx, cancel := sh.stopped()
 	defer cancel()
 	var h *Host
-	err := safe.Bounded(ctx, "container build", BuildStopTimeout, func(context.Context) error {
+	err := safe.Bounded(ctx, "container build", buildStopTimeout, func(context.Context) error {
 		var err error
 		h, err = New(spec, append(opts[:len(opts):len(opts)], withSignals(sh))...)
 		return err
@@ -200,7 +200,7 @@ func main(spec AppSpec, opts ...Option) int {
 	if errors.Is(err, fault.ErrAbandoned) {
 		log := fallbackLogger(spec.ServiceName)
 		log.Error("stop requested while the container was being built, which did not end in time; abandoning it (nothing was started)",
-			zap.String("signal", signalName(sh.signal())), zap.Duration("waited", BuildStopTimeout), zap.Int("exit_code", ExitFailure))
+			zap.String("signal", signalName(sh.signal())), zap.Duration("waited", buildStopTimeout), zap.Int("exit_code", ExitFailure))
 		_ = log.Sync()
 		return ExitFailure
 	}

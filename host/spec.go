@@ -35,7 +35,7 @@ type AppSpec struct {
 	// Warmups run before anything is bound, by Priority group; their Stop runs at
 	// cleanup, in reverse, for those whose Start succeeded.
 	Warmups []Step
-	// Lifecycle holds the hooks and drain phases; it may be nil. What is registered
+	// Lifecycle holds the hooks and drain hooks; it may be nil. What is registered
 	// on it until startup reaches pre_start (by the container's OnStart hooks, or a
 	// warmup step) is taken in then, validated and counted in the worst case; what
 	// is registered later is refused, and the refusal logged.
@@ -47,9 +47,9 @@ type AppSpec struct {
 	// never waits on a dependency.
 	Checks map[string]health.Check
 	// CheckInterval is how often each check runs: the load the checks put on a
-	// dependency, whatever the number of probes. 0 means health.DefaultCheckInterval
-	// (5s); SW_CHECK_INTERVAL overrides it. Negative, or not longer than
-	// Probes.CheckTimeout, is a ConfigError.
+	// dependency, whatever the number of probes. 0 means 5s; SW_CHECK_INTERVAL
+	// overrides it. Negative, or not longer than Probes.CheckTimeout, is a
+	// ConfigError.
 	CheckInterval time.Duration
 
 	// Budgets bound each stage of the exit; zero fields take their defaults and
@@ -194,7 +194,7 @@ func marksOf(r Registration) (m fleet.Marks, own bool) {
 const (
 	kindEntrypoint = iota
 	kindOwnMarks   // an entrypoint that declares its own marks
-	kindStep       // a warmup step, a hook or a drain phase
+	kindStep       // a warmup step, a hook or a drain hook
 )
 
 // checkMarks adds the profile's problem with m, if any, naming the remedy for kind.
@@ -274,7 +274,7 @@ func checkStopTimes(regs []Registration, grace time.Duration, vars budgetVars, l
 	}
 }
 
-// validateLifecycle reports every problem of the hooks and drain phases in lc.
+// validateLifecycle reports every problem of the hooks and drain hooks in lc.
 func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 	for _, k := range hookKinds {
 		for i, h := range lc.hooks[k] {
@@ -297,7 +297,7 @@ func validateLifecycle(profile fleet.Profile, lc lifecycle, l *fault.Problems) {
 			field = fmt.Sprintf("Lifecycle.DrainHooks[%q]", p.Name)
 		}
 		if p.Name == "" {
-			l.Addf(field, "drain phase has an empty name")
+			l.Addf(field, "drain hook has an empty name")
 		}
 		if p.Run == nil {
 			l.Addf(field, "Run is nil")

@@ -22,7 +22,7 @@ const (
 	StagePostStart                 // readiness true, then post_start hooks
 	StageServe                     // every Serve runs
 	StageDrainDelay                // readiness false; the drain delay passes, everything accepting
-	StageDrainHooks                // drain phases share their budget
+	StageDrainHooks                // drain hooks share their budget
 	StageDrain                     // Drain on every bound entrypoint at once
 	StageStop                      // Stop on each bound entrypoint, in reverse; Serve returns
 	StagePreShutdown               // pre_shutdown hooks, container still open
@@ -36,7 +36,7 @@ const (
 
 var stageNames = [...]string{
 	"created", "bootstrap", "open_scope", "warmup", "pre_start", "bind", "post_start", "serve",
-	"drain_delay", "drain_phases", "drain", "stop", "pre_shutdown", "warmup_stop", "close_scope",
+	"drain_delay", "drain_hooks", "drain", "stop", "pre_shutdown", "warmup_stop", "close_scope",
 	"flush", "post_shutdown", "close_probes", "stopped",
 }
 

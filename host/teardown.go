@@ -54,14 +54,14 @@ func (r *run) teardown(cause error) error {
 	r.enter(StageDrainDelay)
 	r.announce(force)
 
-	// Drain phases, once, and only after a complete startup.
+	// Drain hooks, once, and only after a complete startup.
 	if r.complete && len(r.lc.phases) > 0 {
 		r.enter(StageDrainHooks)
 		r.report.phases = h.drainPhasesOnce(force, r.drainPhases()) // prestop.go: not again if PreStop ran them
 		for _, p := range r.report.phases.Phases {
 			if p.Outcome == hookrun.Abandoned { // hung: it ignored its cancellation
-				r.report.overran(fmt.Sprintf("drain phase %q", p.Name))
-				r.report.abandon(fmt.Sprintf("drain phase %q", p.Name))
+				r.report.overran(fmt.Sprintf("drain hook %q", p.Name))
+				r.report.abandon(fmt.Sprintf("drain hook %q", p.Name))
 			}
 		}
 	}

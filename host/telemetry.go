@@ -90,29 +90,54 @@ type outputs struct {
 	reports atomic.Uint64
 }
 
-// newTelemetry builds the logger first, then the rest. A problem with the
+// builtLog is what the Host's own logger is built with, when TelemetryConfig has none.
+type builtLog struct {
+	console bool            // the console encoding, for a person
+	sink    *telemetry.Sink // the logger's output: it never blocks, and counts its losses
+}
+
+// withEnv builds the Host's own logger when c has none: to stderr, at the level in
+// SW_LOG_LEVEL and in the encoding in SW_LOG_FORMAT, both read through lookup. A bad
+// value is recorded in l under Telemetry.Logger and its variable, and the default
+// (info; JSON, or console on a terminal) used in its place, so that the problem can
+// be logged.
+func (c TelemetryConfig) withEnv(lookup func(string) (string, bool), l *fault.Problems) (TelemetryConfig, builtLog) {
+	if c.Logger != nil {
+		return c, builtLog{}
+	}
+	level, _ := lookup("SW_LOG_LEVEL")
+	format, _ := lookup("SW_LOG_FORMAT")
+	var b builtLog
+	c.Logger, b.console, b.sink = telemetry.NewLogger("Telemetry.Logger", level, format, l)
+	return c, b
+}
+
+// resolve fills the defaults that need no environment: a nil Registry is a fresh one
+// with the Go and process collectors. No field of a TelemetryConfig can be wrong
+// (a nil Reporter is none, no SpanProcessors is none), so l records nothing.
+func (c TelemetryConfig) resolve(*fault.Problems) TelemetryConfig {
+	if c.Registry == nil {
+		c.Registry = prometheus.NewRegistry()
+		c.Registry.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	return c
+}
+
+// newTelemetry builds the logger first (withEnv), then the rest. A problem with the
 // environment is a *fault.ConfigError, logged before it is returned.
 func newTelemetry(cfg TelemetryConfig, service, instance string, lookup func(string) (string, bool), exporter exportFunc) (*outputs, error) {
 	var problems fault.Problems
-	t := &outputs{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter,
+	owned := cfg.Logger == nil
+	cfg, built := cfg.withEnv(lookup, &problems)
+	cfg = cfg.resolve(&problems)
+	t := &outputs{log: cfg.Logger, reg: cfg.Registry, reporter: cfg.Reporter, ownedLog: owned, sink: built.sink,
 		tags: map[string]string{fault.TagService: service, fault.TagInstance: instance}}
-	console := false
-	if t.log == nil {
-		level, _ := lookup("SW_LOG_LEVEL")
-		format, _ := lookup("SW_LOG_FORMAT")
-		t.log, console, t.sink = telemetry.NewLogger(level, format, &problems)
-		t.ownedLog = true
-	}
-	if console { // the console encoding drops them from every later line: say them once
+	if built.console { // the console encoding drops them from every later line: say them once
 		t.log.Info("starting", zap.String("service", service), zap.String("instance", instance))
 	}
 	t.log = t.log.With(zap.String("service", service))
 	if t.sink != nil {
 		t.sink.SetReporter(t.log)
-	}
-	if t.reg == nil {
-		t.reg = prometheus.NewRegistry()
-		t.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	otelDiagnostics(t.log)
 	vars := telemetry.Vars{Propagators: os.Getenv("OTEL_PROPAGATORS"), SDKDisabled: os.Getenv("OTEL_SDK_DISABLED")}
@@ -290,9 +315,3 @@ func LoggerFor(ctx context.Context, log *zap.Logger) *zap.Logger {
 	}
 	return log.With(zap.String("trace_id", sc.TraceID().String()), zap.String("span_id", sc.SpanID().String()))
 }
-
-// LogDurationSuffix ends the key of every duration in the Host's JSON logs, whose
-// value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
-// 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
-// "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
-const LogDurationSuffix = telemetry.DurationSuffix

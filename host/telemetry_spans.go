@@ -14,7 +14,7 @@ import (
 	"github.com/servicewright/servicewright/hooks"
 )
 
-// unit wraps fn, one unit of the lifecycle (a warmup step, a hook, a drain phase, an
+// unit wraps fn, one unit of the lifecycle (a warmup step, a hook, a drain hook, an
 // entrypoint's Drain, a cleanup step), so that it runs inside a span named what, a
 // child of the current stage's span. An error or a panic marks the span failed; with
 // report, a panic is also sent to the error reporter, with its stack, before it goes
@@ -72,13 +72,13 @@ func (r *run) tracedHooks(kind hooks.Kind) []hooks.Hook {
 	return hs
 }
 
-// drainPhases returns the run's drain phases, each traced and its panics reported.
+// drainPhases returns the run's drain hooks, each traced and its panics reported.
 func (r *run) drainPhases() []hooks.DrainHook {
 	ps := slices.Clone(r.lc.phases)
 	for i, p := range ps {
 		run := p.Run
 		var allowed time.Duration
-		traced := r.unit(fmt.Sprintf("drain phase %q", p.Name), true, func(ctx context.Context) error { return run(ctx, allowed) })
+		traced := r.unit(fmt.Sprintf("drain hook %q", p.Name), true, func(ctx context.Context) error { return run(ctx, allowed) })
 		ps[i].Run = func(ctx context.Context, a time.Duration) error {
 			allowed = a
 			return traced(ctx)

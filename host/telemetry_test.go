@@ -60,7 +60,7 @@ func spanNames(spans tracetest.SpanStubs) []string {
 }
 
 func TestTelemetry(t *testing.T) {
-	t.Run("warmup steps, hooks, drain phases and cleanup steps run in spans under their stage", func(t *testing.T) {
+	t.Run("warmup steps, hooks, drain hooks and cleanup steps run in spans under their stage", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			rec := tracetest.NewSpanRecorder()
@@ -93,7 +93,7 @@ func TestTelemetry(t *testing.T) {
 			for child, stage := range map[string]string{
 				`warmup "prime"`:                   "servicewright.warmup",
 				`pre_start hook "migrate"`:         "servicewright.pre_start",
-				`drain phase "handover"`:           "servicewright.drain_phases",
+				`drain hook "handover"`:            "servicewright.drain_hooks",
 				`entrypoint "a" Drain`:             "servicewright.drain",
 				`entrypoint "a" Stop`:              "servicewright.stop",
 				`pre_shutdown hook "flush-outbox"`: "servicewright.pre_shutdown",
@@ -249,8 +249,8 @@ func TestTelemetry(t *testing.T) {
 			switch {
 			case tc.ok && err != nil:
 				t.Errorf("%s: New = %v", tc.value, err)
-			case !tc.ok && (!isConfig || ce.Problems[0].Field != "SW_LOG_FORMAT"):
-				t.Errorf("%s: New = %v, want a ConfigError naming SW_LOG_FORMAT", tc.value, err)
+			case !tc.ok && (!isConfig || ce.Problems[0].String() != `SW_LOG_FORMAT (Telemetry.Logger): unknown format "xml" (want json or console)`):
+				t.Errorf("%s: New = %v, want a ConfigError naming SW_LOG_FORMAT and Telemetry.Logger", tc.value, err)
 			}
 			_ = h
 		}
@@ -308,7 +308,7 @@ func TestOpenTelemetryDiagnostics(t *testing.T) {
 			_, err := host.New(host.AppSpec{ServiceName: "x", Probes: probesOff(),
 				Telemetry: host.TelemetryConfig{Logger: zap.New(core)}}, otlp.FromEnv())
 			ce, ok := errors.AsType[*fault.ConfigError](err)
-			if !ok || ce.Problems[0].Field != name || host.ExitCode(err) != 78 {
+			if !ok || ce.Problems[0].Variable != name || host.ExitCode(err) != 78 {
 				t.Fatalf("err = %v, want a ConfigError naming %s", err, name)
 			}
 			if strings.Contains(err.Error(), token) {

@@ -111,7 +111,7 @@ func TestHooksRunOnlyForStagesThatBegan(t *testing.T) {
 		})
 	})
 
-	t.Run("drain phases run only after a complete startup, not after a post_start failure", func(t *testing.T) {
+	t.Run("drain hooks run only after a complete startup, not after a post_start failure", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			reg := &hooks.Registry{}
@@ -125,14 +125,14 @@ func TestHooksRunOnlyForStagesThatBegan(t *testing.T) {
 			_ = x.Wait()
 			got := names(j)
 			if slices.Contains(got, "phase") || !slices.Contains(got, "pre_shutdown") {
-				t.Errorf("got %v: want pre_shutdown (pre_start began) and no drain phase", got)
+				t.Errorf("got %v: want pre_shutdown (pre_start began) and no drain hook", got)
 			}
 		})
 	})
 }
 
 func TestRegistrationAfterNew(t *testing.T) {
-	t.Run("a drain phase added to AppSpec.Lifecycle during startup runs and is counted", func(t *testing.T) {
+	t.Run("a drain hook added to AppSpec.Lifecycle during startup runs and is counted", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			j := &journal{}
 			reg := &hooks.Registry{}

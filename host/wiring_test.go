@@ -174,7 +174,7 @@ func TestHostMonitor(t *testing.T) {
 			if h.Monitor() == nil || ep.m != h.Monitor() || late.m != h.Monitor() || fromFx != h.Monitor() {
 				t.Fatalf("not one Monitor: host %p, entrypoint %p, registered %p, container %p", h.Monitor(), ep.m, late.m, fromFx)
 			}
-			if r := h.Monitor().Evaluate(t.Context()); r.Status != health.ReportUnavailable {
+			if r := h.Monitor().Evaluate(t.Context()); r.Status != health.AnswerUnavailable {
 				t.Errorf("before Run: %+v", r)
 			}
 			x.Start()

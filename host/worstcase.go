@@ -6,13 +6,14 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/hooks"
+	"github.com/servicewright/servicewright/internal/hookrun"
 )
 
 // units counts what a service registered, for WorstCase.
 type units struct {
 	entrypoints  int
-	drainPhases  int
-	phasesMax    []time.Duration // each phase's MaxDuration (0: none)
+	drainHooks   int
+	hooksMax     []time.Duration // each hook's MaxDuration (0: none)
 	startSteps   int             // warmup steps, start hooks and Binds a stop may cut short
 	preShutdown  int
 	postShutdown int
@@ -61,11 +62,11 @@ func (w WorstCase) Fits(grace time.Duration) bool {
 //     sum: it bounds both paths;
 //   - start_unwind: a stop during startup cancels the step running (a warmup
 //     group, a start hook, a Bind) and waits hooks.AbandonAfter for it before
-//     abandoning it. That exit skips the drain phases, whose figure is larger, so
-//     it is counted only when there are no drain phases;
-//   - drain_phases: each phase costs its window plus the second it is given when it
-//     ignores its cancellation: the sum, over the phases, of MaxDuration + 1s, but
-//     never more than DrainHooksBudget + 1s, since no phase starts once the budget
+//     abandoning it. That exit skips the drain hooks, whose figure is larger, so
+//     it is counted only when there are no drain hooks;
+//   - drain_hooks: each hook costs its window plus the second it is given when it
+//     ignores its cancellation: the sum, over the hooks, of MaxDuration + 1s, but
+//     never more than DrainHooksBudget + 1s, since no hook starts once the budget
 //     is spent and each is given at most what is left of it;
 //   - drain: one DrainGrace window shared by every Drain, which run concurrently,
 //     plus the slack before one is abandoned; a cooperative wait ends with the
@@ -79,10 +80,10 @@ func (w WorstCase) Fits(grace time.Duration) bool {
 //     listener): the reporter is flushed once more for it.
 //
 // The worst case is measured from the moment PreStop is called, or from the stop
-// when it is not: what PreStop runs (the delay, the phases) is in the figures.
+// when it is not: what PreStop runs (the delay, the drain hooks) is in the figures.
 //
 // The Deadline, when set, cuts the waits before cleanup (the drain delay, the wait
-// for Serve in it, the phases, the drains, a cooperative wait) but not what follows:
+// for Serve in it, the drain hooks, the drains, a cooperative wait) but not what follows:
 // each entrypoint's Stop, the wait for Serve after it and every cleanup step still
 // run, each under its own limit. An exit with a Deadline is thus bounded by the
 // smaller of this sum and Deadline + stop + the cleanup figures; only the sum is
@@ -96,18 +97,18 @@ func (b Budgets) worstCase(u units) WorstCase {
 		}
 	}
 	step := addSat(b.StepTimeout, courtesy)
-	hook := addSat(b.StepTimeout, hooks.ShutdownUnwind)
+	hook := addSat(b.StepTimeout, hookrun.ShutdownUnwind)
 	if u.entrypoints > 0 {
 		add(StageDrainDelay, addSat(b.DrainDelay, b.StepTimeout), "DrainDelay + the wait for Serve to return (StepTimeout), in turn on the PreStop path")
 	} else {
 		add(StageDrainDelay, b.DrainDelay, "DrainDelay")
 	}
-	if u.drainPhases > 0 {
+	if u.drainHooks > 0 {
 		whole := addSat(b.DrainHooksBudget, hooks.AbandonAfter)
-		if capped := phasesCost(u.phasesMax); capped > 0 && capped < whole {
-			add(StageDrainHooks, capped, fmt.Sprintf("MaxDuration + 1s for each of %d phases, each of which may ignore cancellation", u.drainPhases))
+		if capped := phasesCost(u.hooksMax); capped > 0 && capped < whole {
+			add(StageDrainHooks, capped, fmt.Sprintf("MaxDuration + 1s for each of %d drain hooks, each of which may ignore cancellation", u.drainHooks))
 		} else {
-			add(StageDrainHooks, whole, "DrainHooksBudget + 1s for the last phase, which may ignore cancellation")
+			add(StageDrainHooks, whole, "DrainHooksBudget + 1s for the last hook, which may ignore cancellation")
 		}
 	} else if u.startSteps > 0 {
 		w.Figures = append(w.Figures, Figure{"start_unwind", hooks.AbandonAfter,
@@ -148,8 +149,8 @@ func b2i(b bool) int {
 	return 0
 }
 
-// phasesMax lists the phases' MaxDuration, for phasesCost.
-func phasesMax(phases []hooks.DrainHook) []time.Duration {
+// hooksMax lists the phases' MaxDuration, for phasesCost.
+func hooksMax(phases []hooks.DrainHook) []time.Duration {
 	out := make([]time.Duration, len(phases))
 	for i, p := range phases {
 		out[i] = p.MaxDuration

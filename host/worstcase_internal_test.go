@@ -14,7 +14,7 @@ func TestWorstCaseFigures(t *testing.T) {
 	b := Budgets{DrainDelay: 5 * time.Second, DrainHooksBudget: 3 * time.Second, DrainGrace: 10 * time.Second, StepTimeout: 2 * time.Second}
 	step := 2*time.Second + courtesy
 	hook := 2*time.Second + 100*time.Millisecond
-	w2 := b.worstCase(units{entrypoints: 2, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
+	w2 := b.worstCase(units{entrypoints: 2, drainHooks: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
 	// (5 + 2: the delay, then the Serve wait) + (3+1) + (10+1) + 3 steps (2 Stops, the
 	// Serve wait) + hook + warmup + scope + flush + probes
 	want := 7*time.Second + 4*time.Second + 11*time.Second + 3*step + hook + 4*step
@@ -22,7 +22,7 @@ func TestWorstCaseFigures(t *testing.T) {
 		t.Errorf("total = %s, want %s: %s", w2.Total, want, w2)
 	}
 	// The drain figure does not grow with the number of entrypoints: only Stop does.
-	w9 := b.worstCase(units{entrypoints: 9, drainPhases: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
+	w9 := b.worstCase(units{entrypoints: 9, drainHooks: 1, preShutdown: 1, warmupStops: 1, container: true, probes: true})
 	if d := w9.Total - w2.Total; d != 7*step {
 		t.Errorf("7 more entrypoints cost %s, want 7 Stops (%s)", d, 7*step)
 	}
@@ -42,7 +42,7 @@ func TestWorstCaseFigures(t *testing.T) {
 
 func TestWorstCaseSaturates(t *testing.T) {
 	b := Budgets{DrainDelay: maxBudget, DrainHooksBudget: maxBudget, DrainGrace: maxBudget, StepTimeout: maxBudget}
-	w := b.worstCase(units{entrypoints: math.MaxInt32, drainPhases: 1, preShutdown: math.MaxInt32, warmupStops: 1, container: true})
+	w := b.worstCase(units{entrypoints: math.MaxInt32, drainHooks: 1, preShutdown: math.MaxInt32, warmupStops: 1, container: true})
 	if w.Total <= 0 || w.Total != math.MaxInt64 {
 		t.Errorf("total = %d, want the saturated maximum", w.Total)
 	}
@@ -157,17 +157,17 @@ func TestWorstCasePhasesAndStartUnwind(t *testing.T) {
 		{10 * time.Second, []time.Duration{200 * time.Millisecond, 0}, 11 * time.Second},
 	} {
 		w := Budgets{DrainHooksBudget: c.budget, DrainGrace: time.Second, StepTimeout: time.Second}.
-			worstCase(units{entrypoints: 1, drainPhases: len(c.maxes), phasesMax: c.maxes, startSteps: 1})
-		if got := figureOf(w, "drain_phases"); got != c.want {
-			t.Errorf("budget %s, phases %v: drain_phases = %s, want %s", c.budget, c.maxes, got, c.want)
+			worstCase(units{entrypoints: 1, drainHooks: len(c.maxes), hooksMax: c.maxes, startSteps: 1})
+		if got := figureOf(w, "drain_hooks"); got != c.want {
+			t.Errorf("budget %s, phases %v: drain_hooks = %s, want %s", c.budget, c.maxes, got, c.want)
 		}
 		if got := figureOf(w, "start_unwind"); got != 0 {
-			t.Errorf("start_unwind = %s with drain phases, want none: that exit skips them", got)
+			t.Errorf("start_unwind = %s with drain hooks, want none: that exit skips them", got)
 		}
 	}
 	w := Budgets{DrainGrace: time.Second, StepTimeout: time.Second}.worstCase(units{entrypoints: 1, startSteps: 1})
 	if got := figureOf(w, "start_unwind"); got != time.Second {
-		t.Errorf("start_unwind = %s with no drain phase, want 1s", got)
+		t.Errorf("start_unwind = %s with no drain hook, want 1s", got)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -29,7 +30,7 @@ import (
 // on leases besides the Role's other verbs; without them AcquireExpiring fails,
 // naming them.
 func (k *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+	if err := lockarg.Expiring(key, owner, ttl, fenceTTL); err != nil {
 		return lock.Lease{}, err
 	}
 	if err := k.sweep(ctx); err != nil {

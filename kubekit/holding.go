@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -34,7 +35,7 @@ func (k *Lock) Release(ctx context.Context, lease lock.Lease) error {
 
 // AdvanceFence implements lock.Lock.
 func (k *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return err
 	}
 	if floor >= lock.MaxToken {
@@ -78,7 +79,7 @@ func (k *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error
 // for its TTL is reported lapsed (free); Holder.TTL is what is left of the TTL since
 // this Lock first saw the version.
 func (k *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return lock.Holder{}, err
 	}
 	l, err := k.leases.Get(ctx, leaseName(key), metav1.GetOptions{})

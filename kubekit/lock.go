@@ -17,6 +17,7 @@ import (
 	coordclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/internal/wake"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -239,7 +240,7 @@ func (k *Lock) get(ctx context.Context, key string) (*coordinationv1.Lease, erro
 
 // Acquire implements lock.Lock.
 func (k *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+	if err := lockarg.Acquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
 	return k.acquire(ctx, key, owner, ttl, 0)
@@ -310,7 +311,7 @@ func setAnnotations(l *coordinationv1.Lease, m map[string]string) {
 // change updates lease's Lease with edit, from the version its holder last wrote,
 // re-reading it on a conflict while it still names lease's owner and token.
 func (k *Lock) change(ctx context.Context, op string, lease lock.Lease, edit func(*coordinationv1.Lease)) error {
-	if err := lock.ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	k.mu.Lock()

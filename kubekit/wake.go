@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/internal/lockarg"
 )
 
 // rewatchDelay is the pause before a watch the apiserver ended (its timeout, a
@@ -23,7 +23,7 @@ const rewatchDelay = 200 * time.Millisecond
 // A watch the apiserver ends is started again; notices meanwhile are lost, which
 // the watcher's polling covers.
 func (k *Lock) WatchReleases(ctx context.Context, key, self string) (<-chan struct{}, func(), error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return nil, nil, err
 	}
 	k.watch.Lock()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/wait"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -141,8 +142,8 @@ func (s Config) resolve(l *fault.Problems) Config {
 	s.YieldGrace = cmp.Or(s.YieldGrace, defaultYieldGrace)
 	s.ReleaseTimeout = cmp.Or(s.ReleaseTimeout, defaultReleaseTimeout)
 	s.Margin = cmp.Or(s.Margin, defaultMargin)
-	s.Retry.Initial = cmp.Or(s.Retry.Initial, entrypoint.DefaultBackoffInitial)
-	s.Retry.Max = cmp.Or(s.Retry.Max, max(entrypoint.DefaultBackoffMax, s.Retry.Initial))
+	s.Retry.Initial = cmp.Or(s.Retry.Initial, wait.BackoffInitial)
+	s.Retry.Max = cmp.Or(s.Retry.Max, max(wait.BackoffMax, s.Retry.Initial))
 	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
 	if s.Lock == nil {
 		l.Addf("Lock", "must not be nil")
@@ -150,8 +151,8 @@ func (s Config) resolve(l *fault.Problems) Config {
 	switch {
 	case s.Key == "":
 		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(s.Key, lock.WantSuffix):
-		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", lock.WantSuffix, s.Key)
+	case strings.HasSuffix(s.Key, wantSuffix):
+		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", wantSuffix, s.Key)
 	}
 	if s.Owner == "" {
 		l.Addf("Owner", "must not be empty")

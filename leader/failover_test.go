@@ -118,7 +118,8 @@ func measureFailoverWith(t *testing.T, lk lock.Lock, crash bool, set func(*Confi
 		rs[old].shutdown()
 		gone = time.Now() // the release is done when Drain returns
 	}
-	took := waitFor(t, rTTL+2*time.Second, "a new leader", func() bool { return len(holders(others)) == 1 }).Sub(gone)
+	// A failure timeout, not the bound: the callers judge took.
+	took := waitFor(t, 10*(rTTL+2*time.Second), "a new leader", func() bool { return len(holders(others)) == 1 }).Sub(gone)
 	if crash {
 		cut[old].down.Store(false) // so that cleanup can release
 	}
@@ -182,7 +183,11 @@ func leadershipSuite(t *testing.T, b backend) {
 	t.Run("graceful failover within CampaignEvery", func(t *testing.T) {
 		took := measureFailover(t, lk, false)
 		t.Logf("graceful failover: %v (target CampaignEvery %v + 50ms)", took, rCE)
-		if took > rCE+500*time.Millisecond {
+		// A sanity bound, 10× the expected CampaignEvery + 100ms, for a loaded machine
+		// on a real backend: the figure is make bench's (leader fleet figures), and the
+		// campaign cadence and the hand-over are exact in virtual time
+		// (TestCampaignCadence, TestHandoff, TestWakeOnRelease).
+		if took > 10*(rCE+100*time.Millisecond) {
 			t.Fatalf("graceful failover took %v", took)
 		}
 	})
@@ -190,7 +195,9 @@ func leadershipSuite(t *testing.T, b backend) {
 	t.Run("graceful failover at the default CampaignEvery takes a release notice, not a campaign", func(t *testing.T) {
 		took := measureFailoverWith(t, lk, false, func(c *Config) { c.CampaignEvery = DefaultCampaignEvery })
 		t.Logf("graceful failover with wake on release: %v (CampaignEvery %v)", took, DefaultCampaignEvery)
-		// The first campaign after the release would come at 0.8 × CampaignEvery.
+		// The first campaign after the release would come at 0.8 × CampaignEvery
+		// (1.6s); the notice takes milliseconds, so this is also a sanity bound more
+		// than 10× the expected time.
 		if took >= DefaultCampaignEvery*8/10 {
 			t.Fatalf("graceful failover took %v: the release notice did not wake the waiting replicas", took)
 		}
@@ -200,7 +207,11 @@ func leadershipSuite(t *testing.T, b backend) {
 		took := measureFailover(t, lk, true)
 		ttl := max(rTTL, b.lapse)
 		t.Logf("crash failover: %v (target TTL %v + CampaignEvery %v)", took, ttl, rCE)
-		if took > ttl+rCE+500*time.Millisecond {
+		// A sanity bound, 10× the expected TTL + CampaignEvery, for a loaded machine on
+		// a real backend: the figure is make bench's (leader fleet figures), and a
+		// term's end before its lease lapses and the campaigns after it are exact in
+		// virtual time (TestTermEndsBeforeLeaseLapses, TestCampaignCadence).
+		if took > 10*(ttl+rCE) {
 			t.Fatalf("crash failover took %v", took)
 		}
 	})

@@ -34,7 +34,12 @@ const (
 	standAsideFor  = 3 // campaign intervals a free lease is left to an asker
 )
 
-func (l *Leadership) wantKey() string { return l.conf.Key + lock.WantSuffix }
+// wantSuffix ends the name of the lock a replica holds to ask a leader for a
+// handoff: the request for lease key K is the lock K + wantSuffix. No lease key of a
+// leadership or a singleton may end with it.
+const wantSuffix = ":want"
+
+func (l *Leadership) wantKey() string { return l.conf.Key + wantSuffix }
 
 // planHandoff decides, under Config.Handoff, whether this campaign acquires. held
 // and known are what look saw of the lease. A failing Prefer or want-lock read means

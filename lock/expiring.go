@@ -3,8 +3,6 @@ package lock
 import (
 	"context"
 	"time"
-
-	"github.com/servicewright/servicewright/fault"
 )
 
 // Expiring is a Lock that can take a key whose record — its fencing counter, and
@@ -25,23 +23,4 @@ type Expiring interface {
 	// AcquireExpiring is Acquire, and sets key's record to expire fenceTTL from now.
 	// A fenceTTL that is not positive is a *fault.ConfigError naming "fenceTTL".
 	AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (Lease, error)
-}
-
-// ValidateExpiring reports the problems of AcquireExpiring's arguments as a
-// *fault.ConfigError naming "key", "owner", "ttl" and "fenceTTL", or nil.
-func ValidateExpiring(key, owner string, ttl, fenceTTL time.Duration) error {
-	var l fault.Problems
-	if key == "" {
-		l.Addf("key", "must not be empty")
-	}
-	if owner == "" {
-		l.Addf("owner", "must not be empty")
-	}
-	if ttl <= 0 {
-		l.Addf("ttl", "must be positive, got %v", ttl)
-	}
-	if fenceTTL <= 0 {
-		l.Addf("fenceTTL", "must be positive, got %v", fenceTTL)
-	}
-	return l.Err()
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/servicewright/servicewright/fault"
 )
 
 // MaxToken is the highest fencing token a lock hands out. Redis scripts compute in
@@ -86,41 +84,4 @@ type Lock interface {
 	AdvanceFence(ctx context.Context, key string, floor uint64) error
 	// Inspect reads the lock's current lease and counter without changing them.
 	Inspect(ctx context.Context, key string) (Holder, error)
-}
-
-// ValidateAcquire reports the problems of Acquire's arguments as a
-// *fault.ConfigError naming "key", "owner" and "ttl", or nil. Lock implementations
-// call it first.
-func ValidateAcquire(key, owner string, ttl time.Duration) error {
-	var l fault.Problems
-	if key == "" {
-		l.Addf("key", "must not be empty")
-	}
-	if owner == "" {
-		l.Addf("owner", "must not be empty")
-	}
-	if ttl <= 0 {
-		l.Addf("ttl", "must be positive, got %v", ttl)
-	}
-	return l.Err()
-}
-
-// ValidateLease reports the problems of a lease given to Renew or Release as a
-// *fault.ConfigError, or nil.
-func ValidateLease(l Lease) error {
-	if err := ValidateAcquire(l.Key, l.Owner, l.TTL); err != nil {
-		return err
-	}
-	if l.Token == 0 {
-		return &fault.ConfigError{Problems: []fault.Problem{{Field: "lease.Token", Reason: "must be positive (a lease comes from Acquire)"}}}
-	}
-	return nil
-}
-
-// ValidateKey reports an empty key as a *fault.ConfigError naming "key", or nil.
-func ValidateKey(key string) error {
-	if key == "" {
-		return &fault.ConfigError{Problems: []fault.Problem{{Field: "key", Reason: "must not be empty"}}}
-	}
-	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/internal/wake"
 )
 
@@ -78,7 +79,7 @@ func (m *Memory) sweep(now time.Time) {
 
 // Acquire implements Lock.
 func (m *Memory) Acquire(ctx context.Context, key, owner string, ttl time.Duration) (Lease, error) {
-	if err := ValidateAcquire(key, owner, ttl); err != nil {
+	if err := lockarg.Acquire(key, owner, ttl); err != nil {
 		return Lease{}, err
 	}
 	return m.acquire(ctx, key, owner, ttl, 0)
@@ -87,7 +88,7 @@ func (m *Memory) Acquire(ctx context.Context, key, owner string, ttl time.Durati
 // AcquireExpiring implements Expiring: the key's lease and counter are forgotten
 // fenceTTL from now, once its lease has lapsed.
 func (m *Memory) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (Lease, error) {
-	if err := ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+	if err := lockarg.Expiring(key, owner, ttl, fenceTTL); err != nil {
 		return Lease{}, err
 	}
 	return m.acquire(ctx, key, owner, ttl, fenceTTL)
@@ -122,7 +123,7 @@ func (m *Memory) acquire(ctx context.Context, key, owner string, ttl, fenceTTL t
 
 // Renew implements Lock.
 func (m *Memory) Renew(ctx context.Context, lease Lease) error {
-	if err := ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -142,7 +143,7 @@ func (m *Memory) Renew(ctx context.Context, lease Lease) error {
 
 // Release implements Lock.
 func (m *Memory) Release(ctx context.Context, lease Lease) error {
-	if err := ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {
@@ -160,7 +161,7 @@ func (m *Memory) Release(ctx context.Context, lease Lease) error {
 
 // WatchReleases implements Notifier. It starts no goroutine.
 func (m *Memory) WatchReleases(_ context.Context, key, self string) (<-chan struct{}, func(), error) {
-	if err := ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return nil, nil, err
 	}
 	ch, remove, _ := m.hub.Add(key, self)
@@ -169,7 +170,7 @@ func (m *Memory) WatchReleases(_ context.Context, key, self string) (<-chan stru
 
 // AdvanceFence implements Lock.
 func (m *Memory) AdvanceFence(ctx context.Context, key string, floor uint64) error {
-	if err := ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return err
 	}
 	if floor >= MaxToken {
@@ -191,7 +192,7 @@ func (m *Memory) AdvanceFence(ctx context.Context, key string, floor uint64) err
 
 // Inspect implements Lock.
 func (m *Memory) Inspect(ctx context.Context, key string) (Holder, error) {
-	if err := ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return Holder{}, err
 	}
 	if err := ctx.Err(); err != nil {

@@ -26,8 +26,3 @@ type Status struct {
 	Held  bool   `json:"held"`
 	Token uint64 `json:"token"`
 }
-
-// WantSuffix ends the name of the lock a replica holds to ask a leader for a
-// handoff: the request for lease key K is the lock K + WantSuffix. No lease key of a
-// leadership or a singleton may end with it.
-const WantSuffix = ":want"

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/lock"
 )
 
@@ -18,7 +19,7 @@ import (
 // the session's idle timer. A session the server ended (idle past the TTL, killed,
 // restarted) is lock.ErrNotHeld.
 func (l *Lock) Renew(ctx context.Context, lease lock.Lease) error {
-	if err := lock.ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	s, err := l.holding("renew", lease)
@@ -37,7 +38,7 @@ func (l *Lock) Renew(ctx context.Context, lease lock.Lease) error {
 // Release implements lock.Lock: it unlocks and NOTIFYs the key's channel in one
 // statement, and keeps the connection for a later acquire.
 func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
-	if err := lock.ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	s, err := l.holding("release", lease)
@@ -68,7 +69,7 @@ func (l *Lock) Release(ctx context.Context, lease lock.Lease) error {
 
 // AdvanceFence implements lock.Lock.
 func (l *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return err
 	}
 	if floor >= lock.MaxToken {
@@ -86,7 +87,7 @@ func (l *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error
 // Inspect implements lock.Lock. Held is read from pg_locks; Owner and Token from
 // the fence row, written by the statement that took the lock.
 func (l *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return lock.Holder{}, err
 	}
 	var h lock.Holder

@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/internal/wait"
-	"github.com/servicewright/servicewright/lock"
 )
 
 // listenPoll is how long the listener waits for a notification before it checks
@@ -33,7 +33,7 @@ type listener struct {
 // A new watch is in place within 250ms; notices sent while the connection is
 // down (a restart) are lost, which the watcher's polling covers.
 func (l *Lock) WatchReleases(_ context.Context, key, self string) (<-chan struct{}, func(), error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return nil, nil, err
 	}
 	l.mu.Lock()

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/internal/wake"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -138,7 +139,7 @@ func (l *Lock) EarliestRelease(ttl time.Duration) time.Duration {
 }
 
 func checkAcquire(key, owner string, ttl time.Duration) error {
-	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+	if err := lockarg.Acquire(key, owner, ttl); err != nil {
 		return err
 	}
 	if ms(ttl) > math.MaxInt32 {
@@ -163,7 +164,7 @@ func (l *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 // deletes the rows of every key whose expiry has passed; so the rows of keys taken
 // once each (cron ticks) stay those of the last fenceTTL.
 func (l *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateExpiring(key, owner, ttl, fenceTTL); err != nil {
+	if err := lockarg.Expiring(key, owner, ttl, fenceTTL); err != nil {
 		return lock.Lease{}, err
 	}
 	if err := checkAcquire(key, owner, ttl); err != nil {

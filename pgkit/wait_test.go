@@ -94,7 +94,11 @@ func TestAcquireWait(t *testing.T) {
 		}
 		took := time.Since(killed)
 		t.Logf("waiter took a SIGKILLed holder's lease %v after the kill", took)
-		if took > time.Second {
+		// A sanity bound, well over 10× the expected round trip, for a loaded machine,
+		// and under the wait's own 10s, so that a wait not ended by the socket closing
+		// still fails it; the figure is make bench's (leader process figures: crash
+		// failover on PostgreSQL, ≤ 100 ms).
+		if took > 5*time.Second {
 			t.Fatalf("took %v after the kill; the wait should end within a round trip of the socket closing", took)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/lockarg"
 	"github.com/servicewright/servicewright/internal/wake"
 	"github.com/servicewright/servicewright/lock"
 )
@@ -178,16 +179,14 @@ func (r *Lock) Acquire(ctx context.Context, key, owner string, ttl time.Duration
 // cronentry's OncePerFleet calls it. A fenceTTL that is not positive is a
 // *fault.ConfigError naming "fenceTTL".
 func (r *Lock) AcquireExpiring(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
-	if fenceTTL <= 0 {
-		var l fault.Problems
-		l.Addf("fenceTTL", "must be positive, got %v", fenceTTL)
-		return lock.Lease{}, l.Err()
+	if err := lockarg.Expiring(key, owner, ttl, fenceTTL); err != nil {
+		return lock.Lease{}, err
 	}
 	return r.acquireFor(ctx, key, owner, ttl, fenceTTL)
 }
 
 func (r *Lock) acquireFor(ctx context.Context, key, owner string, ttl, fenceTTL time.Duration) (lock.Lease, error) {
-	if err := lock.ValidateAcquire(key, owner, ttl); err != nil {
+	if err := lockarg.Acquire(key, owner, ttl); err != nil {
 		return lock.Lease{}, err
 	}
 	keys := r.keys(key)
@@ -216,7 +215,7 @@ func (r *Lock) Release(ctx context.Context, lease lock.Lease) error {
 }
 
 func (r *Lock) compare(ctx context.Context, s *redis.Script, op string, lease lock.Lease, args ...any) error {
-	if err := lock.ValidateLease(lease); err != nil {
+	if err := lockarg.Lease(lease.Key, lease.Owner, lease.TTL, lease.Token); err != nil {
 		return err
 	}
 	keys := r.keys(lease.Key)
@@ -240,7 +239,7 @@ func (r *Lock) EarliestRelease(ttl time.Duration) time.Duration { return ttl }
 
 // AdvanceFence implements lock.Lock.
 func (r *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return err
 	}
 	if floor >= lock.MaxToken {
@@ -259,7 +258,7 @@ func (r *Lock) AdvanceFence(ctx context.Context, key string, floor uint64) error
 
 // Inspect implements lock.Lock.
 func (r *Lock) Inspect(ctx context.Context, key string) (lock.Holder, error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return lock.Holder{}, err
 	}
 	keys := r.keys(key)

@@ -8,7 +8,7 @@ import (
 	"context"
 	"strings"
 
-	"github.com/servicewright/servicewright/lock"
+	"github.com/servicewright/servicewright/internal/lockarg"
 )
 
 // unsubscribeTimeout bounds the UNSUBSCRIBE of a key whose last watch stopped while
@@ -23,7 +23,7 @@ const unsubscribeTimeout = time.Second
 // when it reconnects, and notices sent meanwhile are lost, which the watcher's
 // polling covers.
 func (r *Lock) WatchReleases(ctx context.Context, key, self string) (<-chan struct{}, func(), error) {
-	if err := lock.ValidateKey(key); err != nil {
+	if err := lockarg.Key(key); err != nil {
 		return nil, nil, err
 	}
 	ch := r.channel(key)

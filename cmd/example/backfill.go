@@ -70,13 +70,13 @@ func backfillSpec(k knobs, b backfillKnobs) host.AppSpec {
 	return host.AppSpec{
 		ServiceName: "orders-backfill",
 		Container: hostfx.Container(logModule(), k.module(), storeModule(),
-			hostfx.Provide(func(s store, log *zap.Logger) (*entrypoint.Task, error) {
+			hostfx.Provide(host.Registration{Order: 10}, func(s store, log *zap.Logger) (*entrypoint.Task, error) {
 				bs, ok := s.(backfillStore)
 				if !ok {
 					return nil, fmt.Errorf("store %T has no idempotent insert", s)
 				}
 				return newBackfill(b, bs, log)
-			}, 10)),
+			})),
 		Warmups: []host.Step{{
 			Name:  "prime-cache",
 			Start: func(ctx context.Context) error { return sleep(ctx, k.warmupDelay) },

@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/entrypoint/cronentry"
+	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/rediskit"
 )
@@ -22,7 +23,7 @@ type cronParams struct {
 func cronModule(k knobs) fx.Option {
 	// No telemetry option: the Host hands the Scheduler its logger, registry, tracer
 	// provider (a cron.run span per run) and error reporter (failed runs).
-	return hostfx.Provide(func(p cronParams, inst hostfx.Instance, log *zap.Logger) (*cronentry.Scheduler, error) {
+	return hostfx.Provide(host.Registration{Order: 40}, func(p cronParams, inst hostfx.Instance, log *zap.Logger) (*cronentry.Scheduler, error) {
 		job := cronentry.Job{
 			Name:   "report",
 			Every:  k.cronEvery,
@@ -42,5 +43,5 @@ func cronModule(k knobs) fx.Option {
 			job.OncePerFleet = cronentry.OncePerFleet(lk, string(inst), k.cronEvery)
 		}
 		return cronentry.New(cronentry.Config{Name: "cron"}, []cronentry.Job{job})
-	}, 40)
+	})
 }

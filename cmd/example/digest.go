@@ -144,7 +144,7 @@ func leaderModule(k knobs) fx.Option {
 		}),
 		// No telemetry option: the Host hands the Leadership its logger, registry and
 		// tracer provider (a leadership.term span per term).
-		hostfx.Provide(func(lk lock.Lock, d digests, inst hostfx.Instance, log *zap.Logger) (*leader.Leadership, error) {
+		hostfx.Provide(host.Registration{Order: 30}, func(lk lock.Lock, d digests, inst hostfx.Instance, log *zap.Logger) (*leader.Leadership, error) {
 			return leader.New(leader.Config{
 				Lock:          lk,
 				Key:           digestKey,
@@ -160,7 +160,7 @@ func leaderModule(k knobs) fx.Option {
 				FenceFloor:           d.Fence,
 				RequiresFenceAdvance: true,
 			}, publish(d, string(inst), k.publishEvery, log))
-		}, 30),
+		}),
 	)
 }
 

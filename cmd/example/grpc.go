@@ -12,6 +12,7 @@ import (
 
 	ordersv1 "github.com/servicewright/servicewright/cmd/example/api/orders/v1"
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
+	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
 )
 
@@ -22,7 +23,7 @@ func grpcModule(addr string) fx.Option {
 	return fx.Options(
 		fx.Provide(func() *feed { return &feed{} }),
 		fx.Decorate(func(s store, f *feed) store { return feedStore{s, f} }),
-		hostfx.Provide(newGRPCServer(addr), 15),
+		hostfx.Provide(host.Registration{Order: 15}, newGRPCServer(addr)),
 	)
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/entrypoint/httpentry"
 	"github.com/servicewright/servicewright/entrypoint/httpentry/httpfx"
+	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
 )
 
@@ -22,8 +23,8 @@ func httpModule(addr string) fx.Option {
 		// GET /slow holds each request for as long as it is asked (a test knob): its
 		// duration says nothing of load, so it stays out of the admission limiter, as
 		// a long poll would.
-		hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: addr, MaxConns: maxConns("HTTP_MAX_CONNS")},
-			httpentry.WithExempt("GET /slow")), 10),
+		hostfx.Provide(host.Registration{Order: 10}, httpfx.Provider(httpentry.Config{Addr: addr, MaxConns: maxConns("HTTP_MAX_CONNS")},
+			httpentry.WithExempt("GET /slow"))),
 		plain("GET /hello", hello),
 		plain("GET /slow", slow),
 		plain("GET /events", events),

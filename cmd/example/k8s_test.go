@@ -15,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // manifest is the part of a Deployment the check reads.
@@ -136,36 +137,36 @@ func TestKubernetesManifest(t *testing.T) {
 
 	grace := time.Duration(pod.Grace) * time.Second
 	// A preStop sleep comes on top of the exit; a preStop httpGet to /prestop runs the
-	// exit's first stages (drain delay, drain phases), which SIGTERM then skips, so
+	// exit's first stages (drain delay, drain hooks), which SIGTERM then skips, so
 	// the worst case alone bounds both.
 	ps := c.Lifecycle.PreStop
 	preStop := time.Duration(ps.Sleep.Seconds) * time.Second
 	switch {
 	case ps.HTTPGet.Path != "":
-		if ps.HTTPGet.Path != host.PreStopPath || ps.HTTPGet.Port != "probes" {
-			t.Errorf("preStop httpGet = %+v, want %s on the probes port", ps.HTTPGet, host.PreStopPath)
+		if ps.HTTPGet.Path != prestop.Path || ps.HTTPGet.Port != "probes" {
+			t.Errorf("preStop httpGet = %+v, want %s on the probes port", ps.HTTPGet, prestop.Path)
 		}
 		if preStop != 0 {
 			t.Error("preStop has both a sleep and an httpGet")
 		}
 		// The hook must send the token the container is given, or /prestop refuses
 		// it and the drain waits for SIGTERM.
-		token := env[host.PreStopTokenEnv]
-		if len(token) < host.MinPreStopTokenLen {
+		token := env["SW_PRESTOP_TOKEN"]
+		if len(token) < prestop.MinTokenLen {
 			t.Errorf("%s %q: want a token of at least %d bytes in the container's env",
-				host.PreStopTokenEnv, token, host.MinPreStopTokenLen)
+				"SW_PRESTOP_TOKEN", token, prestop.MinTokenLen)
 		}
 		sent := 0
 		for _, hd := range ps.HTTPGet.Headers {
-			if http.CanonicalHeaderKey(hd.Name) == host.PreStopHeader {
+			if http.CanonicalHeaderKey(hd.Name) == prestop.Header {
 				sent++
 				if hd.Value != token {
-					t.Errorf("preStop sends %s %q, want %s's value", hd.Name, hd.Value, host.PreStopTokenEnv)
+					t.Errorf("preStop sends %s %q, want %s's value", hd.Name, hd.Value, "SW_PRESTOP_TOKEN")
 				}
 			}
 		}
 		if sent != 1 {
-			t.Errorf("preStop httpGet sends %d %s headers, want 1", sent, host.PreStopHeader)
+			t.Errorf("preStop httpGet sends %d %s headers, want 1", sent, prestop.Header)
 		}
 		if h.Budgets().DrainDelay < 3*time.Second {
 			t.Errorf("SW_DRAIN_DELAY %s: too short for the endpoints to be removed during /prestop", h.Budgets().DrainDelay)

@@ -18,6 +18,7 @@ import (
 	"github.com/servicewright/servicewright/entrypoint/kafkaentry"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/health"
+	"github.com/servicewright/servicewright/host"
 	"github.com/servicewright/servicewright/host/hostfx"
 	"github.com/servicewright/servicewright/kafkakit"
 )
@@ -90,7 +91,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration, useOutbox bool) fx
 		submit,
 		// No telemetry option: the Host hands the consumer its logger, registry, tracer
 		// provider, propagator and error reporter (dead letters, handler panics).
-		hostfx.Provide(func(brokers []string, s store, in inboxParams) (*kafkaentry.Consumer, error) {
+		hostfx.Provide(host.Registration{Order: 20}, func(brokers []string, s store, in inboxParams) (*kafkaentry.Consumer, error) {
 			handle := handleOrder(s, handleDelay)
 			if in.Inbox != nil {
 				handle = handleOnce(in, handle, func(ctx context.Context) error { return sleep(ctx, handleDelay) })
@@ -105,7 +106,7 @@ func kafkaModule(brokers []string, handleDelay time.Duration, useOutbox bool) fx
 				// A store outage (PostgreSQL down) pauses consumption: the driver's
 				// connection errors are transient to kafkaentry.IsTransient, the default.
 			}, handle)
-		}, 20),
+		}),
 		hostfx.Check("kafka", func(c *kafkaentry.Consumer) health.Check { return c }),
 	)
 }

@@ -67,7 +67,7 @@ func spec(k knobs) host.AppSpec {
 	lc.AddPreShutdown("final-report", func(ctx context.Context) error {
 		return sleep(ctx, k.hookDelay)
 	})
-	// A drain phase: work done once the replica is out of rotation and still serving
+	// A drain hook: work done once the replica is out of rotation and still serving
 	// (here, telling nobody that it leaves). Host.PreStop, served at /prestop on the
 	// probe port, runs it ahead of the stop; the shutdown then does not run it again.
 	lc.AddDrainHook(hooks.DrainHook{Name: "deregister", MaxDuration: 500 * time.Millisecond,
@@ -115,9 +115,9 @@ func slowBuildModule(d time.Duration) fx.Option {
 
 // tickerModule runs tick as a background loop, every second ± 100 ms.
 func tickerModule() fx.Option {
-	return hostfx.Provide(func() (*entrypoint.Loop, error) {
+	return hostfx.Provide(host.Registration{Order: 10}, func() (*entrypoint.Loop, error) {
 		return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "ticker", Every: time.Second, Jitter: 100 * time.Millisecond}, tick)
-	}, 10)
+	})
 }
 
 // tick is the ticker's unit of work: a background sweep (here, of nothing) that the

@@ -83,7 +83,7 @@ func outboxModule() fx.Option {
 		}),
 		// The relay's producer names no topic (each event names its own) and is closed
 		// after the entrypoints stopped.
-		hostfx.Provide(func(lc fx.Lifecycle, brokers []string, pool *pgxpool.Pool, box *outbox.Outbox,
+		hostfx.Provide(host.Registration{Order: 25}, func(lc fx.Lifecycle, brokers []string, pool *pgxpool.Pool, box *outbox.Outbox,
 			tp trace.TracerProvider, reg prometheus.Registerer) (*outbox.Relay, error) {
 			p, err := kafkakit.NewProducer(kafkakit.ProducerConfig{Brokers: brokers},
 				kafkakit.WithTelemetry(entrypoint.Telemetry{TracerProvider: tp, Registerer: reg}))
@@ -92,7 +92,7 @@ func outboxModule() fx.Option {
 			}
 			lc.Append(fx.StopHook(p.Close))
 			return outbox.NewRelay(box, pool, p, outbox.RelayConfig{Name: "orders-relay"})
-		}, 25),
+		}),
 	)
 }
 

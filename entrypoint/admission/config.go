@@ -8,14 +8,12 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// DefaultInitialLimit is the limit of a Limiter whose Config leaves InitialLimit
-// zero: what an entrypoint's AdmissionLimit reports before any load, and the
-// unloaded value the limit returns to once an overload is over.
-const DefaultInitialLimit = 20
-
-// Defaults for the other fields of Config left at their zero value (each field's
-// doc states its value).
+// Defaults for the fields of Config left at their zero value (each field's doc
+// states its value). defaultInitialLimit is also what an entrypoint's
+// AdmissionLimit reports before any load, and the unloaded value the limit returns
+// to once an overload is over.
 const (
+	defaultInitialLimit  = 20
 	defaultMinLimit      = 1
 	defaultMaxLimit      = 1000
 	defaultWindow        = 100 * time.Millisecond
@@ -25,15 +23,14 @@ const (
 )
 
 // The environment variables that override Config's fields (see Config.FromEnv);
-// each field's doc names its own. Those a ConfigError's Variable is most often
-// compared with are exported.
+// each field's doc names its own.
 const (
 	envOff           = "SW_ADMISSION_OFF"
-	EnvMinLimit      = "SW_ADMISSION_MIN_LIMIT"
+	envMinLimit      = "SW_ADMISSION_MIN_LIMIT"
 	envMaxLimit      = "SW_ADMISSION_MAX_LIMIT"
-	EnvWindow        = "SW_ADMISSION_WINDOW"
+	envWindow        = "SW_ADMISSION_WINDOW"
 	envProbeInterval = "SW_ADMISSION_PROBE_INTERVAL"
-	EnvMaxQueueDelay = "SW_ADMISSION_MAX_QUEUE_DELAY"
+	envMaxQueueDelay = "SW_ADMISSION_MAX_QUEUE_DELAY"
 )
 
 // Config bounds a Limiter. Every zero field takes the default its doc states, so the
@@ -94,7 +91,7 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	ints := []struct {
 		env, field string
 		v          *int
-	}{{EnvMinLimit, "MinLimit", &cfg.MinLimit}, {envMaxLimit, "MaxLimit", &cfg.MaxLimit}}
+	}{{envMinLimit, "MinLimit", &cfg.MinLimit}, {envMaxLimit, "MaxLimit", &cfg.MaxLimit}}
 	for _, e := range ints {
 		if v, ok := lookup(e.env); ok {
 			n, err := strconv.Atoi(v)
@@ -107,8 +104,8 @@ func (cfg Config) FromEnv(lookup func(string) (string, bool)) (Config, error) {
 	durs := []struct {
 		env, field string
 		v          *time.Duration
-	}{{EnvWindow, "Window", &cfg.Window}, {envProbeInterval, "ProbeInterval", &cfg.ProbeInterval},
-		{EnvMaxQueueDelay, "MaxQueueDelay", &cfg.MaxQueueDelay}}
+	}{{envWindow, "Window", &cfg.Window}, {envProbeInterval, "ProbeInterval", &cfg.ProbeInterval},
+		{envMaxQueueDelay, "MaxQueueDelay", &cfg.MaxQueueDelay}}
 	for _, e := range durs {
 		if v, ok := lookup(e.env); ok {
 			d, err := time.ParseDuration(v)
@@ -167,7 +164,7 @@ func (cfg Config) resolve(l *fault.Problems) Config {
 	// A zero field takes its default.
 	cfg.MinLimit = cmp.Or(cfg.MinLimit, defaultMinLimit)
 	cfg.MaxLimit = cmp.Or(cfg.MaxLimit, defaultMaxLimit)
-	cfg.InitialLimit = cmp.Or(cfg.InitialLimit, DefaultInitialLimit)
+	cfg.InitialLimit = cmp.Or(cfg.InitialLimit, defaultInitialLimit)
 	cfg.Window = cmp.Or(cfg.Window, defaultWindow)
 	cfg.Tolerance = cmp.Or(cfg.Tolerance, defaultTolerance)
 	cfg.ProbeInterval = cmp.Or(cfg.ProbeInterval, defaultProbeInterval)
@@ -176,30 +173,30 @@ func (cfg Config) resolve(l *fault.Problems) Config {
 	for _, b := range []struct {
 		field, env string
 		v          int
-	}{{"MinLimit", EnvMinLimit, cfg.MinLimit}, {"MaxLimit", envMaxLimit, cfg.MaxLimit}, {"InitialLimit", "", cfg.InitialLimit}} {
+	}{{"MinLimit", envMinLimit, cfg.MinLimit}, {"MaxLimit", envMaxLimit, cfg.MaxLimit}, {"InitialLimit", "", cfg.InitialLimit}} {
 		if b.v < 1 || b.v > ceilingLimit {
 			l.AddEnvf(b.field, b.env, "must be within [1, %d], got %d", ceilingLimit, b.v)
 			limits = false
 		}
 	}
 	if limits && cfg.MinLimit > cfg.MaxLimit {
-		l.AddEnvf("MinLimit", EnvMinLimit, "must not exceed MaxLimit %d (%s), got %d", cfg.MaxLimit, envMaxLimit, cfg.MinLimit)
+		l.AddEnvf("MinLimit", envMinLimit, "must not exceed MaxLimit %d (%s), got %d", cfg.MaxLimit, envMaxLimit, cfg.MinLimit)
 	}
 	cfg.InitialLimit = max(cfg.MinLimit, min(cfg.MaxLimit, cfg.InitialLimit))
 	for _, b := range []struct {
 		field, env string
 		v, lo, hi  time.Duration
 	}{
-		{"Window", EnvWindow, cfg.Window, floorWindow, ceilingWindow},
+		{"Window", envWindow, cfg.Window, floorWindow, ceilingWindow},
 		{"ProbeInterval", envProbeInterval, cfg.ProbeInterval, floorProbeInterval, ceilingProbeInterval},
-		{"MaxQueueDelay", EnvMaxQueueDelay, cfg.MaxQueueDelay, floorMaxQueueDelay, ceilingMaxQueueDelay},
+		{"MaxQueueDelay", envMaxQueueDelay, cfg.MaxQueueDelay, floorMaxQueueDelay, ceilingMaxQueueDelay},
 	} {
 		if b.v < b.lo || b.v > b.hi {
 			l.AddEnvf(b.field, b.env, "must be within [%v, %v], got %v", b.lo, b.hi, b.v)
 		}
 	}
 	if w := cfg.Window; w >= floorWindow && w <= ceilingWindow && cfg.ProbeInterval >= floorProbeInterval && cfg.ProbeInterval < probeWindows*w {
-		l.AddEnvf("ProbeInterval", envProbeInterval, "must be at least %d windows (Window %v, %s), got %v", probeWindows, w, EnvWindow, cfg.ProbeInterval)
+		l.AddEnvf("ProbeInterval", envProbeInterval, "must be at least %d windows (Window %v, %s), got %v", probeWindows, w, envWindow, cfg.ProbeInterval)
 	}
 	if !(cfg.Tolerance >= floorTolerance && cfg.Tolerance <= ceilingTolerance) { // NaN fails both
 		l.Addf("Tolerance", "must be within [%v, %v], got %v", floorTolerance, ceilingTolerance, cfg.Tolerance)

@@ -16,11 +16,11 @@ import (
 func TestConfigBounds(t *testing.T) {
 	t.Run("the knobs that switched protection off are refused, all in one error", func(t *testing.T) {
 		env := map[string]string{
-			EnvWindow:        "10us", // made the estimate NaN and the limit −9.22e18
-			EnvMaxQueueDelay: "1ns",  // shed 95% at normal load
+			envWindow:        "10us", // made the estimate NaN and the limit −9.22e18
+			envMaxQueueDelay: "1ns",  // shed 95% at normal load
 			envProbeInterval: "2h",
 			envMaxLimit:      "1000000",
-			EnvMinLimit:      "-3",
+			envMinLimit:      "-3",
 		}
 		cfg, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		if err != nil {
@@ -31,8 +31,8 @@ func TestConfigBounds(t *testing.T) {
 		if !errors.As(err, &ce) {
 			t.Fatalf("New = %v, want a *fault.ConfigError", err)
 		}
-		want := map[string]string{"Window": EnvWindow, "MaxQueueDelay": EnvMaxQueueDelay, "ProbeInterval": envProbeInterval,
-			"MaxLimit": envMaxLimit, "MinLimit": EnvMinLimit}
+		want := map[string]string{"Window": envWindow, "MaxQueueDelay": envMaxQueueDelay, "ProbeInterval": envProbeInterval,
+			"MaxLimit": envMaxLimit, "MinLimit": envMinLimit}
 		for _, p := range ce.Problems {
 			if v, ok := want[p.Field]; !ok || v != p.Variable {
 				t.Errorf("unexpected problem %v", p)

@@ -152,8 +152,8 @@ func TestConfig(t *testing.T) {
 	t.Run("floor above ceiling names both fields' variables", func(t *testing.T) {
 		_, err := New(Config{MinLimit: 50, MaxLimit: 10})
 		p := problems(t, err)
-		if len(p) != 1 || p[0].Field != "MinLimit" || p[0].Variable != EnvMinLimit || !strings.Contains(p[0].Reason, envMaxLimit) {
-			t.Fatalf("problems = %v, want one on MinLimit naming %s and %s", p, EnvMinLimit, envMaxLimit)
+		if len(p) != 1 || p[0].Field != "MinLimit" || p[0].Variable != envMinLimit || !strings.Contains(p[0].Reason, envMaxLimit) {
+			t.Fatalf("problems = %v, want one on MinLimit naming %s and %s", p, envMinLimit, envMaxLimit)
 		}
 	})
 	t.Run("non-positive window and a low tolerance are each reported", func(t *testing.T) {
@@ -164,12 +164,12 @@ func TestConfig(t *testing.T) {
 			fields[x.Field] = true
 		}
 		if len(p) != 4 || !fields["Window"] || !fields["Tolerance"] || !fields["ProbeInterval"] || !fields["MaxQueueDelay"] ||
-			!strings.Contains(err.Error(), EnvWindow) || !strings.Contains(err.Error(), EnvMaxQueueDelay) {
-			t.Fatalf("problems = %v, want Window (naming %s), Tolerance, ProbeInterval and MaxQueueDelay (naming %s)", p, EnvWindow, EnvMaxQueueDelay)
+			!strings.Contains(err.Error(), envWindow) || !strings.Contains(err.Error(), envMaxQueueDelay) {
+			t.Fatalf("problems = %v, want Window (naming %s), Tolerance, ProbeInterval and MaxQueueDelay (naming %s)", p, envWindow, envMaxQueueDelay)
 		}
 	})
 	t.Run("malformed variables are reported with their field", func(t *testing.T) {
-		env := map[string]string{envOff: "maybe", EnvMinLimit: "x", EnvWindow: "soon", EnvMaxQueueDelay: "short"}
+		env := map[string]string{envOff: "maybe", envMinLimit: "x", envWindow: "soon", envMaxQueueDelay: "short"}
 		_, err := Config{}.FromEnv(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 		p := problems(t, err)
 		if len(p) != 4 || !strings.Contains(err.Error(), "SW_ADMISSION_MAX_QUEUE_DELAY (MaxQueueDelay)") || !strings.Contains(err.Error(), "SW_ADMISSION_OFF (Off)") || !strings.Contains(err.Error(), "SW_ADMISSION_MIN_LIMIT (MinLimit)") {

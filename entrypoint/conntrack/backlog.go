@@ -15,10 +15,10 @@ import (
 // any backlog the kernel keeps for one socket in practice.
 const maxBacklogDrain = 1 << 16
 
-// ErrBacklogAnswered is what Accept returns, once DrainBacklog began, when the
+// errBacklogAnswered is what Accept returns, once DrainBacklog began, when the
 // kernel's queue is empty and the socket is closed. It wraps net.ErrClosed, so an
 // accept loop that ends on net.ErrClosed ends on it as on any close.
-var ErrBacklogAnswered = fmt.Errorf("conntrack: accept queue answered and listener closed: %w", net.ErrClosed)
+var errBacklogAnswered = fmt.Errorf("conntrack: accept queue answered and listener closed: %w", net.ErrClosed)
 
 // The states of a backlog.
 const (
@@ -40,7 +40,7 @@ const (
 // which wakes the accept loop at once. From then on each Accept takes one
 // connection from the queue with a non-blocking accept(2) and hands it over, to be
 // served as any other. Once accept(2) finds the queue empty, Accept closes the
-// socket and returns ErrBacklogAnswered. Between that last accept(2) and the close a
+// socket and returns errBacklogAnswered. Between that last accept(2) and the close a
 // few microseconds pass: a connection whose handshake completes in that window is
 // still reset by the kernel. It is rare, because the Host withdraws readiness and
 // waits out the drain delay first, so load balancers have stopped sending new
@@ -85,7 +85,7 @@ func takeOver(ln net.Listener) *backlog {
 }
 
 // Accept returns the socket's next connection. Once drain began, it returns one
-// that is queued already, without waiting, or ErrBacklogAnswered once none is left.
+// that is queued already, without waiting, or errBacklogAnswered once none is left.
 func (l *backlog) Accept() (net.Conn, error) {
 	c, err := l.Listener.Accept()
 	if err == nil || l.state.Load() == backlogServing {
@@ -96,7 +96,7 @@ func (l *backlog) Accept() (net.Conn, error) {
 
 // acceptQueued takes a connection from the queue; when none is left, or it has
 // taken maxBacklogDrain, or accept(2) fails, it closes the socket and returns
-// ErrBacklogAnswered. Once the socket is closed it returns err, the socket's.
+// errBacklogAnswered. Once the socket is closed it returns err, the socket's.
 func (l *backlog) acceptQueued(err error) (net.Conn, error) {
 	if l.state.Load() != backlogDraining {
 		return nil, err
@@ -108,7 +108,7 @@ func (l *backlog) acceptQueued(err error) (net.Conn, error) {
 		}
 	}
 	l.closeSocket()
-	return nil, ErrBacklogAnswered
+	return nil, errBacklogAnswered
 }
 
 // drain starts handing over the queued connections: it wakes the accept loop,

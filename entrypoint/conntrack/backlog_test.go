@@ -104,8 +104,8 @@ func drainQueue(t *testing.T, network string) {
 	for {
 		c, err := bl.Accept()
 		if err != nil {
-			if !errors.Is(err, ErrBacklogAnswered) || !errors.Is(err, net.ErrClosed) {
-				t.Errorf("Accept after the queue = %v, want ErrBacklogAnswered wrapping net.ErrClosed", err)
+			if !errors.Is(err, errBacklogAnswered) || !errors.Is(err, net.ErrClosed) {
+				t.Errorf("Accept after the queue = %v, want errBacklogAnswered wrapping net.ErrClosed", err)
 			}
 			break
 		}

@@ -22,10 +22,11 @@
 //     waiting (so that the close is a FIN, not a reset) and closes.
 //  2. DrainBacklog: the connections the kernel completed and queued are accepted
 //     without waiting and handed to the accept loop, which serves them as any
-//     other; then the socket is closed and Accept returns ErrBacklogAnswered
-//     (wrapping net.ErrClosed). Closing a listening socket instead would reset
-//     each of them. This needs a *net.TCPListener or *net.UnixListener, on Linux;
-//     any other listener is closed at once. A connection taken from the queue
+//     other; then the socket is closed and Accept returns an error wrapping
+//     net.ErrClosed, which ends the accept loop as a Close would. Closing a
+//     listening socket instead would reset each of them. This needs a
+//     *net.TCPListener or *net.UnixListener, on Linux; any other listener is
+//     closed at once. A connection taken from the queue
 //     may read for Config.BacklogReadTimeout only (1 s by default), so that slow
 //     clients queued at the connection cap cannot hold the drain for the
 //     entrypoint's header timeout once per cap's worth of them.

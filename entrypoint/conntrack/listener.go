@@ -15,7 +15,7 @@ type Listener struct {
 
 // Accept waits for the next connection and returns it as a *Conn, busy. Once
 // DrainBacklog began it returns the connections queued, without waiting, and then
-// ErrBacklogAnswered, which wraps net.ErrClosed.
+// an error wrapping net.ErrClosed.
 func (l *Listener) Accept() (net.Conn, error) {
 	c, err := l.AcceptConn()
 	if err != nil {

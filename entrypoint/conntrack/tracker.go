@@ -214,9 +214,9 @@ func (t *Tracker) WaitSerial(ctx context.Context) error {
 
 // DrainBacklog stops intake without cutting what is queued: the Listener's Accept
 // hands over, without waiting, every connection the kernel has queued, then closes
-// the socket and returns ErrBacklogAnswered. A listener it could not take over is
-// closed at once (its queue, if any, is reset). It does not wait for the accept
-// loop; Drain does. Calling it again does nothing.
+// the socket and returns an error wrapping net.ErrClosed. A listener it could not
+// take over is closed at once (its queue, if any, is reset). It does not wait for
+// the accept loop; Drain does. Calling it again does nothing.
 func (t *Tracker) DrainBacklog() {
 	l := t.listener()
 	switch {

@@ -16,7 +16,7 @@
 // differ between hosts), and intervals fall on multiples of the interval since the
 // Unix epoch, not counted from start-up. Tick.Scheduled is the nominal tick; Jitter
 // delays the run by up to Jitter without changing it. Jitter is on by default — a
-// tenth of the interval (entrypoint.DefaultJitterFraction), at most 10s — so that replicas and jobs on one schedule do not start in step;
+// tenth of the interval (JitterFraction, 0.1), at most 10s — so that replicas and jobs on one schedule do not start in step;
 // Job.NoJitter turns it off.
 //
 // # Lifecycle
@@ -45,10 +45,10 @@
 // (OverlapQueue), or runs beside it (OverlapAllow). These act within one replica.
 //
 // A tick the scheduler reaches more than Job.MissedAfter (default 1 s) past its time
-// was missed: the process was frozen, starved, or the wall clock stepped. With
-// MissedRunOnce (the default) one run stands in for all the ticks missed together,
-// with Tick.Missed counting the others; with MissedSkip they are all skipped and the
-// job resumes at its next tick.
+// was missed: the process was frozen, starved, or the wall clock stepped. By
+// default one run stands in for all the ticks missed together, with Tick.Missed
+// counting the others; with Job.SkipMissed they are all skipped and the job resumes
+// at its next tick.
 //
 // # Once per fleet
 //

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
 	"github.com/servicewright/servicewright/fleet"
+	"github.com/servicewright/servicewright/internal/wait"
 )
 
 // maxJitter caps the default jitter of a job (Job.JitterFraction of its
@@ -66,8 +66,8 @@ type Job struct {
 	Jitter time.Duration
 
 	// JitterFraction sets Jitter, when Jitter is 0, to this fraction of the
-	// interval. It must lie in [0, 1). Default entrypoint.DefaultJitterFraction (a
-	// tenth): a job every minute starts up to 6s after its tick.
+	// interval. It must lie in [0, 1). Default 0.1, as for an entrypoint.Loop: a job
+	// every minute starts up to 6s after its tick.
 	JitterFraction float64
 
 	// NoJitter turns the jitter off, explicitly: each run starts at its tick. It
@@ -78,9 +78,15 @@ type Job struct {
 	// this replica. The default is OverlapSkip.
 	Overlap OverlapPolicy
 
-	// Missed says what happens to ticks the scheduler reached late (see
-	// MissedAfter). The default is MissedRunOnce.
-	Missed MissedPolicy
+	// SkipMissed says what happens to ticks the scheduler reached more than
+	// MissedAfter late (the process was frozen, starved of CPU, or the wall clock
+	// stepped forward). By default one run stands in for all the ticks missed
+	// together, as soon as the scheduler notices: the run is for the latest of
+	// them, with Tick.Missed counting the others, which count as skipped_missed;
+	// when an on-time tick is due at the same moment, it is that run. With
+	// SkipMissed every missed tick is skipped (skipped_missed) and the job next runs
+	// at its next tick that the scheduler reaches in time.
+	SkipMissed bool
 
 	// MissedAfter is how late past its time (jitter included) the scheduler may
 	// reach a tick before it counts as missed. Default 1s.
@@ -116,7 +122,7 @@ type Tick struct {
 	// behind a previous run (OverlapQueue).
 	Fired time.Time
 	// Missed counts earlier ticks that were missed and that this run stands in for
-	// (MissedRunOnce); 0 normally.
+	// (unless Job.SkipMissed); 0 normally.
 	Missed int
 	// Token is the fencing token of the tick's lease when the job is OncePerFleet,
 	// 0 otherwise. Pass it with writes to a store that refuses stale tokens.
@@ -147,32 +153,6 @@ func (p OverlapPolicy) String() string {
 		return "allow"
 	}
 	return fmt.Sprintf("OverlapPolicy(%d)", int(p))
-}
-
-// MissedPolicy says what happens to ticks the scheduler reached more than
-// Job.MissedAfter late: the process was frozen, starved of CPU, or the wall clock
-// stepped forward.
-type MissedPolicy int
-
-const (
-	// MissedRunOnce runs once for all the ticks missed together, as soon as the
-	// scheduler notices: the run is for the latest of them, with Tick.Missed
-	// counting the others, which count as skipped_missed. When an on-time tick
-	// is due at the same moment, it is that run. The default.
-	MissedRunOnce MissedPolicy = iota
-	// MissedSkip skips every missed tick (skipped_missed); the job next runs at
-	// its next tick that the scheduler reaches in time.
-	MissedSkip
-)
-
-func (p MissedPolicy) String() string {
-	switch p {
-	case MissedRunOnce:
-		return "run_once"
-	case MissedSkip:
-		return "skip"
-	}
-	return fmt.Sprintf("MissedPolicy(%d)", int(p))
 }
 
 // job is a validated Job with its parsed schedule and its scheduling state.
@@ -282,15 +262,12 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	} else if interval > 0 && spec.Jitter >= interval {
 		l.Addf(field+".Jitter", "must be below the interval (%v), got %v", interval, spec.Jitter)
 	}
-	entrypoint.CheckJitterFraction(l, field+".JitterFraction", spec.JitterFraction)
+	wait.CheckJitterFraction(l, field+".JitterFraction", spec.JitterFraction)
 	if spec.NoJitter && (spec.Jitter != 0 || spec.JitterFraction != 0) {
 		l.Addf(field+".NoJitter", "must not be set with Jitter (%v) or JitterFraction (%v)", spec.Jitter, spec.JitterFraction)
 	}
 	if spec.Overlap < OverlapSkip || spec.Overlap > OverlapAllow {
 		l.Addf(field+".Overlap", "unknown policy %v", spec.Overlap)
-	}
-	if spec.Missed < MissedRunOnce || spec.Missed > MissedSkip {
-		l.Addf(field+".Missed", "unknown policy %v", spec.Missed)
 	}
 	if spec.MissedAfter < 0 {
 		l.Addf(field+".MissedAfter", "must not be negative, got %v", spec.MissedAfter)
@@ -325,13 +302,13 @@ func compileJob(l *fault.Problems, field string, spec Job, now time.Time) *job {
 	}
 }
 
-// defaultJitter is JitterFraction (or entrypoint.DefaultJitterFraction) of the
+// defaultJitter is JitterFraction (or wait.JitterFraction) of the
 // interval — for a cron expression, of the shortest gap among its next jitterGaps
 // ticks — capped at maxJitter and, for a OncePerFleet job, below half its
 // TTL, so that the lease outlives the latest start. Invalid figures give 0: their
 // problems are reported already.
 func defaultJitter(spec Job, sched schedule, interval time.Duration, now time.Time) time.Duration {
-	frac := cmp.Or(spec.JitterFraction, entrypoint.DefaultJitterFraction)
+	frac := cmp.Or(spec.JitterFraction, wait.JitterFraction)
 	if !(frac > 0 && frac < 1) {
 		return 0
 	}

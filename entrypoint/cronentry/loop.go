@@ -63,12 +63,12 @@ func (s *Scheduler) wait(now time.Time) time.Duration {
 
 // due handles every tick of j whose fire time has come by now, in order, and plans
 // the next one. A tick reached more than MissedAfter past its fire time is missed:
-// MissedSkip counts it skipped_missed; MissedRunOnce keeps the latest missed tick to
-// run, counting the ones before it, and drops it too when an on-time tick follows,
-// which then runs with the missed ones in Tick.Missed.
+// with SkipMissed it counts skipped_missed; otherwise due keeps the latest missed tick
+// to run, counting the ones before it, and drops that one too when an on-time tick
+// follows, which then runs with the missed ones in Tick.Missed.
 func (s *Scheduler) due(ctx context.Context, j *job, now time.Time) {
 	var (
-		held   *Tick // the latest missed tick, to run once (MissedRunOnce)
+		held   *Tick // the latest missed tick, to run once (unless SkipMissed)
 		carry  int   // missed ticks not run, for the next run's Tick.Missed
 		missed int   // missed ticks at this wake, for the log
 		first  time.Time
@@ -96,7 +96,7 @@ func (s *Scheduler) due(ctx context.Context, j *job, now time.Time) {
 		if missed++; missed == 1 {
 			first = t.Scheduled
 		}
-		if j.Missed == MissedSkip {
+		if j.SkipMissed {
 			s.record(j, skippedMissed)
 			continue
 		}
@@ -111,8 +111,12 @@ func (s *Scheduler) due(ctx context.Context, j *job, now time.Time) {
 		s.fire(ctx, j, *held)
 	}
 	if missed > 0 {
+		policy := "run_once"
+		if j.SkipMissed {
+			policy = "skip"
+		}
 		s.log.Warn("cron ticks missed: the scheduler reached them late (process paused or clock stepped)",
 			zap.String("job", j.Name), zap.Int("missed", missed), zap.Time("first", first),
-			zap.Stringer("policy", j.Missed), zap.Bool("ran_once", held != nil))
+			zap.String("policy", policy), zap.Bool("ran_once", held != nil))
 	}
 }

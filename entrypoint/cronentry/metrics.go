@@ -20,7 +20,7 @@ const (
 	cancelled                          // Stop cut the run (or the lock's Acquire) through its ctx
 	skippedOverlap                     // the previous run still ran (OverlapSkip), or a newer tick replaced this queued one
 	skippedOtherReplica                // another replica took the tick's lease
-	skippedMissed                      // the scheduler reached the tick late (MissedPolicy), or too late to claim it once per fleet
+	skippedMissed                      // the scheduler reached the tick late (Job.SkipMissed), or too late to claim it once per fleet
 	skippedDraining                    // the tick came, or waited in the queue, when Drain or Stop had begun
 	lockError                          // the fleet lock could not be asked (backend down); the tick did not run here
 	skippedLockLost                    // the fleet lock lost its data since this replica last looked; the tick may have run before the loss

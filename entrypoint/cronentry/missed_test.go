@@ -37,7 +37,7 @@ func TestMissedTicks(t *testing.T) {
 	t.Run("Skip skips every tick missed in a pause", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			x := start(t, []Job{{Name: "job", Every: h, Missed: MissedSkip, Run: rec.run(0)}},
+			x := start(t, []Job{{Name: "job", Every: h, SkipMissed: true, Run: rec.run(0)}},
 				func(sc *Scheduler) { sc.afterWake = pauseOnce(0, 3*h+30*m) })
 			time.Sleep(4*h + s)
 			x.shutdown()
@@ -53,7 +53,7 @@ func TestMissedTicks(t *testing.T) {
 	t.Run("a tick reached late within MissedAfter runs as usual", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			x := start(t, []Job{{Name: "job", Every: 30 * s, Missed: MissedSkip, MissedAfter: 10 * s, Run: rec.run(0)}},
+			x := start(t, []Job{{Name: "job", Every: 30 * s, SkipMissed: true, MissedAfter: 10 * s, Run: rec.run(0)}},
 				func(sc *Scheduler) { sc.afterWake = pauseOnce(0, 5*s) })
 			time.Sleep(36 * s)
 			ticks := rec.all()
@@ -67,7 +67,7 @@ func TestMissedTicks(t *testing.T) {
 	t.Run("Skip skips a single tick reached past MissedAfter", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			x := start(t, []Job{{Name: "job", Every: 30 * s, Missed: MissedSkip, Run: rec.run(0)}},
+			x := start(t, []Job{{Name: "job", Every: 30 * s, SkipMissed: true, Run: rec.run(0)}},
 				func(sc *Scheduler) { sc.afterWake = pauseOnce(0, 5*s) })
 			time.Sleep(61 * s)
 			x.shutdown()

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,12 +47,6 @@ func dialH2(t testing.TB, conn net.Conn) *h2 {
 	t.Helper()
 	c := &h2{conn: conn, fr: http2.NewFramer(conn, conn), next: 1, settings: make(chan struct{}), acks: make(chan struct{}, 8), closed: make(chan struct{})}
 	c.enc = hpack.NewEncoder(&c.buf)
-	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.fr.WriteSettings(); err != nil {
-		t.Fatal(err)
-	}
 	go func() {
 		defer close(c.closed)
 		var once sync.Once
@@ -74,6 +69,14 @@ func dialH2(t testing.TB, conn net.Conn) *h2 {
 		}
 	}()
 	t.Cleanup(func() { conn.Close(); <-c.closed })
+	// Written once the reader runs: over an unbuffered net.Pipe (hosttest.Network)
+	// the server's own SETTINGS must be read for it to read ours.
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.fr.WriteSettings(); err != nil {
+		t.Fatal(err)
+	}
 	return c
 }
 
@@ -253,27 +256,30 @@ func TestMaxConnections(t *testing.T) {
 
 // A connection that never goes quiet — it ignores the GOAWAY, answers no PING and
 // keeps a stream open whose request never comes, so that no handler runs — does not
-// hold the drain: with
-// no admitted RPC left, Drain closes it after connectionQuiet and returns nil, and
-// its report counts it. On main Drain waited for the whole budget and failed with "0
-// RPCs still in flight".
+// hold the drain: with no admitted RPC left, Drain closes it after connectionQuiet
+// (1s) — exactly, in virtual time — and returns nil, and its report counts it. On
+// main Drain waited for the whole budget and failed with "0 RPCs still in flight".
 func TestDrainDoesNotWaitForALoudConnection(t *testing.T) {
-	x := run(t, grpcentry.Config{}, &service{})
-	loud := dialH2(t, dialTCP(t, x.s.Addr()))
-	if _, err := loud.open(); err != nil {
-		t.Fatal(err)
-	}
-	if err := loud.fr.WritePing(false, [8]byte{}); err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, loud.acks, "the PING ack after the stream") // the server holds the stream
-	start := time.Now()
-	if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
-		t.Fatalf("Drain = %v, want nil", err)
-	}
-	t.Logf("Drain took %s", time.Since(start))
-	waitFor(t, loud.closed, "the loud connection closed")
-	if r := x.s.DrainReport(); !strings.Contains(r, "connections_cut=1") {
-		t.Errorf("DrainReport() = %q, want connections_cut=1", r)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		x := runInBubble(t, grpcentry.Config{}, &service{})
+		loud := dialH2(t, x.dialNetwork())
+		if _, err := loud.open(); err != nil {
+			t.Fatal(err)
+		}
+		if err := loud.fr.WritePing(false, [8]byte{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, loud.acks, "the PING ack after the stream") // the server holds the stream
+		start := time.Now()
+		if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
+			t.Fatalf("Drain = %v, want nil", err)
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Errorf("Drain took %s of virtual time, want connectionQuiet (1s)", d)
+		}
+		waitFor(t, loud.closed, "the loud connection closed")
+		if r := x.s.DrainReport(); !strings.Contains(r, "connections_cut=1") {
+			t.Errorf("DrainReport() = %q, want connections_cut=1", r)
+		}
+	})
 }

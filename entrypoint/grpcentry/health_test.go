@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -56,30 +57,33 @@ func serving(t *testing.T, got <-chan healthpb.HealthCheckResponse_ServingStatus
 	}
 }
 
-// The health service says NOT_SERVING within 50 ms of readiness being withdrawn,
-// while the server still serves RPCs.
-func TestHealthFollowsReadinessWithin50ms(t *testing.T) {
-	var st health.State
-	st.Set(health.StatusReady)
-	x := run(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(monitor(t, &st, health.MonitorConfig{})))
-	ctx := ctxT(t)
-	got, _ := x.watch(ctx)
-	serving(t, got)
-	start := time.Now()
-	st.Set(health.StatusDraining) // the announcement: BeginDraining, or the stop
-	if s := waitFor(t, got, "answer after the announcement"); s != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Fatalf("answer %v, want NOT_SERVING", s)
-	}
-	if d := time.Since(start); d > 50*time.Millisecond {
-		t.Errorf("NOT_SERVING after %s, want within 50ms", d)
-	}
-	if r, err := x.health.Check(ctx, &healthpb.HealthCheckRequest{Service: "grpc.testing.TestService"}); err != nil ||
-		r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
-		t.Errorf("Check = %v, %v", r, err)
-	}
-	if _, err := x.client.EmptyCall(ctx, nil); err != nil {
-		t.Errorf("RPC in the drain delay: %v, want served", err)
-	}
+// The health service says NOT_SERVING the moment readiness is withdrawn — no poll,
+// no timer: not one instant of virtual time passes — while the server still serves
+// RPCs.
+func TestHealthFollowsReadinessAtOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var st health.State
+		st.Set(health.StatusReady)
+		x := runInBubble(t, grpcentry.Config{}, &service{}, grpcentry.WithHealth(monitor(t, &st, health.MonitorConfig{})))
+		ctx := ctxT(t)
+		got, _ := x.watch(ctx)
+		serving(t, got)
+		start := time.Now()
+		st.Set(health.StatusDraining) // the announcement: BeginDraining, or the stop
+		if s := waitFor(t, got, "answer after the announcement"); s != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Fatalf("answer %v, want NOT_SERVING", s)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("NOT_SERVING after %s of virtual time, want at once", d)
+		}
+		if r, err := x.health.Check(ctx, &healthpb.HealthCheckRequest{Service: "grpc.testing.TestService"}); err != nil ||
+			r.GetStatus() != healthpb.HealthCheckResponse_NOT_SERVING {
+			t.Errorf("Check = %v, %v", r, err)
+		}
+		if _, err := x.client.EmptyCall(ctx, nil); err != nil {
+			t.Errorf("RPC in the drain delay: %v, want served", err)
+		}
+	})
 }
 
 // A failing check makes the health service say NOT_SERVING, and SERVING again once
@@ -112,24 +116,27 @@ func TestHealthNotServingWhileDegraded(t *testing.T) {
 }
 
 // An idle Watch stream does not hold the drain: it is ended at once with
-// UNAVAILABLE and Drain returns at once.
+// UNAVAILABLE and Drain returns at once, in virtual time (the default
+// StreamDrainWindow is not waited out for it).
 func TestIdleWatchDoesNotDelayDrain(t *testing.T) {
-	x := run(t, grpcentry.Config{}, &service{})
-	got, end := x.watch(ctxT(t))
-	if s := waitFor(t, got, "first answer"); s != healthpb.HealthCheckResponse_SERVING {
-		t.Fatalf("first answer %v", s)
-	}
-	start := time.Now()
-	if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
-		t.Fatalf("Drain = %v", err)
-	}
-	if d := time.Since(start); d > 500*time.Millisecond {
-		t.Errorf("Drain took %s with an idle Watch open", d)
-	}
-	// The stop before the drain already said NOT_SERVING; then the stream ends.
-	if err := <-end; status.Code(err) != codes.Unavailable {
-		t.Errorf("Watch ended with %v, want UNAVAILABLE", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		x := runInBubble(t, grpcentry.Config{}, &service{})
+		got, end := x.watch(ctxT(t))
+		if s := waitFor(t, got, "first answer"); s != healthpb.HealthCheckResponse_SERVING {
+			t.Fatalf("first answer %v", s)
+		}
+		start := time.Now()
+		if err := waitFor(t, x.drain(5*time.Second), "Drain"); err != nil {
+			t.Fatalf("Drain = %v", err)
+		}
+		if d := time.Since(start); d != 0 {
+			t.Errorf("Drain took %s of virtual time with an idle Watch open, want at once", d)
+		}
+		// The stop before the drain already said NOT_SERVING; then the stream ends.
+		if err := <-end; status.Code(err) != codes.Unavailable {
+			t.Errorf("Watch ended with %v, want UNAVAILABLE", err)
+		}
+	})
 }
 
 // Without WithHealth the health service says SERVING while serving and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -64,113 +65,125 @@ func TestDrainLetsInFlightUnaryFinishAndRefusesNew(t *testing.T) {
 }
 
 // A streaming RPC is ended by the spread drain with UNAVAILABLE, and Drain returns
-// well within its budget.
+// within the spread window, in virtual time.
 func TestDrainClosesStreamsWithAStatus(t *testing.T) {
-	x := run(t, grpcentry.Config{StreamDrainWindow: 200 * time.Millisecond}, &service{stream: ticking})
-	ctx := ctxT(t)
-	var streams []testpb.TestService_StreamingOutputCallClient
-	for range 3 {
-		st, err := x.client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
-		if err != nil {
-			t.Fatal(err)
+	synctest.Test(t, func(t *testing.T) {
+		const window = 200 * time.Millisecond
+		x := runInBubble(t, grpcentry.Config{StreamDrainWindow: window}, &service{stream: ticking})
+		ctx := ctxT(t)
+		var streams []testpb.TestService_StreamingOutputCallClient
+		for range 3 {
+			st, err := x.client.StreamingOutputCall(ctx, &testpb.StreamingOutputCallRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := st.Recv(); err != nil { // the handler runs
+				t.Fatal(err)
+			}
+			streams = append(streams, st)
 		}
-		if _, err := st.Recv(); err != nil { // the handler runs
-			t.Fatal(err)
+		start := time.Now()
+		drained := x.drain(3 * time.Second)
+		for i, st := range streams {
+			var err error
+			for err == nil {
+				_, err = st.Recv()
+			}
+			if s := status.Convert(err); s.Code() != codes.Unavailable || !strings.Contains(s.Message(), "draining") {
+				t.Errorf("stream %d ended with %v, want UNAVAILABLE from the drain", i, err)
+			}
 		}
-		streams = append(streams, st)
-	}
-	start := time.Now()
-	drained := x.drain(3 * time.Second)
-	for i, st := range streams {
-		var err error
-		for err == nil {
-			_, err = st.Recv()
+		if err := waitFor(t, drained, "Drain"); err != nil {
+			t.Fatalf("Drain = %v", err)
 		}
-		if s := status.Convert(err); s.Code() != codes.Unavailable || !strings.Contains(s.Message(), "draining") {
-			t.Errorf("stream %d ended with %v, want UNAVAILABLE from the drain", i, err)
+		if d := time.Since(start); d > window {
+			t.Errorf("Drain took %s of virtual time with a %s window", d, window)
 		}
-	}
-	if err := waitFor(t, drained, "Drain"); err != nil {
-		t.Fatalf("Drain = %v", err)
-	}
-	if d := time.Since(start); d > time.Second {
-		t.Errorf("Drain took %s with a 200ms window", d)
-	}
+	})
 }
 
 // A stream whose handler ignores its ctx outlives the grace: Drain returns at its
-// budget, Stop closes the connection, and the client gets a status.
+// budget, to the instant in virtual time, Stop closes the connection within its own,
+// and the client gets a status.
 func TestStreamOutlivingTheGraceIsCutInBudget(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	started := make(chan struct{})
-	svc := &service{stream: func(_ context.Context, send func() error) error {
-		_ = send()
-		close(started)
-		<-release
-		return nil
-	}}
-	x := run(t, grpcentry.Config{StreamDrainWindow: 50 * time.Millisecond}, svc)
-	st, err := x.client.StreamingOutputCall(ctxT(t), &testpb.StreamingOutputCallRequest{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, started, "the stream's handler")
-	if _, err := st.Recv(); err != nil {
-		t.Fatal(err)
-	}
-	budget := 300 * time.Millisecond
-	start := time.Now()
-	err = waitFor(t, x.drain(budget), "Drain")
-	if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 RPCs still in flight") {
-		t.Fatalf("Drain = %v, want the deadline with 1 RPC in flight", err)
-	}
-	if d := time.Since(start); d > budget+200*time.Millisecond {
-		t.Fatalf("Drain took %s with a %s budget", d, budget)
-	}
-	stopStart := time.Now()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = x.s.Stop(ctx) // the handler still runs: Stop may report it, but returns
-	if d := time.Since(stopStart); d > 1200*time.Millisecond {
-		t.Fatalf("Stop took %s with a 1s budget", d)
-	}
-	if _, err := st.Recv(); status.Code(err) != codes.Unavailable {
-		t.Fatalf("stream after Stop: %v, want UNAVAILABLE", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		started := make(chan struct{})
+		svc := &service{stream: func(_ context.Context, send func() error) error {
+			_ = send()
+			close(started)
+			<-release
+			return nil
+		}}
+		x := runInBubble(t, grpcentry.Config{StreamDrainWindow: 50 * time.Millisecond}, svc)
+		st, err := x.client.StreamingOutputCall(ctxT(t), &testpb.StreamingOutputCallRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, started, "the stream's handler")
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+		const budget = 300 * time.Millisecond
+		start := time.Now()
+		err = waitFor(t, x.drain(budget), "Drain")
+		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "1 RPCs still in flight") {
+			t.Fatalf("Drain = %v, want the deadline with 1 RPC in flight", err)
+		}
+		if d := time.Since(start); d != budget {
+			t.Fatalf("Drain took %s of virtual time with a %s budget, want exactly the budget", d, budget)
+		}
+		stopStart := time.Now()
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = x.s.Stop(ctx) // the handler still runs: Stop may report it, but returns
+		if d := time.Since(stopStart); d > time.Second {
+			t.Fatalf("Stop took %s of virtual time with a 1s budget", d)
+		}
+		if _, err := st.Recv(); status.Code(err) != codes.Unavailable {
+			t.Fatalf("stream after Stop: %v, want UNAVAILABLE", err)
+		}
+	})
 }
 
 // A unary handler that blocks forever, ignoring its ctx, keeps neither Drain nor
-// Stop past their budgets.
+// Stop past their budgets (virtual time: Drain ends at its 200ms, Stop within its
+// 300ms).
 func TestHandlerBlockingForeverDoesNotBlockStop(t *testing.T) {
-	release := make(chan struct{})
-	t.Cleanup(func() { close(release) })
-	entered := make(chan struct{})
-	svc := &service{unary: func(context.Context) error {
-		close(entered)
-		<-release
-		return nil
-	}}
-	x := run(t, grpcentry.Config{}, svc)
-	rpc := make(chan error, 1)
-	go func() {
-		_, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{})
-		rpc <- err
-	}()
-	waitFor(t, entered, "the handler")
-	start := time.Now()
-	if err := waitFor(t, x.drain(200*time.Millisecond), "Drain"); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("Drain = %v, want the deadline", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
-	defer cancel()
-	_ = x.s.Stop(ctx)
-	if d := time.Since(start); d > 800*time.Millisecond {
-		t.Fatalf("Drain and Stop took %s with 500ms of budgets", d)
-	}
-	if err := waitFor(t, rpc, "the RPC"); status.Code(err) != codes.Unavailable {
-		t.Fatalf("RPC cut by Stop: %v, want UNAVAILABLE", err)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		release := make(chan struct{})
+		t.Cleanup(func() { close(release) })
+		entered := make(chan struct{})
+		svc := &service{unary: func(context.Context) error {
+			close(entered)
+			<-release
+			return nil
+		}}
+		x := runInBubble(t, grpcentry.Config{}, svc)
+		rpc := make(chan error, 1)
+		go func() {
+			_, err := x.client.UnaryCall(ctxT(t), &testpb.SimpleRequest{})
+			rpc <- err
+		}()
+		waitFor(t, entered, "the handler")
+		start := time.Now()
+		if err := waitFor(t, x.drain(200*time.Millisecond), "Drain"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Drain = %v, want the deadline", err)
+		}
+		if d := time.Since(start); d != 200*time.Millisecond {
+			t.Fatalf("Drain took %s of virtual time with a 200ms budget", d)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		_ = x.s.Stop(ctx)
+		if d := time.Since(start); d > 500*time.Millisecond {
+			t.Fatalf("Drain and Stop took %s of virtual time with 500ms of budgets", d)
+		}
+		if err := waitFor(t, rpc, "the RPC"); status.Code(err) != codes.Unavailable {
+			t.Fatalf("RPC cut by Stop: %v, want UNAVAILABLE", err)
+		}
+	})
 }
 
 // A handler's panic becomes INTERNAL, is counted, and the server keeps serving.

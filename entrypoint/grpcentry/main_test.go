@@ -13,6 +13,7 @@ import (
 	testpb "google.golang.org/grpc/interop/grpc_testing"
 
 	"github.com/servicewright/servicewright/entrypoint/grpcentry"
+	"github.com/servicewright/servicewright/host/hosttest"
 )
 
 func TestMain(m *testing.M) {
@@ -74,6 +75,8 @@ type running struct {
 	stop   chan struct{}
 	once   sync.Once
 	served chan error
+	// network is the in-memory network of a Server made by runInBubble, else nil.
+	network *hosttest.Network
 }
 
 // run makes, binds and serves a Server on a loopback port with svc registered.
@@ -104,6 +107,13 @@ func runHooked(t *testing.T, cfg grpcentry.Config, svc *service, before func(*gr
 	if err != nil {
 		t.Fatal(err)
 	}
+	return serveAndClean(t, s, conn)
+}
+
+// serveAndClean serves s in the background for a client on conn; Cleanup stops it
+// and closes the client.
+func serveAndClean(t *testing.T, s *grpcentry.Server, conn *grpc.ClientConn) *running {
+	t.Helper()
 	x := &running{
 		t: t, s: s, conn: conn, client: testpb.NewTestServiceClient(conn), health: healthpb.NewHealthClient(conn),
 		stop: make(chan struct{}), served: make(chan error, 1),

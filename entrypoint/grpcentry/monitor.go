@@ -1,9 +1,6 @@
 package grpcentry
 
-import (
-	"github.com/servicewright/servicewright/entrypoint"
-	"github.com/servicewright/servicewright/health"
-)
+import "github.com/servicewright/servicewright/health"
 
 var _ health.MonitorUser = (*Server)(nil)
 
@@ -15,7 +12,7 @@ var _ health.MonitorUser = (*Server)(nil)
 func (s *Server) UseMonitor(m *health.Monitor) {
 	s.base.Lock()
 	defer s.base.Unlock()
-	if m == nil || s.own.monitor != nil || s.base.Phase() != entrypoint.PhaseNew {
+	if m == nil || s.own.monitor != nil || !s.base.Unbound() {
 		return
 	}
 	s.monitor = m

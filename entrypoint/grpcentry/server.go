@@ -294,9 +294,9 @@ func (s *Server) Serve(ctx context.Context, stop <-chan struct{}) error {
 		return s.serving.Refused(err)
 	}
 	if s.monitor != nil {
-		s.unsubscribe = s.monitor.Subscribe(func(r health.Report) {
+		s.unsubscribe = s.monitor.Subscribe(func(r health.Answer) {
 			s.health.set(r.Serving())
-			if r.Status == health.ReportDraining {
+			if r.Status == health.AnswerDraining {
 				s.moveOff()
 			}
 		})

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/servicewright/servicewright/fault"
+	"github.com/servicewright/servicewright/internal/prestop"
 )
 
 // AccessLog configures the Server's access log (WithAccessLog).
@@ -27,10 +28,10 @@ type AccessLog struct {
 	Logger *zap.Logger
 }
 
-// credentialHeaders are the request headers the access log never logs. The last
-// two are host.PreStopHeader and host.PprofHeader (a test keeps them equal).
+// credentialHeaders are the request headers the access log never logs: the last two
+// carry the Host's PreStop and profiling tokens.
 var credentialHeaders = [...]string{"Authorization", "Proxy-Authorization", "Cookie",
-	"X-Servicewright-Prestop", "X-Servicewright-Pprof"}
+	prestop.Header, prestop.PprofHeader}
 
 // WithAccessLog logs one line per request ("http request") as the Server finishes
 // it, after recovery, so that a panic's 500 is logged as sent: the method, the

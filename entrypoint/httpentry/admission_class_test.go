@@ -63,13 +63,13 @@ func TestAdmissionRouteClass(t *testing.T) {
 // The knobs that once switched the protection off are refused by New, in one
 // ConfigError naming each field and its variable.
 func TestAdmissionKnobBounds(t *testing.T) {
-	t.Setenv(admission.EnvWindow, "10us")
-	t.Setenv(admission.EnvMaxQueueDelay, "1ns")
+	t.Setenv("SW_ADMISSION_WINDOW", "10us")
+	t.Setenv("SW_ADMISSION_MAX_QUEUE_DELAY", "1ns")
 	_, err := New(Config{}, http.NotFoundHandler())
 	var ce *fault.ConfigError
 	if !errors.As(err, &ce) || len(ce.Problems) != 2 ||
-		ce.Problems[0].Field != "Admission.Window" || ce.Problems[0].Variable != admission.EnvWindow ||
-		ce.Problems[1].Field != "Admission.MaxQueueDelay" || ce.Problems[1].Variable != admission.EnvMaxQueueDelay {
-		t.Fatalf("New = %v, want Admission.Window (%s) and Admission.MaxQueueDelay (%s)", err, admission.EnvWindow, admission.EnvMaxQueueDelay)
+		ce.Problems[0].Field != "Admission.Window" || ce.Problems[0].Variable != "SW_ADMISSION_WINDOW" ||
+		ce.Problems[1].Field != "Admission.MaxQueueDelay" || ce.Problems[1].Variable != "SW_ADMISSION_MAX_QUEUE_DELAY" {
+		t.Fatalf("New = %v, want Admission.Window (%s) and Admission.MaxQueueDelay (%s)", err, "SW_ADMISSION_WINDOW", "SW_ADMISSION_MAX_QUEUE_DELAY")
 	}
 }

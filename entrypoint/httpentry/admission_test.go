@@ -58,16 +58,16 @@ func TestAdmissionConfig(t *testing.T) {
 			WithAdmission(admission.Config{MinLimit: 10, MaxLimit: 5}), WithCritical("GET /a", "GET /a"))
 		var ce *fault.ConfigError
 		if !errors.As(err, &ce) || len(ce.Problems) != 2 || ce.Problems[0].Field != "Admission.MinLimit" ||
-			ce.Problems[0].Variable != admission.EnvMinLimit || ce.Problems[1].Field != "WithCritical" {
-			t.Fatalf("New = %v, want Admission.MinLimit naming %s, and a WithCritical duplicate", err, admission.EnvMinLimit)
+			ce.Problems[0].Variable != "SW_ADMISSION_MIN_LIMIT" || ce.Problems[1].Field != "WithCritical" {
+			t.Fatalf("New = %v, want Admission.MinLimit naming %s, and a WithCritical duplicate", err, "SW_ADMISSION_MIN_LIMIT")
 		}
 	})
 	t.Run("a malformed variable names its field", func(t *testing.T) {
-		t.Setenv(admission.EnvWindow, "-")
+		t.Setenv("SW_ADMISSION_WINDOW", "-")
 		_, err := New(Config{}, http.NotFoundHandler())
 		var ce *fault.ConfigError
-		if !errors.As(err, &ce) || ce.Problems[0].Field != "Admission.Window" || !strings.Contains(err.Error(), admission.EnvWindow) {
-			t.Fatalf("New = %v, want Admission.Window naming %s", err, admission.EnvWindow)
+		if !errors.As(err, &ce) || ce.Problems[0].Field != "Admission.Window" || !strings.Contains(err.Error(), "SW_ADMISSION_WINDOW") {
+			t.Fatalf("New = %v, want Admission.Window naming %s", err, "SW_ADMISSION_WINDOW")
 		}
 	})
 	t.Run("Off is one field", func(t *testing.T) {
@@ -76,8 +76,8 @@ func TestAdmissionConfig(t *testing.T) {
 			t.Fatalf("New(Off) = %v, limit %d; want no limiter", err, s.AdmissionLimit())
 		}
 		s, err = New(Config{}, http.NotFoundHandler())
-		if err != nil || s.AdmissionLimit() != admission.DefaultInitialLimit {
-			t.Fatalf("New() = %v, limit %d; want admission on by default at %d", err, s.AdmissionLimit(), admission.DefaultInitialLimit)
+		if err != nil || s.AdmissionLimit() != 20 {
+			t.Fatalf("New() = %v, limit %d; want admission on by default at %d", err, s.AdmissionLimit(), 20)
 		}
 	})
 }

@@ -21,7 +21,7 @@
 //     starts earlier when the Host's Monitor (UseMonitor) says draining —
 //     Host.BeginDraining, PreStop. Connections idle through the delay stay open
 //     until Drain.
-//  4. Drain phases (optional): DrainStreams, registered as a phase, closes the
+//  4. Drain hooks (optional): DrainStreams, registered as a phase, closes the
 //     streams spread over a window while everything is still served.
 //  5. Drain closes the Gate: from then on a request that arrives, even on a
 //     keep-alive connection that is already open, is answered 503 with Retry-After,

@@ -13,10 +13,10 @@ import (
 	"github.com/servicewright/servicewright/internal/wait"
 )
 
-// DrainStreams is a drain phase: it closes the streams open now, spread evenly over
+// DrainStreams is a drain hook: it closes the streams open now, spread evenly over
 // min(StreamDrainWindow, allowed), while the server still admits and serves every
 // request, so that streaming clients move to other replicas a few at a time before
-// Drain. Its signature is that of a drain phase's Run, so it can be registered as
+// Drain. Its signature is that of a drain hook's Run, so it can be registered as
 // one (hooks.DrainHook{Name: "http-streams", Run: srv.DrainStreams}).
 //
 // First it disables keep-alives, so that a client whose stream ends reconnects
@@ -36,7 +36,7 @@ import (
 // Serve or after Drain began it does nothing and returns nil.
 func (s *Server) DrainStreams(ctx context.Context, allowed time.Duration) error {
 	s.base.Lock()
-	serving := s.base.Phase() == entrypoint.PhaseServing
+	serving := s.base.Serving()
 	s.base.Unlock()
 	if !serving {
 		return nil

@@ -58,7 +58,7 @@ func Example() {
 	// stop: <nil>
 }
 
-// A drain phase that moves streaming clients to other replicas before Drain: the
+// A drain hook that moves streaming clients to other replicas before Drain: the
 // Host calls it with the time it may take.
 func ExampleServer_DrainStreams() {
 	srv, err := httpentry.New(httpentry.Config{Addr: "127.0.0.1:0"}, http.NotFoundHandler())

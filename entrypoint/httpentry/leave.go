@@ -6,7 +6,6 @@ import (
 	"net/http"
 	"sync/atomic"
 
-	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/health"
 )
 
@@ -19,7 +18,7 @@ var _ health.MonitorUser = (*Server)(nil)
 func (s *Server) UseMonitor(m *health.Monitor) {
 	s.base.Lock()
 	defer s.base.Unlock()
-	if m == nil || s.base.Phase() != entrypoint.PhaseNew {
+	if m == nil || !s.base.Unbound() {
 		return
 	}
 	s.monitor = m
@@ -31,8 +30,8 @@ func (s *Server) follow() (unsubscribe func()) {
 	if s.monitor == nil {
 		return func() {}
 	}
-	return s.monitor.Subscribe(func(r health.Report) {
-		if r.Status == health.ReportDraining {
+	return s.monitor.Subscribe(func(r health.Answer) {
+		if r.Status == health.AnswerDraining {
 			s.moveOff()
 		}
 	})

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/servicewright/servicewright/host/hosttest"
 )
 
 func TestMain(m *testing.M) {
@@ -26,14 +28,15 @@ const failAfter = 10 * time.Second
 // running is a Server driven as the Host drives it: bound, serving in the
 // background, then stopped and drained by the test.
 type running struct {
-	t      *testing.T
-	s      *Server
-	base   string // http://127.0.0.1:port
-	stop   chan struct{}
-	once   sync.Once
-	served chan error
-	tr     *http.Transport
-	client *http.Client
+	t       *testing.T
+	s       *Server
+	base    string // http://127.0.0.1:port
+	stop    chan struct{}
+	once    sync.Once
+	served  chan error
+	tr      *http.Transport
+	client  *http.Client
+	network *hosttest.Network // set by runInBubble: dial reaches the Server through it
 }
 
 // run makes, binds and serves a Server on a loopback port. Cleanup stops it and
@@ -60,11 +63,17 @@ func runWith(t *testing.T, cfg Config, h http.Handler, prep func(*Server), opts 
 	if err := s.Bind(context.Background()); err != nil {
 		t.Fatalf("Bind = %v", err)
 	}
-	tr := &http.Transport{MaxIdleConnsPerHost: 100}
+	return serveAndClean(t, s, "http://"+s.Addr().String(), &http.Transport{MaxIdleConnsPerHost: 100}, nil)
+}
+
+// serveAndClean serves s in the background for a client on tr; Cleanup stops it and
+// closes the client's idle connections. A nil network means the client dials TCP.
+func serveAndClean(t *testing.T, s *Server, base string, tr *http.Transport, network *hosttest.Network) *running {
+	t.Helper()
 	x := &running{
-		t: t, s: s, base: "http://" + s.Addr().String(),
+		t: t, s: s, base: base,
 		stop: make(chan struct{}), served: make(chan error, 1),
-		tr: tr, client: &http.Client{Transport: tr},
+		tr: tr, client: &http.Client{Transport: tr}, network: network,
 	}
 	go func() { x.served <- s.Serve(context.Background(), x.stop) }()
 	t.Cleanup(func() {
@@ -140,6 +149,24 @@ func dialRaw(t *testing.T, addr net.Addr) *rawConn {
 	if err != nil {
 		t.Fatalf("dial: %v", err)
 	}
+	return newRaw(t, c)
+}
+
+// dial opens a raw connection to x's Server, over its in-memory network when it
+// has one.
+func (x *running) dial() *rawConn {
+	x.t.Helper()
+	if x.network == nil {
+		return dialRaw(x.t, x.s.Addr())
+	}
+	c, err := x.network.Dial()
+	if err != nil {
+		x.t.Fatalf("dial: %v", err)
+	}
+	return newRaw(x.t, c)
+}
+
+func newRaw(t *testing.T, c net.Conn) *rawConn {
 	c.SetDeadline(time.Now().Add(failAfter))
 	t.Cleanup(func() { c.Close() })
 	return &rawConn{t: t, Conn: c, br: bufio.NewReader(c)}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/servicewright/servicewright/entrypoint"
 	"github.com/servicewright/servicewright/fault"
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/prestop"
 	"github.com/servicewright/servicewright/internal/testenv"
 )
 
@@ -67,8 +67,8 @@ func TestMiddlewareConfigErrors(t *testing.T) {
 		{"nil handler", WithMiddleware(func(http.Handler) http.Handler { return nil }), "WithMiddleware: middleware 1 of 1 returned a nil handler"},
 		{"negative Every", WithAccessLog(AccessLog{Every: -1}), "WithAccessLog: Every must not be negative"},
 		{"Authorization", WithAccessLog(AccessLog{Headers: []string{"authorization"}}), `WithAccessLog: header "authorization" carries a credential`},
-		{"PreStop token", WithAccessLog(AccessLog{Headers: []string{host.PreStopHeader}}), "carries a credential"},
-		{"pprof token", WithAccessLog(AccessLog{Headers: []string{host.PprofHeader}}), "carries a credential"},
+		{"PreStop token", WithAccessLog(AccessLog{Headers: []string{prestop.Header}}), "carries a credential"},
+		{"pprof token", WithAccessLog(AccessLog{Headers: []string{prestop.PprofHeader}}), "carries a credential"},
 	} {
 		_, err := New(Config{}, ok, c.opt)
 		if _, isConfig := errors.AsType[*fault.ConfigError](err); !isConfig || !strings.Contains(err.Error(), c.want) {
@@ -127,7 +127,7 @@ func TestAccessLogSamplingAndRedaction(t *testing.T) {
 		r := httptest.NewRequest("GET", path+"?token=s3cret-q&page=2", nil)
 		r.Header.Set("Authorization", "Bearer s3cret-a")
 		r.Header.Set("Cookie", "session=s3cret-c")
-		r.Header.Set(host.PreStopHeader, "s3cret-p")
+		r.Header.Set(prestop.Header, "s3cret-p")
 		r.Header.Set("User-Agent", "probe/1")
 		through(s, r)
 	}

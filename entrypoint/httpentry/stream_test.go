@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
@@ -105,28 +106,30 @@ func maxWithin(at []time.Time, d time.Duration) int {
 
 func TestStreams(t *testing.T) {
 	t.Run("Drain closes 20 SSE streams spread over the window, a few at a time", func(t *testing.T) {
-		const n, window = 20, time.Second
-		h := newSSE()
-		x := run(t, Config{StreamDrainWindow: window}, h)
-		ends := openStreams(t, x, h, n, "")
-		if got := x.s.InFlight(); got != n {
-			t.Errorf("InFlight = %d, want %d", got, n)
-		}
-		x.endServe()
-		start := time.Now()
-		if err := x.drain(failAfter); err != nil {
-			t.Errorf("Drain = %v", err)
-		}
-		at := collect(t, ends, n)
-		if span := at[n-1].Sub(at[0]); span < window/2 {
-			t.Errorf("streams closed within %v, want spread over at least %v", span, window/2)
-		}
-		if most := maxWithin(at, window/10); most > 5 {
-			t.Errorf("%d streams closed within %v, want a few at a time", most, window/10)
-		}
-		if last := at[n-1].Sub(start); last > window+time.Second {
-			t.Errorf("last stream closed %v after Drain began, want within the window", last)
-		}
+		synctest.Test(t, func(t *testing.T) {
+			const n, window = 20, time.Second
+			h := newSSE()
+			x := runInBubble(t, Config{StreamDrainWindow: window}, h)
+			ends := openStreams(t, x, h, n, "")
+			if got := x.s.InFlight(); got != n {
+				t.Errorf("InFlight = %d, want %d", got, n)
+			}
+			x.endServe()
+			start := time.Now()
+			if err := x.drain(failAfter); err != nil {
+				t.Errorf("Drain = %v", err)
+			}
+			at := collect(t, ends, n)
+			if span := at[n-1].Sub(at[0]); span < window/2 {
+				t.Errorf("streams closed within %v, want spread over at least %v", span, window/2)
+			}
+			if most := maxWithin(at, window/10); most > 5 {
+				t.Errorf("%d streams closed within %v, want a few at a time", most, window/10)
+			}
+			if last := at[n-1].Sub(start); last > window {
+				t.Errorf("last stream closed %v after Drain began, want within the window", last)
+			}
+		})
 	})
 
 	t.Run("StreamContext is the drain signal of a stream", func(t *testing.T) {
@@ -140,28 +143,30 @@ func TestStreams(t *testing.T) {
 		collect(t, ends, 2)
 	})
 
-	t.Run("DrainStreams as a drain phase closes streams while still serving", func(t *testing.T) {
-		const n, window = 4, 400 * time.Millisecond
-		h := newSSE()
-		x := run(t, Config{StreamDrainWindow: window}, h)
-		ends := openStreams(t, x, h, n, "")
-		x.endServe()
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := x.s.DrainStreams(ctx, 2*time.Second); err != nil {
-			t.Errorf("DrainStreams = %v", err)
-		}
-		at := collect(t, ends, n)
-		if span := at[n-1].Sub(at[0]); span < window/2 {
-			t.Errorf("streams closed within %v, want spread over at least %v", span, window/2)
-		}
-		x.mustGet("/ok", 200)
-		if got := x.s.Stats().RefusedDraining; got != 0 {
-			t.Errorf("RefusedDraining = %d, want 0", got)
-		}
-		if err := x.drain(failAfter); err != nil {
-			t.Errorf("Drain = %v", err)
-		}
+	t.Run("DrainStreams as a drain hook closes streams while still serving", func(t *testing.T) {
+		synctest.Test(t, func(t *testing.T) {
+			const n, window = 4, 400 * time.Millisecond
+			h := newSSE()
+			x := runInBubble(t, Config{StreamDrainWindow: window}, h)
+			ends := openStreams(t, x, h, n, "")
+			x.endServe()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			defer cancel()
+			if err := x.s.DrainStreams(ctx, 2*time.Second); err != nil {
+				t.Errorf("DrainStreams = %v", err)
+			}
+			at := collect(t, ends, n)
+			if span := at[n-1].Sub(at[0]); span < window/2 {
+				t.Errorf("streams closed within %v, want spread over at least %v", span, window/2)
+			}
+			x.mustGet("/ok", 200)
+			if got := x.s.Stats().RefusedDraining; got != 0 {
+				t.Errorf("RefusedDraining = %d, want 0", got)
+			}
+			if err := x.drain(failAfter); err != nil {
+				t.Errorf("Drain = %v", err)
+			}
+		})
 	})
 
 	t.Run("a stream that ignores the drain is cut at Stop", func(t *testing.T) {

@@ -154,7 +154,11 @@ func TestOutageRules(t *testing.T) {
 		if err := errors.Join(serveErr, drainErr, stopErr); err != nil {
 			t.Fatal(err)
 		}
-		if took := time.Since(began); took > 2*time.Second {
+		// The drain's own deadline is the 2s budget (drainErr is nil); this is a sanity
+		// bound on the whole shutdown, 10× the budget, for a loaded machine. That the
+		// drain releases a waiting message at once is TestDrainReleasesRetryWait's,
+		// in virtual time.
+		if took := time.Since(began); took > 20*time.Second {
 			t.Errorf("shutdown took %v, want within the 2s drain budget", took)
 		}
 		if got := committed(t, cfg.GroupID, topic, 1)[0]; got != 1 {

@@ -70,7 +70,9 @@ const poisonValue = "poison"
 
 func TestOutageFake(t *testing.T) {
 	res := outageRun(t, &fakeStore{byVal: map[string]int{}}, 2*time.Second)
-	if res.resumeAfter > 1500*time.Millisecond {
+	// A sanity bound, 10× the expected ~1s (Outage.Max), for a loaded machine: the
+	// exact figure is TestOutageResumesWithinMax's, in virtual time.
+	if res.resumeAfter > 10*time.Second {
 		t.Errorf("consumption resumed %v after the dependency came back, want within about 1s", res.resumeAfter)
 	}
 }

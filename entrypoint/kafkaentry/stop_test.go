@@ -21,7 +21,10 @@ func TestStopCutsTheFetchInProgress(t *testing.T) {
 	produce(t, topic, values("m", 20)...)
 	col := newCollector()
 	cfg := config(t, topic)
-	cfg.MaxWait = 5 * time.Second // an idle fetch waits this long on the broker
+	// An idle fetch waits this long on the broker. It is long so that the bound below,
+	// half of it, is a sanity bound (Stop itself takes milliseconds) that a loaded
+	// machine cannot reach, while a Stop that waits for the fetch still fails it.
+	cfg.MaxWait = 30 * time.Second
 	core, logs := observer.New(zap.WarnLevel)
 	c, err := kafkaentry.New(cfg, col.handle, kafkaentry.WithTelemetry(entrypoint.Telemetry{Logger: zap.New(core)}))
 	if err != nil {

@@ -28,9 +28,9 @@ func ExampleContainer() {
 	host.Main(host.AppSpec{ServiceName: "compactor", Container: hostfx.Container(
 		fx.Provide(newStore),
 		hostfx.Warmup(func(s *store) host.Step { return host.Step{Name: "ping-store", Start: s.Ping} }),
-		hostfx.Provide(func(s *store) (*entrypoint.Loop, error) {
+		hostfx.Provide(host.Registration{Order: 20}, func(s *store) (*entrypoint.Loop, error) {
 			return entrypoint.NewLoop(entrypoint.LoopConfig{Name: "compact", Every: time.Minute}, s.Compact)
-		}, 20),
+		}),
 		hostfx.Hook(hooks.PreShutdown, "flush", func(s *store) hooks.Func { return s.Flush }),
 		hostfx.Check("store", func(s *store) health.Check { return health.CheckFunc(s.Ping) }),
 	)})

@@ -1,6 +1,6 @@
 // Package hostfx wires an fx application into a Host: Container makes an fx
 // application the Host's host.Container, and Provide, Warmup, Hook, DrainHook and
-// Check add entrypoints, warmup steps, hooks, drain phases and readiness checks built
+// Check add entrypoints, warmup steps, hooks, drain hooks and readiness checks built
 // by fx constructors. fx stays here, in the wiring: package host links no container
 // and uses no reflection.
 package hostfx
@@ -37,7 +37,7 @@ import (
 // OnStop hooks at host.StageCloseScope (pools close), each bounded as the budgets
 // say. The application is supplied with:
 //
-//	*zap.Logger, *host.Shutdown, *hooks.Registry (to add drain phases at startup),
+//	*zap.Logger, *host.Shutdown, *hooks.Registry (to add drain hooks at startup),
 //	Instance, *prometheus.Registry and prometheus.Registerer, trace.TracerProvider,
 //	metric.MeterProvider, propagation.TextMapPropagator, fault.Reporter (nil when
 //	the TelemetryConfig has none), host.PreStopFunc (Host.PreStop, for an admin
@@ -61,12 +61,12 @@ type container []fx.Option
 // hostname-pid), as the container sees it: the owner in locks, the name in logs.
 type Instance string
 
-// hookRegistration is a hook or drain phase that arrives through the fx group
+// hookRegistration is a hook or drain hook that arrives through the fx group
 // "hooks"; see Hook and DrainHook.
 type hookRegistration struct {
 	Kind  hooks.Kind
 	Hook  hooks.Hook
-	Phase *hooks.DrainHook // set for a drain phase; Kind and Hook are then unused
+	Phase *hooks.DrainHook // set for a drain hook; Kind and Hook are then unused
 }
 
 // NamedCheck is a readiness check that arrives through the fx group "checks"; see Check.
@@ -194,26 +194,16 @@ func readable(err error) string {
 	return strings.Join(parts, ": ")
 }
 
-// ProvideOption adjusts a registration made with Provide.
-type ProvideOption func(*host.Registration)
-
-// NonEssential marks the entrypoint as one whose failure does not stop the service.
-func NonEssential() ProvideOption { return func(r *host.Registration) { r.NonEssential = true } }
-
-// WithMarks adds fleet marks to those the entrypoint declares itself; see
-// host.Registration.Marks.
-func WithMarks(m fleet.Marks) ProvideOption { return func(r *host.Registration) { r.Marks = m } }
-
-// Provide adds an entrypoint built by an fx constructor to the service, bound at the
-// given order. ctor takes any dependencies from the container and returns a value
-// implementing entrypoint.Entrypoint, optionally with an error. The value is also
-// provided as its own type, so other constructors can depend on it (a readiness
-// check on a consumer, say).
-func Provide(ctor any, order int, opts ...ProvideOption) fx.Option {
-	tmpl := host.Registration{Order: order}
-	for _, o := range opts {
-		o(&tmpl)
-	}
+// Provide adds an entrypoint built by an fx constructor to the service: r gives its
+// registration — Order, NonEssential, GatesReadiness and Marks, as in
+// host.AppSpec.Entrypoints (r.Entrypoint is ignored) — and ctor takes any
+// dependencies from the container and returns a value implementing
+// entrypoint.Entrypoint, optionally with an error. The value is also provided as its
+// own type, so other constructors can depend on it (a readiness check on a consumer,
+// say).
+func Provide(r host.Registration, ctor any) fx.Option {
+	tmpl := r
+	tmpl.Entrypoint = nil
 	ft := reflect.TypeOf(ctor)
 	if ft == nil || ft.Kind() != reflect.Func || ft.NumOut() < 1 {
 		return fx.Error(fault.Invalid("", "hostfx.Provide: constructor must be a func returning an entrypoint, got %T", ctor))
@@ -270,7 +260,7 @@ func Hook(kind hooks.Kind, name string, ctor any, marks ...fleet.Marks) fx.Optio
 	}, hookRegistration{})
 }
 
-// DrainHook adds a drain phase whose function is built by an fx constructor: p
+// DrainHook adds a drain hook whose function is built by an fx constructor: p
 // gives its Name, Order, MaxDuration and Marks (p.Run is ignored), and ctor takes
 // dependencies from the container and returns the phase's Run — a
 // func(ctx context.Context, allowed time.Duration) error — optionally with an

@@ -44,7 +44,7 @@ func build(t *testing.T, opts ...fx.Option) ([]observer.LoggedEntry, error) {
 
 func TestContainerErrors(t *testing.T) {
 	t.Run("a missing type is a ConfigError naming the container and the user's constructor, without reflection frames, logged once", func(t *testing.T) {
-		lines, err := build(t, hostfx.Provide(newLoop, 1))
+		lines, err := build(t, hostfx.Provide(host.Registration{Order: 1}, newLoop))
 		ce, ok := errors.AsType[*fault.ConfigError](err)
 		if !ok || ce.Problems[0].Field != "Container" || host.ExitCode(err) != host.ExitConfig {
 			t.Fatalf("New = %v (exit %d), want a ConfigError on Container, exit 78", err, host.ExitCode(err))
@@ -64,7 +64,7 @@ func TestContainerErrors(t *testing.T) {
 		refused := errors.New("dial tcp 127.0.0.1:5432: connection refused")
 		lines, err := build(t,
 			fx.Provide(func() (*pool, error) { return nil, refused }),
-			hostfx.Provide(newLoop, 1))
+			hostfx.Provide(host.Registration{Order: 1}, newLoop))
 		if _, ok := errors.AsType[*fault.ConfigError](err); ok || !errors.Is(err, refused) || host.ExitCode(err) != host.ExitFailure {
 			t.Fatalf("New = %v (exit %d), want the constructor's error, exit 1", err, host.ExitCode(err))
 		}
@@ -112,7 +112,7 @@ func TestDrainHook(t *testing.T) {
 			ServiceName: "x",
 			Container: hostfx.Container(
 				fx.Supply(&pool{}),
-				hostfx.Provide(newLoop, 1),
+				hostfx.Provide(host.Registration{Order: 1}, newLoop),
 				hostfx.DrainHook(hooks.DrainHook{Name: "deregister", MaxDuration: time.Second},
 					func(*pool) func(context.Context, time.Duration) error {
 						return func(_ context.Context, allowed time.Duration) error {
@@ -131,7 +131,7 @@ func TestDrainHook(t *testing.T) {
 			t.Fatal(err)
 		}
 		if len(ran) != 1 {
-			t.Fatalf("the drain phase ran %d times, want once", len(ran))
+			t.Fatalf("the drain hook ran %d times, want once", len(ran))
 		}
 	})
 }

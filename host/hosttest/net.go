@@ -2,15 +2,11 @@ package hosttest
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"sync"
 )
-
-// ErrNetworkClosed is returned by Dial and Accept once the Network's listener is
-// closed.
-var ErrNetworkClosed = errors.New("hosttest: network closed")
 
 // Network is an in-memory network for one listener, for testing a network entrypoint
 // inside a testing/synctest bubble, where real sockets cannot be used: every blocked
@@ -22,8 +18,8 @@ var ErrNetworkClosed = errors.New("hosttest: network closed")
 // must be created inside the bubble that uses it; the zero value is not usable.
 //
 // A Network does not model a backlog: a Dial waits until the listener accepts it, as
-// if the kernel queue were empty, and fails with ErrNetworkClosed once the listener is
-// closed. It has no notion of addresses beyond the fixed ones Addr reports.
+// if the kernel queue were empty, and fails once the listener is closed with an error
+// that is net.ErrClosed, as Accept's is. It has no notion of addresses beyond the fixed ones Addr reports.
 type Network struct {
 	ln *memListener
 }
@@ -52,7 +48,7 @@ func (n *Network) DialContext(ctx context.Context) (net.Conn, error) {
 	case <-n.ln.closed:
 		client.Close()
 		server.Close()
-		return nil, ErrNetworkClosed
+		return nil, fmt.Errorf("hosttest: dial: network closed: %w", net.ErrClosed)
 	case <-ctx.Done():
 		client.Close()
 		server.Close()

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net"
 	"net/http"
 	"testing"
 	"testing/synctest"
@@ -101,8 +102,8 @@ func TestNetworkIdleConnectionsClosedAtDrain(t *testing.T) {
 		if _, err := br.ReadByte(); err == nil {
 			t.Error("the idle keep-alive connection is still open after the exit")
 		}
-		if _, err := network.DialContext(context.Background()); !errors.Is(err, hosttest.ErrNetworkClosed) {
-			t.Errorf("Dial after the stop: %v, want ErrNetworkClosed", err)
+		if _, err := network.DialContext(context.Background()); !errors.Is(err, net.ErrClosed) {
+			t.Errorf("Dial after the stop: %v, want net.ErrClosed", err)
 		}
 	})
 }

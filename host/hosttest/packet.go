@@ -7,18 +7,18 @@ import (
 	"time"
 )
 
-// DefaultPacketQueue is how many datagrams an end of a packet pair holds unread
-// before it drops the next ones, as a full UDP receive buffer does.
-const DefaultPacketQueue = 64
+// packetQueue is how many datagrams an end of a packet pair holds unread before it
+// drops the next ones, as a full UDP receive buffer does.
+const packetQueue = 64
 
 // NewPacketPair returns two connected in-memory datagram sockets, for testing a UDP
 // entrypoint inside a testing/synctest bubble: give server to the entrypoint where it
 // would call net.ListenPacket, and send from client. A datagram written on one end,
 // to any address, is read whole from the other, whose ReadFrom reports the writer's
-// address (PacketServerAddr, PacketClientAddr); a read buffer shorter than the
+// address (the other end's LocalAddr); a read buffer shorter than the
 // datagram gets its head, and the rest is discarded, as with UDP.
 //
-// Each end queues DefaultPacketQueue datagrams; a write to a full queue, or to an end
+// Each end queues 64 datagrams; a write to a full queue, or to an end
 // that was closed, is dropped without an error, as UDP's is. A blocked ReadFrom is
 // durably blocking, so virtual time advances past it; read deadlines
 // (SetReadDeadline, SetDeadline) run on the bubble's clock and end a read with an
@@ -26,17 +26,11 @@ const DefaultPacketQueue = 64
 // never expire: a write never blocks. Close ends a blocked ReadFrom with net.ErrClosed.
 // The pair must be created inside the bubble that uses it.
 func NewPacketPair() (server, client net.PacketConn) {
-	s := newPacketEnd(PacketServerAddr)
-	c := newPacketEnd(PacketClientAddr)
+	s := newPacketEnd(memAddr("hosttest-udp-server:0"))
+	c := newPacketEnd(memAddr("hosttest-udp-client:0"))
 	s.peer, c.peer = c, s
 	return s, c
 }
-
-// The addresses of a packet pair's ends.
-var (
-	PacketServerAddr net.Addr = memAddr("hosttest-udp-server:0")
-	PacketClientAddr net.Addr = memAddr("hosttest-udp-client:0")
-)
 
 type datagram struct {
 	b    []byte
@@ -58,7 +52,7 @@ type packetEnd struct {
 }
 
 func newPacketEnd(addr net.Addr) *packetEnd {
-	return &packetEnd{addr: addr, queue: make(chan datagram, DefaultPacketQueue), closed: make(chan struct{}),
+	return &packetEnd{addr: addr, queue: make(chan datagram, packetQueue), closed: make(chan struct{}),
 		deadline: make(chan struct{})}
 }
 

@@ -11,6 +11,9 @@ import (
 	"github.com/servicewright/servicewright/host/hosttest"
 )
 
+// packetQueue is what each end of a pair holds unread, as NewPacketPair's doc says.
+const packetQueue = 64
+
 // TestPacketPair: datagrams cross whole, with the writer's address; a short buffer
 // gets the head; a full queue drops; read deadlines run on the bubble's clock, also
 // for a read already blocked, and can be lifted; Close ends a blocked read.
@@ -18,12 +21,12 @@ func TestPacketPair(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		server, client := hosttest.NewPacketPair()
 		defer client.Close()
-		if _, err := client.WriteTo([]byte("hello"), hosttest.PacketServerAddr); err != nil {
+		if _, err := client.WriteTo([]byte("hello"), server.LocalAddr()); err != nil {
 			t.Fatal(err)
 		}
 		buf := make([]byte, 64)
 		n, from, err := server.ReadFrom(buf)
-		if err != nil || string(buf[:n]) != "hello" || from != hosttest.PacketClientAddr {
+		if err != nil || string(buf[:n]) != "hello" || from != client.LocalAddr() {
 			t.Fatalf("read %q from %v, %v", buf[:n], from, err)
 		}
 		server.WriteTo([]byte("0123456789"), from)
@@ -32,10 +35,10 @@ func TestPacketPair(t *testing.T) {
 			t.Fatalf("short read %q, want the datagram's head", short[:n])
 		}
 
-		for i := range hosttest.DefaultPacketQueue + 3 {
+		for i := range packetQueue + 3 {
 			client.WriteTo([]byte{byte(i)}, nil)
 		}
-		for i := range hosttest.DefaultPacketQueue {
+		for i := range packetQueue {
 			if n, _, _ := server.ReadFrom(buf); n != 1 || buf[0] != byte(i) {
 				t.Fatalf("datagram %d: %v", i, buf[:n])
 			}

@@ -90,7 +90,7 @@ func TestDatagramInFlightSurvivesSIGTERM(t *testing.T) {
 		})
 		x.WaitStage(host.StageServe)
 
-		client.WriteTo([]byte("hello"), hosttest.PacketServerAddr)
+		client.WriteTo([]byte("hello"), server.LocalAddr())
 		synctest.Wait() // the datagram is in hand
 		x.Stop()        // as SIGTERM would
 		buf := make([]byte, 64)

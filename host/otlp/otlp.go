@@ -52,7 +52,7 @@ func export(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter
 		exp, err := autoexport.NewSpanExporter(ctx)
 		switch {
 		case err != nil:
-			l.Addf(exporterField(err, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "%v", err)
+			l.AddEnvf("", exporterVar(err, "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"), "%v", err)
 		case !autoexport.IsNoneSpanExporter(exp):
 			spans = exp
 		}
@@ -61,7 +61,7 @@ func export(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter
 		r, err := autoexport.NewMetricReader(ctx)
 		switch {
 		case err != nil:
-			l.Addf(exporterField(err, "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), "%v", err)
+			l.AddEnvf("", exporterVar(err, "OTEL_METRICS_EXPORTER", "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL"), "%v", err)
 		case !autoexport.IsNoneMetricReader(r):
 			metrics = r
 		}
@@ -69,9 +69,9 @@ func export(ctx context.Context, l *fault.Problems) (spans sdktrace.SpanExporter
 	return spans, metrics
 }
 
-// exporterField names the variable an autoexport error is about: the protocol
+// exporterVar names the variable an autoexport error is about: the protocol
 // variable in force for a bad protocol, the exporter variable otherwise.
-func exporterField(err error, exporterVar, protocolVar string) string {
+func exporterVar(err error, exporterVar, protocolVar string) string {
 	if !strings.Contains(err.Error(), "protocol") {
 		return exporterVar
 	}

@@ -73,7 +73,7 @@ func TestExport(t *testing.T) {
 		} {
 			_, err := exportWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318", v[0]: v[1]})
 			ce, ok := errors.AsType[*fault.ConfigError](err)
-			if !ok || ce.Problems[0].Field != field {
+			if !ok || ce.Problems[0].Variable != field {
 				t.Errorf("%s=%s: %v, want a problem naming %s", v[0], v[1], err, field)
 			}
 		}

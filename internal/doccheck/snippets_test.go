@@ -41,7 +41,7 @@ import (
 
 // The custom entrypoint of the README is host.Example_customEntrypoint.
 
-// --- Hooks and drain phases
+// --- Hooks and drain hooks
 
 func migrate(context.Context) error                 { return nil }
 func announce(context.Context) error                { return nil }
@@ -83,7 +83,7 @@ func newConsumer(db *DB) (*entrypoint.Loop, error) {
 func fxSnippet(spec *host.AppSpec) {
 	spec.Container = hostfx.Container(
 		fx.Provide(newDB),
-		hostfx.Provide(newConsumer, 20), // an entrypoint, bound at order 20
+		hostfx.Provide(host.Registration{Order: 20}, newConsumer), // an entrypoint, bound at order 20
 		hostfx.Warmup(func(db *DB) host.Step { return host.Step{Name: "ping-db", Start: db.Ping} }),
 		hostfx.Hook(hooks.PreShutdown, "flush", func(o *Outbox) hooks.Func { return o.Flush }),
 		hostfx.DrainHook(hooks.DrainHook{Name: "hand-over", MaxDuration: 5 * time.Second},

@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -17,21 +15,11 @@ import (
 
 // withArgs returns an executable that runs the example with args, keeping its pid
 // (exec), so signals and the exit code are the example's own.
-func withArgs(t *testing.T, args ...string) string {
-	t.Helper()
-	script := filepath.Join(t.TempDir(), "example-"+strings.Join(args, "-"))
-	body := fmt.Sprintf("#!/bin/sh\nexec %q %s\n", bin, strings.Join(args, " "))
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return script
-}
-
 // backfill runs `example backfill` against dsn with the knobs given.
 func backfill(t *testing.T, dsn string, knobs ...string) *proctest.Proc {
 	t.Helper()
 	env := append([]string{"PROBE_ADDR=" + freeAddr(t), "DATABASE_URL=" + dsn}, knobs...)
-	return proctest.Start(t, withArgs(t, "backfill"), env...)
+	return proctest.StartArgs(t, []string{bin, "backfill"}, env...)
 }
 
 func reportOf(t *testing.T, p *proctest.Proc) map[string]any {
@@ -139,7 +127,7 @@ func TestBackfill(t *testing.T) {
 	}
 
 	t.Run("an unknown argument exits 78 naming the known ones", func(t *testing.T) {
-		p := proctest.Start(t, withArgs(t, "bakfill"))
+		p := proctest.StartArgs(t, []string{bin, "bakfill"})
 		if code := exitCode(t, p); code != host.ExitConfig {
 			t.Errorf("exit %d, want 78", code)
 		}

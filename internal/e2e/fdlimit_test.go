@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -207,14 +206,9 @@ func startUnderNofile(t *testing.T, limit, clients int, env ...string) (p *proct
 		t.Skip("prlimit (util-linux) is missing")
 	}
 	raiseNofile(t, uint64(clients+512)) // this process holds every client's descriptor
-	script := filepath.Join(t.TempDir(), fmt.Sprintf("example-at-%d", limit))
-	body := fmt.Sprintf("#!/bin/sh\nexec %s --nofile=%d:%d -- %s \"$@\"\n", prlimit, limit, limit, bin)
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
-		t.Fatal(err)
-	}
 	httpAddr, probe = freeAddr(t), freeAddr(t)
 	env = append([]string{"PROBE_ADDR=" + probe, "HTTP_ADDR=" + httpAddr, "GRPC_ADDR=127.0.0.1:0", "SW_DRAIN_DELAY=200ms"}, env...)
-	p = proctest.Start(t, script, env...)
+	p = proctest.StartArgs(t, []string{prlimit, fmt.Sprintf("--nofile=%d:%d", limit, limit), "--", bin}, env...)
 	mustLog(t, p, map[string]string{"msg": "service ready"}, 30*time.Second)
 	return p, httpAddr, probe
 }

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // pipedExample is the example with its stderr on a pipe the test holds both ends
@@ -76,7 +76,7 @@ func startPiped(t *testing.T, env ...string) *pipedExample {
 		}
 		switch e["msg"] {
 		case "shutdown budget":
-			p.worstCase = durationField(t, e["worst_case"+host.LogDurationSuffix])
+			p.worstCase = durationField(t, e["worst_case"+telemetry.DurationSuffix])
 		case "service ready":
 			return p
 		}

@@ -16,11 +16,12 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"gopkg.in/yaml.v3"
 
-	"github.com/servicewright/servicewright/host"
+	"github.com/servicewright/servicewright/internal/prestop"
+	"github.com/servicewright/servicewright/internal/telemetry"
 )
 
 // TestPreStopEndpoint: GET /prestop on the probe port drains ahead of the stop —
-// readiness answers 503 draining, the drain delay passes, the drain phases run once —
+// readiness answers 503 draining, the drain delay passes, the drain hooks run once —
 // while the service keeps serving; SIGTERM then exits 0 without waiting the delay or
 // running the phases again.
 //
@@ -50,7 +51,7 @@ func TestPreStopEndpoint(t *testing.T) {
 		t.Errorf("/readyz after /prestop = %d %s, want 503 draining", code, body)
 	}
 	if phaseRuns(p.Entries()) != 1 {
-		t.Errorf("drain phase ran %d times by the end of /prestop, want 1", phaseRuns(p.Entries()))
+		t.Errorf("drain hook ran %d times by the end of /prestop, want 1", phaseRuns(p.Entries()))
 	}
 	if code, _ := getText(t, "http://"+httpAddr+"/hello"); code != 200 {
 		t.Errorf("GET /hello after /prestop = %d: the service must serve until the stop", code)
@@ -77,7 +78,7 @@ func TestPreStopEndpoint(t *testing.T) {
 		t.Fatalf("exit %d after /prestop and SIGTERM, want 0", code)
 	}
 	if n := phaseRuns(p.Entries()); n != 1 {
-		t.Errorf("drain phase ran %d times in all, want once", n)
+		t.Errorf("drain hook ran %d times in all, want once", n)
 	}
 	if p.Find(map[string]string{"msg": "readiness withdrawn; waiting the drain delay with every entrypoint accepting"}) != nil {
 		t.Error("the shutdown waited the drain delay again after /prestop had")
@@ -86,16 +87,16 @@ func TestPreStopEndpoint(t *testing.T) {
 	if rep == nil || rep["result"] != "success" {
 		t.Fatalf("shutdown report %v, want success", rep)
 	}
-	if s, ok := rep["drain_delay"+host.LogDurationSuffix].(float64); !ok || time.Duration(s*float64(time.Second)) >= delay/2 {
-		t.Errorf("the shutdown's drain_delay = %v s, want next to nothing after /prestop", rep["drain_delay"+host.LogDurationSuffix])
+	if s, ok := rep["drain_delay"+telemetry.DurationSuffix].(float64); !ok || time.Duration(s*float64(time.Second)) >= delay/2 {
+		t.Errorf("the shutdown's drain_delay = %v s, want next to nothing after /prestop", rep["drain_delay"+telemetry.DurationSuffix])
 	}
 }
 
-// phaseRuns counts the runs of the example's drain phase in the log.
+// phaseRuns counts the runs of the example's drain hook in the log.
 func phaseRuns(entries []map[string]any) int {
 	n := 0
 	for _, e := range entries {
-		if e["phase"] == "deregister" && strings.HasPrefix(e["msg"].(string), "drain phase") {
+		if e["phase"] == "deregister" && strings.HasPrefix(e["msg"].(string), "drain hook") {
 			n++
 		}
 	}
@@ -124,13 +125,13 @@ func manifestPreStop(t *testing.T) (func(base string) (int, string), string) {
 	c := manifestContainer(t)
 	token := ""
 	for _, e := range c.Env {
-		if e.Name == host.PreStopTokenEnv {
+		if e.Name == "SW_PRESTOP_TOKEN" {
 			token = e.Value
 		}
 	}
 	get := c.Lifecycle.PreStop.HTTPGet
 	if get.Path == "" || token == "" {
-		t.Fatalf("the manifest has no preStop httpGet (%+v) or no %s", get, host.PreStopTokenEnv)
+		t.Fatalf("the manifest has no preStop httpGet (%+v) or no %s", get, "SW_PRESTOP_TOKEN")
 	}
 	return func(base string) (int, string) {
 		req, _ := http.NewRequest(http.MethodGet, base+get.Path, nil)
@@ -209,7 +210,7 @@ func TestPreStopStrangers(t *testing.T) {
 					for _, sent := range []string{"", "wrong-" + token} {
 						req, _ := http.NewRequest(method, base+path, nil)
 						if sent != "" {
-							req.Header.Set(host.PreStopHeader, sent)
+							req.Header.Set(prestop.Header, sent)
 						}
 						req.Header.Set("User-Agent", "stranger/1")
 						code, body := do(t, req)
@@ -237,7 +238,7 @@ func TestPreStopStrangers(t *testing.T) {
 				t.Errorf("gRPC health after the strangers = %s, want SERVING", s)
 			}
 			if phaseRuns(p.Entries()) != 0 {
-				t.Error("a stranger ran the drain phase")
+				t.Error("a stranger ran the drain hook")
 			}
 			_, metrics := getText(t, base+"/metrics")
 			reason := "no_credential"
@@ -268,7 +269,7 @@ func TestPreStopStrangers(t *testing.T) {
 				t.Fatalf("exit %d, want 0", code)
 			}
 			if phaseRuns(p.Entries()) != 1 {
-				t.Errorf("the drain phase ran %d times at SIGTERM, want once", phaseRuns(p.Entries()))
+				t.Errorf("the drain hook ran %d times at SIGTERM, want once", phaseRuns(p.Entries()))
 			}
 		})
 	}

@@ -10,11 +10,15 @@ import (
 	"go.uber.org/zap"
 )
 
-// ErrBudgetSpent is the report's error for a phase skipped because less than
-// hooks.MinPhaseTime was left.
-var ErrBudgetSpent = errors.New("drain phase skipped: budget spent")
+// minPhaseTime is the least time worth starting a phase with; a phase that would get
+// less is skipped (the hooks package's doc states it).
+const minPhaseTime = 100 * time.Millisecond
 
-// Outcome is what became of one drain phase.
+// ErrBudgetSpent is the report's error for a phase skipped because less than
+// minPhaseTime was left.
+var ErrBudgetSpent = errors.New("drain hook skipped: budget spent")
+
+// Outcome is what became of one drain hook.
 type Outcome int
 
 const (
@@ -66,7 +70,7 @@ type PhaseResult struct {
 	// abandonment (0 when skipped).
 	Duration time.Duration
 	// Err is nil for Completed. Otherwise: Failed — the phase's error or a
-	// *fault.PanicError; Overran — the phase's error, or hooks.ErrPhaseDeadline if it
+	// *fault.PanicError; Overran — the phase's error, or hooks.ErrDrainHookDeadline if it
 	// returned nil; Interrupted — the phase's error, or the parent ctx's cause;
 	// Abandoned — an error wrapping fault.ErrAbandoned; Skipped — ErrBudgetSpent or the
 	// parent ctx's cause.
@@ -88,9 +92,9 @@ type PhasesReport struct {
 // is given allowed = min(MaxDuration, left) — all that is left when MaxDuration is 0 —
 // further shortened to ctx's own deadline if that comes sooner; it is called with that
 // figure and its ctx has exactly that deadline. A phase that would be given less than
-// hooks.MinPhaseTime is skipped.
+// minPhaseTime is skipped.
 //
-// When a phase's window runs out its ctx is cancelled with cause hooks.ErrPhaseDeadline; if
+// When a phase's window runs out its ctx is cancelled with cause hooks.ErrDrainHookDeadline; if
 // it returns within hooks.AbandonAfter it is reported Overran, otherwise Abandoned — its
 // goroutine is left running, its eventual result is discarded — and the next phase
 // runs with what is left. A panic is recovered and reported as Failed.
@@ -133,7 +137,7 @@ func runPhase(ctx context.Context, p hooks.DrainHook, left time.Duration) PhaseR
 	if d, ok := ctx.Deadline(); ok && !d.After(now.Add(allowed)) {
 		allowed, parentFirst = d.Sub(now), true
 	}
-	if allowed < hooks.MinPhaseTime {
+	if allowed < minPhaseTime {
 		res.Err = ErrBudgetSpent
 		return res
 	}
@@ -142,12 +146,12 @@ func runPhase(ctx context.Context, p hooks.DrainHook, left time.Duration) PhaseR
 	if parentFirst {
 		pctx, cancel = context.WithCancel(ctx)
 	} else {
-		pctx, cancel = context.WithTimeoutCause(ctx, allowed, hooks.ErrPhaseDeadline)
+		pctx, cancel = context.WithTimeoutCause(ctx, allowed, hooks.ErrDrainHookDeadline)
 	}
 	defer cancel()
 
 	res.Allowed = allowed
-	what := fmt.Sprintf("drain phase %q", p.Name)
+	what := fmt.Sprintf("drain hook %q", p.Name)
 	f, err := bounded(pctx, what, hooks.AbandonAfter, func(ctx context.Context) error {
 		return p.Run(ctx, allowed)
 	})
@@ -162,10 +166,10 @@ func runPhase(ctx context.Context, p hooks.DrainHook, left time.Duration) PhaseR
 		res.Outcome = Completed
 	case f.cause == nil:
 		res.Outcome = Failed
-	case errors.Is(f.cause, hooks.ErrPhaseDeadline):
+	case errors.Is(f.cause, hooks.ErrDrainHookDeadline):
 		res.Outcome = Overran
 		if err == nil {
-			res.Err = hooks.ErrPhaseDeadline
+			res.Err = hooks.ErrDrainHookDeadline
 		}
 	default:
 		res.Outcome = Interrupted
@@ -184,16 +188,16 @@ func logPhase(log *zap.Logger, r PhaseResult) {
 	}
 	switch r.Outcome {
 	case Completed:
-		log.Info("drain phase completed", fields...)
+		log.Info("drain hook completed", fields...)
 	case Skipped:
-		log.Warn("drain phase skipped", fields...)
+		log.Warn("drain hook skipped", fields...)
 	case Overran:
-		log.Warn("drain phase overran its window and was cancelled", fields...)
+		log.Warn("drain hook overran its window and was cancelled", fields...)
 	case Interrupted:
-		log.Warn("drain phase interrupted", fields...)
+		log.Warn("drain hook interrupted", fields...)
 	case Abandoned:
-		log.Error("drain phase ignored its cancellation and was abandoned", fields...)
+		log.Error("drain hook ignored its cancellation and was abandoned", fields...)
 	default:
-		log.Error("drain phase failed", fields...)
+		log.Error("drain hook failed", fields...)
 	}
 }

@@ -144,11 +144,11 @@ func TestDrainHooks(t *testing.T) {
 			check(t, rep.Phases[0], "slow", Overran, 3*time.Second)
 			check(t, rep.Phases[1], "quiet-overrun", Overran, 2*time.Second)
 			check(t, rep.Phases[2], "next", Completed, 0)
-			if !errors.Is(cause, hooks.ErrPhaseDeadline) || !errors.Is(rep.Phases[0].Err, context.DeadlineExceeded) {
+			if !errors.Is(cause, hooks.ErrDrainHookDeadline) || !errors.Is(rep.Phases[0].Err, context.DeadlineExceeded) {
 				t.Errorf("cause %v, err %v", cause, rep.Phases[0].Err)
 			}
-			if !errors.Is(rep.Phases[1].Err, hooks.ErrPhaseDeadline) {
-				t.Errorf("overrun returning nil: err %v, want hooks.ErrPhaseDeadline", rep.Phases[1].Err)
+			if !errors.Is(rep.Phases[1].Err, hooks.ErrDrainHookDeadline) {
+				t.Errorf("overrun returning nil: err %v, want hooks.ErrDrainHookDeadline", rep.Phases[1].Err)
 			}
 			if c := rec.call("next"); c.at != 5*time.Second || c.allowed != 5*time.Second {
 				t.Errorf("next: %+v, want called at 5s with 5s", c)
@@ -167,7 +167,7 @@ func TestDrainHooks(t *testing.T) {
 			}
 			rep := DrainHooks(context.Background(), phases, 10*time.Second, nil)
 			check(t, rep.Phases[0], "deaf", Abandoned, 2*time.Second+hooks.AbandonAfter)
-			if err := rep.Phases[0].Err; !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `drain phase "deaf"`) {
+			if err := rep.Phases[0].Err; !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `drain hook "deaf"`) {
 				t.Errorf("err = %v", err)
 			}
 			// The extra second counts against the budget: 10s - 3s.
@@ -177,14 +177,14 @@ func TestDrainHooks(t *testing.T) {
 		})
 	})
 
-	t.Run("less than hooks.MinPhaseTime left is skipped, exactly hooks.MinPhaseTime runs", func(t *testing.T) {
+	t.Run("less than minPhaseTime left is skipped, exactly minPhaseTime runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			called := false
 			phases := []hooks.DrainHook{
 				{Name: "long", Run: func(context.Context, time.Duration) error { time.Sleep(900 * time.Millisecond); return nil }},
 				{Name: "just-enough", Run: func(_ context.Context, allowed time.Duration) error {
-					if allowed != hooks.MinPhaseTime {
-						t.Errorf("allowed %v, want %v", allowed, hooks.MinPhaseTime)
+					if allowed != minPhaseTime {
+						t.Errorf("allowed %v, want %v", allowed, minPhaseTime)
 					}
 					time.Sleep(50 * time.Millisecond)
 					return nil
@@ -237,7 +237,7 @@ func TestDrainHooks(t *testing.T) {
 			check(t, rep.Phases[0], "explode", Failed, 0)
 			check(t, rep.Phases[1], "next", Completed, 0)
 			var pe *fault.PanicError
-			if !errors.As(rep.Phases[0].Err, &pe) || pe.What != `drain phase "explode"` || pe.Value != "boom" {
+			if !errors.As(rep.Phases[0].Err, &pe) || pe.What != `drain hook "explode"` || pe.Value != "boom" {
 				t.Errorf("err = %v", rep.Phases[0].Err)
 			}
 		})

@@ -51,14 +51,20 @@ func Start(ctx context.Context, kind hooks.Kind, hs []hooks.Hook, log *zap.Logge
 	return nil
 }
 
+// ShutdownUnwind is how long the Host still waits for a shutdown hook after its
+// StepTimeout has cancelled its ctx, before abandoning it, so a hook that honours ctx
+// reports its own error instead of being called abandoned. The worst case counts
+// StepTimeout + ShutdownUnwind per hook (docs/budgets.md states it).
+const ShutdownUnwind = 100 * time.Millisecond
+
 // Shutdown runs every hook in hs, in order, even when earlier ones fail
 // (best-effort), and returns errors.Join of their failures.
 //
 // Each hook gets its own ctx: context.WithoutCancel(ctx) — so a cancelled or forced
 // shutdown does not cut it short — with timeout as its deadline. A hook still running
-// hooks.ShutdownUnwind after its deadline is abandoned: its goroutine is left to finish on
+// ShutdownUnwind after its deadline is abandoned: its goroutine is left to finish on
 // its own, its result is discarded, and the next hook runs. So Shutdown returns
-// within len(hs) × (timeout + hooks.ShutdownUnwind). timeout should be positive (the Host
+// within len(hs) × (timeout + ShutdownUnwind). timeout should be positive (the Host
 // validates it); with timeout ≤ 0 each hook starts with its ctx already done.
 //
 // Each failure is logged with the hook's name and joined into the result: a returned
@@ -75,7 +81,7 @@ func Shutdown(ctx context.Context, kind hooks.Kind, hs []hooks.Hook, timeout tim
 		what := hookWhat(kind, h.Name)
 		hctx, cancel := context.WithTimeout(base, timeout)
 		start := time.Now()
-		f, err := bounded(hctx, what, hooks.ShutdownUnwind, h.Run)
+		f, err := bounded(hctx, what, ShutdownUnwind, h.Run)
 		cancel()
 		fields := []zap.Field{zap.Stringer("kind", kind), zap.String("hook", h.Name),
 			zap.Duration("took", time.Since(start))}

@@ -166,7 +166,7 @@ func TestShutdown(t *testing.T) {
 		}
 	})
 
-	t.Run("hanging hook is abandoned at its timeout plus hooks.ShutdownUnwind and the next runs", func(t *testing.T) {
+	t.Run("hanging hook is abandoned at its timeout plus ShutdownUnwind and the next runs", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			release := make(chan struct{})
 			defer close(release) // lets the abandoned goroutine end inside the bubble
@@ -177,7 +177,7 @@ func TestShutdown(t *testing.T) {
 				{Name: "next", Run: func(context.Context) error { nextAt = time.Since(start); return nil }},
 			}
 			err := Shutdown(context.Background(), hooks.PreShutdown, hs, 5*time.Second, nil)
-			if want := 5*time.Second + hooks.ShutdownUnwind; nextAt != want {
+			if want := 5*time.Second + ShutdownUnwind; nextAt != want {
 				t.Fatalf("next hook started at %v, want %v", nextAt, want)
 			}
 			if !errors.Is(err, fault.ErrAbandoned) || !strings.Contains(err.Error(), `pre_shutdown hook "stuck"`) {

@@ -49,16 +49,16 @@ func checkHeaders(name, v string, l *fault.Problems) {
 		k, val, ok := strings.Cut(entry, "=")
 		switch {
 		case !ok:
-			l.Addf(name, "entry %d has no '=' (want key=value,key2=value2)", i+1)
+			l.AddEnvf("", name, "entry %d has no '=' (want key=value,key2=value2)", i+1)
 		case !headerName(strings.TrimSpace(k)):
-			l.Addf(name, "entry %d: the key must be an HTTP header name (letters, digits and %s)", i+1, "!#$%&'*+-.^_`|~")
+			l.AddEnvf("", name, "entry %d: the key must be an HTTP header name (letters, digits and %s)", i+1, "!#$%&'*+-.^_`|~")
 		default:
 			dec, err := url.PathUnescape(val)
 			switch {
 			case err != nil:
-				l.Addf(name, "entry %d: malformed percent-escape in the value (%s)", i+1, "% must be followed by two hex digits; write %25 for a literal %")
+				l.AddEnvf("", name, "entry %d: malformed percent-escape in the value (%s)", i+1, "% must be followed by two hex digits; write %25 for a literal %")
 			case hasControl(dec):
-				l.Addf(name, "entry %d: the value holds a control character once decoded", i+1)
+				l.AddEnvf("", name, "entry %d: the value holds a control character once decoded", i+1)
 			}
 		}
 	}
@@ -68,15 +68,15 @@ func checkHeaders(name, v string, l *fault.Problems) {
 // one with user info.
 func checkEndpoint(name, v string, l *fault.Problems) {
 	if reason := fault.URLProblem(v); reason != "" {
-		l.Addf(name, "not a URL: %s", reason)
+		l.AddEnvf("", name, "not a URL: %s", reason)
 		return
 	}
 	u, _ := url.Parse(v) // URLProblem has parsed it
 	switch {
 	case u.Scheme != "http" && u.Scheme != "https":
-		l.Addf(name, "the scheme must be http or https")
+		l.AddEnvf("", name, "the scheme must be http or https")
 	case u.User != nil:
-		l.Addf(name, "must not carry user info (user:password@): OpenTelemetry does not send it; "+
+		l.AddEnvf("", name, "must not carry user info (user:password@): OpenTelemetry does not send it; "+
 			"put credentials in OTEL_EXPORTER_OTLP_HEADERS")
 	}
 }

@@ -44,7 +44,7 @@ func TestCheck(t *testing.T) {
 	} {
 		err := check(map[string]string{tc.name: tc.value})
 		ce, ok := errors.AsType[*fault.ConfigError](err)
-		if !ok || len(ce.Problems) != 1 || ce.Problems[0].Field != tc.name || !strings.Contains(err.Error(), tc.want) {
+		if !ok || len(ce.Problems) != 1 || ce.Problems[0].Variable != tc.name || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s=%q: %v, want one problem naming it, saying %q", tc.name, tc.value, err, tc.want)
 		}
 		if err != nil && strings.Contains(err.Error(), token) {

@@ -48,8 +48,19 @@ type Proc struct {
 // killed when the test ends if it is still running.
 func Start(t testing.TB, bin string, env ...string) *Proc {
 	t.Helper()
+	return StartArgs(t, []string{bin}, env...)
+}
+
+// StartArgs is Start for a command line: argv[0] is the program, the rest its
+// arguments. A test that needs arguments passes them here rather than writing a
+// wrapper script: executing a file the test process has just written races any
+// fork another test makes while the file is open for writing (ETXTBSY, "text file
+// busy").
+func StartArgs(t testing.TB, argv []string, env ...string) *Proc {
+	t.Helper()
+	bin := argv[0]
 	p := &Proc{done: make(chan struct{}), notify: make(chan struct{})}
-	p.cmd = exec.Command(bin)
+	p.cmd = exec.Command(bin, argv[1:]...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	stderr, err := p.cmd.StderrPipe()

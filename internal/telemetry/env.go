@@ -54,7 +54,7 @@ func FromEnv(service, instance string, vars Vars, export ExportFunc, l *fault.Pr
 	// what the spec says.
 	res, err := resource.New(ctx, resource.WithAttributes(attrs...), resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil {
-		l.Addf("OTEL_RESOURCE_ATTRIBUTES", "%v", err)
+		l.AddEnvf("", "OTEL_RESOURCE_ATTRIBUTES", "%v", err)
 		res = resource.NewSchemaless(attrs...)
 	}
 	env.Resource = res
@@ -62,7 +62,7 @@ func FromEnv(service, instance string, vars Vars, export ExportFunc, l *fault.Pr
 	if v := vars.Propagators; v != "" {
 		p, err := autoprop.TextMapPropagator(strings.Split(v, ",")...)
 		if err != nil {
-			l.Addf("OTEL_PROPAGATORS", "%v in %q", err, v)
+			l.AddEnvf("", "OTEL_PROPAGATORS", "%v in %q", err, v)
 		}
 		env.Propagator = p
 	} else {

@@ -86,7 +86,7 @@ func TestFromEnv(t *testing.T) {
 		var l fault.Problems
 		FromEnv("orders", "i-1", osVars(), nil, &l)
 		ce, ok := errors.AsType[*fault.ConfigError](l.Err())
-		if !ok || ce.Problems[0].Field != "OTEL_PROPAGATORS" {
+		if !ok || ce.Problems[0].Variable != "OTEL_PROPAGATORS" {
 			t.Errorf("%v, want a problem naming OTEL_PROPAGATORS", l.Err())
 		}
 	})

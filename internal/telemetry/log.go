@@ -14,7 +14,7 @@ import (
 	"github.com/servicewright/servicewright/fault"
 )
 
-// DurationSuffix (host.LogDurationSuffix) ends the key of every duration in the Host's JSON logs, whose
+// DurationSuffix ends the key of every duration in the Host's JSON logs, whose
 // value is a number of seconds: zap.Duration("took", d) is written "took_seconds":
 // 0.000622, so that a log pipeline can sum and compare it (a string in mixed units,
 // "622µs", it cannot). The console encoding, for a person, keeps "took": "622µs".
@@ -29,14 +29,15 @@ const (
 // NewLogger builds the Host's own logger on stderr: the level from level (the value
 // of SW_LOG_LEVEL; "" means info), the encoding from format (SW_LOG_FORMAT), or
 // console when stderr is a terminal and JSON otherwise. A bad value is recorded in l
-// under its variable and the default used. console reports the console encoding.
+// under field (the Config field the logger stands in for) and its variable, and the
+// default used. console reports the console encoding.
 // The lines go to stderr through sink, so that a stalled or vanished reader of
 // stderr holds nothing up (Sink).
-func NewLogger(level, format string, l *fault.Problems) (log *zap.Logger, console bool, sink *Sink) {
+func NewLogger(field, level, format string, l *fault.Problems) (log *zap.Logger, console bool, sink *Sink) {
 	lvl := zapcore.InfoLevel
 	if v := level; v != "" {
 		if err := lvl.Set(strings.ToLower(v)); err != nil {
-			l.Addf("SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
+			l.AddEnvf(field, "SW_LOG_LEVEL", "unknown level %q (want debug, info, warn or error)", v)
 		}
 	}
 	tty := term.IsTerminal(int(os.Stderr.Fd()))
@@ -49,7 +50,7 @@ func NewLogger(level, format string, l *fault.Problems) (log *zap.Logger, consol
 		case logJSON, logConsole:
 			enc = f
 		default:
-			l.Addf("SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
+			l.AddEnvf(field, "SW_LOG_FORMAT", "unknown format %q (want json or console)", v)
 		}
 	}
 	sink = NewSink(os.Stderr, logBufferBytes)

@@ -109,15 +109,15 @@ func TestBind(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	if b.Phase() != entrypoint.PhaseBound {
-		t.Errorf("phase %v after Bind, want bound", b.Phase())
+	if b.Unbound() || b.Serving() {
+		t.Errorf("after Bind: unbound %v, serving %v; want bound", b.Unbound(), b.Serving())
 	}
 	if _, err := Bind(context.Background(), &b, nil, "127.0.0.1:0", "api"); !errors.Is(err, entrypoint.ErrOutOfTurn) {
 		t.Errorf("second Bind = %v, want ErrOutOfTurn", err)
 	}
 	var fresh entrypoint.Base
 	_ = fresh.Init("api", entrypoint.Telemetry{}, nil)
-	if _, err := Bind(context.Background(), &fresh, nil, ln.Addr().(*net.TCPAddr).String(), "api"); err == nil || fresh.Phase() != entrypoint.PhaseNew {
-		t.Errorf("Bind on a taken address = %v, phase %v; want the failure and a Base still new", err, fresh.Phase())
+	if _, err := Bind(context.Background(), &fresh, nil, ln.Addr().(*net.TCPAddr).String(), "api"); err == nil || !fresh.Unbound() {
+		t.Errorf("Bind on a taken address = %v, unbound %v; want the failure and a Base still unbound", err, fresh.Unbound())
 	}
 }

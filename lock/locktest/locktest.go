@@ -30,8 +30,9 @@ type Harness struct {
 
 // Run checks the Lock contract: exclusion, owner-and-token checks on Renew and
 // Release, strictly increasing tokens, lapse, AdvanceFence and its limits,
-// configuration errors for bad arguments, and, for a lock.Notifier, that a release
-// is announced to the other owners watching the key and not to the releaser.
+// configuration errors for bad arguments (AcquireExpiring's too, for a
+// lock.Expiring), and, for a lock.Notifier, that a release is announced to the other
+// owners watching the key and not to the releaser.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
 	lk, wrap, key, waitPast := h.Lock, h.Wrap, h.Key, h.WaitPast
@@ -179,9 +180,17 @@ func Run(t *testing.T, h Harness) {
 		_, err = lk.Acquire(ctx, key(t.Name()), "a", -time.Second)
 		AssertProblems(t, err, "ttl")
 		AssertProblems(t, lk.Renew(ctx, lock.Lease{Key: "k", Owner: "a", TTL: time.Second}), "lease.Token")
+		AssertProblems(t, lk.Release(ctx, lock.Lease{Key: "k", Owner: "a", TTL: time.Second}), "lease.Token")
+		AssertProblems(t, lk.Release(ctx, lock.Lease{Token: 1}), "key", "owner", "ttl")
 		AssertProblems(t, lk.AdvanceFence(ctx, "", 1), "key")
 		_, err = lk.Inspect(ctx, "")
 		AssertProblems(t, err, "key")
+		if ex, ok := lk.(lock.Expiring); ok {
+			_, err = ex.AcquireExpiring(ctx, "", "", 0, 0)
+			AssertProblems(t, err, "key", "owner", "ttl", "fenceTTL")
+			_, err = ex.AcquireExpiring(ctx, key(t.Name()), "a", time.Second, -time.Second)
+			AssertProblems(t, err, "fenceTTL")
+		}
 	})
 
 	nf, ok := lk.(lock.Notifier)

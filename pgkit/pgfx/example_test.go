@@ -23,8 +23,8 @@ func lead(ctx context.Context, term *leader.Term) error {
 func ExampleModule() {
 	host.Main(host.AppSpec{ServiceName: "digest", Container: hostfx.Container(
 		pgfx.Module(pgfx.ModuleConfig{URL: os.Getenv("DATABASE_URL")}),
-		hostfx.Provide(func(lk lock.Lock, inst hostfx.Instance) (*leader.Leadership, error) {
+		hostfx.Provide(host.Registration{Order: 30}, func(lk lock.Lock, inst hostfx.Instance) (*leader.Leadership, error) {
 			return leader.New(leader.Config{Lock: lk, Key: "digest", Owner: string(inst)}, lead)
-		}, 30),
+		}),
 	)})
 }

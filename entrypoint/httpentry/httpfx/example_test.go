@@ -18,7 +18,7 @@ type greeter struct{ greeting string }
 // mounts them all. The Host binds it at order 10, drains and stops it.
 func ExampleAsRoute() {
 	host.Main(host.AppSpec{ServiceName: "hello", Container: hostfx.Container(
-		hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: ":8080"}), 10),
+		hostfx.Provide(host.Registration{Order: 10}, httpfx.Provider(httpentry.Config{Addr: ":8080"})),
 		fx.Supply(&greeter{greeting: "hello"}),
 		httpfx.AsRoute(func(g *greeter) httpfx.Route {
 			return httpfx.Route{Pattern: "GET /hello", Handler: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {

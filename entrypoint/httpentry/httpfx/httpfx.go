@@ -64,7 +64,7 @@ type Params struct {
 // Provider returns an fx constructor for an httpentry.Server configured by cfg and
 // opts, for hostfx.Provide:
 //
-//	hostfx.Provide(httpfx.Provider(httpentry.Config{Addr: ":8080"}), 10)
+//	hostfx.Provide(host.Registration{Order: 10}, httpfx.Provider(httpentry.Config{Addr: ":8080"}))
 //
 // The constructor takes its handler, and its logger, metrics registry and tracer
 // provider when the container has them, from Params; opts are applied after those,
