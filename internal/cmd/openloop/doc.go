@@ -16,7 +16,13 @@
 //	go run ./internal/cmd/openloop -measure 5s -servers httpentry
 //
 // OPENLOOP_SERVER_CPU and OPENLOOP_CLIENT_CPU choose the two cores (default 1 and
-// 0); on a machine of one CPU both run unpinned.
+// 0); on a machine of one CPU, or without taskset, both run unpinned and the
+// header says so. Below the table, a line per level says how much of the span the
+// server ran (from /proc/<pid>/task/*/schedstat), its CPU per 2xx, the refusals per
+// second and the connections the generator opened: a CPU-bound server at 4× its
+// capacity that ran much less than the whole span was waiting for a neighbour on
+// its core, and its figures are the neighbour's. OPENLOOP_PROFILE=file writes each
+// server's CPU profile there (the last server's survives).
 //
 // What it measures that bench/peers does not. Both send open-loop and count latency
 // from each request's scheduled instant; they differ in the client and the machine.

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,6 +16,8 @@ type result struct {
 	goodput       float64       // 2xx within deadline, per second
 	p99, p99Send  time.Duration // of the 2xx: from the scheduled instant, from the send
 	refused, fail int
+	ran           time.Duration // the server's threads ran, over the measured span
+	dials         int64         // connections the generator opened in the measured span
 }
 
 // deadline is how late a 2xx may be and still count as goodput.
@@ -25,11 +30,22 @@ func newTransport() *http.Transport {
 		IdleConnTimeout: 30 * time.Second, DisableCompression: true}
 }
 
-// openLoop sends rate requests per second to addr for warm+measure, each from a
-// goroutine of its own at its scheduled instant, and measures the requests
-// scheduled during measure.
-func openLoop(addr string, rate float64, warm, measure time.Duration) result {
+// countDials makes tr count the connections it opens in *n.
+func countDials(tr *http.Transport, n *atomic.Int64) {
+	var d net.Dialer
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		n.Add(1)
+		return d.DialContext(ctx, network, addr)
+	}
+}
+
+// openLoop sends rate requests per second to addr, served by process pid, for
+// warm+measure, each from a goroutine of its own at its scheduled instant, and
+// measures the requests scheduled during measure.
+func openLoop(addr string, pid int, rate float64, warm, measure time.Duration) result {
 	tr := newTransport()
+	var dials atomic.Int64
+	countDials(tr, &dials)
 	defer tr.CloseIdleConnections()
 	cl := &http.Client{Transport: tr, Timeout: 2 * deadline}
 	url := "http://" + addr + "/"
@@ -41,10 +57,17 @@ func openLoop(addr string, rate float64, warm, measure time.Duration) result {
 	var r result
 	ok := 0
 	var wg sync.WaitGroup
+	var ran0 time.Duration
+	var dials0 int64
+	marked := false
 	for i := 0; ; i++ {
 		at := start.Add(time.Duration(i) * interval)
 		if !at.Before(end) {
 			break
+		}
+		if !marked && !at.Before(from) {
+			marked = true
+			ran0, dials0 = serverRun(pid), dials.Load()
 		}
 		if d := time.Until(at); d > 0 {
 			time.Sleep(d)
@@ -77,6 +100,7 @@ func openLoop(addr string, rate float64, warm, measure time.Duration) result {
 			}
 		})
 	}
+	r.ran, r.dials = serverRun(pid)-ran0, dials.Load()-dials0
 	wg.Wait()
 	r.goodput = float64(ok) / measure.Seconds()
 	r.p99, r.p99Send = p99(lat), p99(latSend)

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -51,8 +52,12 @@ func main() {
 		levels = append(levels, x)
 	}
 	load, _ := os.ReadFile("/proc/loadavg")
-	fmt.Printf("openloop: %d hash rounds ≈ %v of CPU, server at GOMAXPROCS=1 on CPU %s, generator on CPU %s; %v measured after %v per level; load average %s\n\n",
-		*work, *cpu, serverCPU(), clientCPU(), *measure, *warm, strings.Join(strings.Fields(string(load))[:3], " "))
+	cores := fmt.Sprintf("server at GOMAXPROCS=1 on CPU %s, generator on CPU %s", serverCPU(), clientCPU())
+	if os.Getenv(pinnedEnv) == "" {
+		cores = "server at GOMAXPROCS=1 and generator unpinned"
+	}
+	fmt.Printf("openloop: %d hash rounds ≈ %v of CPU, %s; %v measured after %v per level; load average %s\n\n",
+		*work, *cpu, cores, *measure, *warm, strings.Join(strings.Fields(string(load))[:3], " "))
 	fmt.Printf("| server | capacity | unloaded p99 (%.1f×) |", levels[0])
 	for _, x := range levels[1:] {
 		fmt.Printf(" %.1f× goodput | p99 from schedule (from send) | ×unloaded |", x)
@@ -62,6 +67,7 @@ func main() {
 		fmt.Print("---|---|---|")
 	}
 	fmt.Println()
+	var notes []string // what each level's server used, printed after the table
 	for _, kind := range strings.Split(*servers, ",") {
 		p := start(self, "bare", *work) // capacity is bare net/http's, for every server
 		closedLoop(p.addr, 4, 500*time.Millisecond)
@@ -70,7 +76,7 @@ func main() {
 		var rs []result
 		for _, x := range levels {
 			p := start(self, kind, *work)
-			rs = append(rs, openLoop(p.addr, x*capacity, *warm, *measure))
+			rs = append(rs, openLoop(p.addr, p.cmd.Process.Pid, x*capacity, *warm, *measure))
 			p.stop()
 		}
 		base := rs[0].p99
@@ -79,9 +85,18 @@ func main() {
 			fmt.Printf(" %.2f× | %s (%s) | %.1f× |", r.goodput/capacity, ms(r.p99), ms(r.p99Send), float64(r.p99)/float64(max(base, 1)))
 		}
 		fmt.Println()
+		for i, r := range rs {
+			sec := measure.Seconds()
+			notes = append(notes, fmt.Sprintf("%s at %.1f×: the server ran %.0f%% of the span, %.0f µs of CPU per 2xx; %.0f refused/s; %d connections opened",
+				kind, levels[i], 100*r.ran.Seconds()/sec, r.ran.Seconds()*1e6/max(1, r.goodput*sec), float64(r.refused)/sec, r.dials))
+		}
+	}
+	fmt.Println()
+	for _, n := range notes {
+		fmt.Println(n)
 	}
 	load, _ = os.ReadFile("/proc/loadavg")
-	fmt.Printf("\nload average after: %s (the goal: p99 from schedule ≤ 3× unloaded at 0.5× and 4×, goodput at 4× ≥ 0.90×)\n", strings.Join(strings.Fields(string(load))[:3], " "))
+	fmt.Printf("load average after: %s (the goal: p99 from schedule ≤ 3× unloaded at 0.5× and 4×, goodput at 4× ≥ 0.90×)\n", strings.Join(strings.Fields(string(load))[:3], " "))
 }
 
 func serverCPU() string { return envOr("OPENLOOP_SERVER_CPU", "1") }
@@ -94,10 +109,14 @@ func envOr(k, def string) string {
 	return def
 }
 
+// pinnedEnv is set in the generator's environment once pinSelf has moved it to its
+// core; the servers are pinned to theirs only then (serverCommand).
+const pinnedEnv = "OPENLOOP_PINNED"
+
 // pinSelf moves the generator to its core: it re-executes itself under taskset
 // once, unless the machine has a single CPU or taskset is missing.
 func pinSelf() {
-	if runtime.NumCPU() < 2 || os.Getenv("OPENLOOP_PINNED") != "" {
+	if runtime.NumCPU() < 2 || os.Getenv(pinnedEnv) != "" {
 		return
 	}
 	path, err := exec.LookPath("taskset")
@@ -108,7 +127,7 @@ func pinSelf() {
 	if err != nil {
 		return
 	}
-	os.Setenv("OPENLOOP_PINNED", "1")
+	os.Setenv(pinnedEnv, "1")
 	argv := append([]string{"taskset", "-c", clientCPU(), self}, os.Args[1:]...)
 	fatal(syscall.Exec(path, argv, os.Environ()))
 }
@@ -158,6 +177,17 @@ func serve(kind string, work int) error {
 		return err
 	}
 	fmt.Println(ln.Addr().String())
+	if path := os.Getenv("OPENLOOP_PROFILE"); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer f.Close()
+		defer pprof.StopCPUProfile()
+	}
 	switch kind {
 	case "httpentry":
 		s, err := httpentry.New(httpentry.Config{}, h, httpentry.WithListener(ln))
@@ -192,14 +222,9 @@ type proc struct {
 	addr string
 }
 
-// start runs the server of kind at GOMAXPROCS=1, pinned to the server's core.
+// start runs the server of kind (see serverCommand).
 func start(self, kind string, work int) *proc {
-	args := []string{"-serve", kind, "-work", fmt.Sprint(work)}
-	cmd := exec.Command(self, args...)
-	if _, err := exec.LookPath("taskset"); err == nil && runtime.NumCPU() > 1 {
-		cmd = exec.Command("taskset", append([]string{"-c", serverCPU(), self}, args...)...)
-	}
-	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	cmd := serverCommand(self, "-serve", kind, "-work", fmt.Sprint(work))
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -213,6 +238,20 @@ func start(self, kind string, work int) *proc {
 		fatal(fmt.Errorf("server %s did not start: %v", kind, err))
 	}
 	return &proc{cmd: cmd, addr: strings.TrimSpace(line)}
+}
+
+// serverCommand is the command that runs self with args as a server: at
+// GOMAXPROCS=1 and, once pinSelf has moved the generator to its core, under
+// taskset on the server's. The decision cannot be runtime.NumCPU's: it counts the
+// CPUs a process may use, one in a pinned generator, and a server started without
+// taskset would inherit the generator's core and share it.
+func serverCommand(self string, args ...string) *exec.Cmd {
+	cmd := exec.Command(self, args...)
+	if os.Getenv(pinnedEnv) != "" {
+		cmd = exec.Command("taskset", append([]string{"-c", serverCPU(), self}, args...)...)
+	}
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	return cmd
 }
 
 func (p *proc) stop() {
