@@ -20,7 +20,7 @@ func TestLoopShutdown(t *testing.T) {
 	t.Run("Serve returns at stop while units keep running", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var rec recorder
-			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Second}, func(context.Context) error { rec.mark(); return nil }))
+			s := serve(t, mustLoop(t, LoopConfig{Name: "poller", Every: time.Second, NoJitter: true}, func(context.Context) error { rec.mark(); return nil }))
 			time.Sleep(10*time.Second + 500*time.Millisecond) // between two units
 			s.closeStop()
 			synctest.Wait()
