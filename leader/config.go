@@ -145,18 +145,7 @@ func (s Config) resolve(l *fault.Problems) Config {
 	s.Retry.Initial = cmp.Or(s.Retry.Initial, wait.BackoffInitial)
 	s.Retry.Max = cmp.Or(s.Retry.Max, max(wait.BackoffMax, s.Retry.Initial))
 	s.Name = cmp.Or(s.Name, "leadership:"+s.Key)
-	if s.Lock == nil {
-		l.Addf("Lock", "must not be nil")
-	}
-	switch {
-	case s.Key == "":
-		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(s.Key, wantSuffix):
-		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", wantSuffix, s.Key)
-	}
-	if s.Owner == "" {
-		l.Addf("Owner", "must not be empty")
-	}
+	checkIdentity(l, s.Lock, s.Key, s.Owner)
 	if allPositive(s) { // a negative field is reported above; the sums would only repeat it
 		sum := s.RenewEvery + s.YieldGrace + s.ReleaseTimeout + s.Margin
 		switch er := s.earliestRelease(); {
@@ -202,4 +191,22 @@ func (s Config) life() time.Duration {
 
 func allPositive(s Config) bool {
 	return s.TTL > 0 && s.RenewEvery > 0 && s.YieldGrace > 0 && s.ReleaseTimeout > 0 && s.Margin > 0
+}
+
+// checkIdentity records in l what is wrong with the lock, key and owner a Config or
+// a SingletonConfig names: a nil Lock, an empty Key or one in the handoff requests'
+// namespace, an empty Owner.
+func checkIdentity(l *fault.Problems, lk lock.Lock, key, owner string) {
+	if lk == nil {
+		l.Addf("Lock", "must not be nil")
+	}
+	switch {
+	case key == "":
+		l.Addf("Key", "must not be empty")
+	case strings.HasSuffix(key, wantSuffix):
+		l.Addf("Key", "must not end in %q, which names the handoff request lock, got %q", wantSuffix, key)
+	}
+	if owner == "" {
+		l.Addf("Owner", "must not be empty")
+	}
 }

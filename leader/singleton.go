@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -37,18 +36,7 @@ type SingletonConfig struct {
 // resolve records every problem with c in l under its field name. No field has a
 // default.
 func (c SingletonConfig) resolve(l *fault.Problems) SingletonConfig {
-	if c.Lock == nil {
-		l.Addf("Lock", "must not be nil")
-	}
-	switch {
-	case c.Key == "":
-		l.Addf("Key", "must not be empty")
-	case strings.HasSuffix(c.Key, wantSuffix):
-		l.Addf("Key", "must not end in %q, which is reserved for handoff requests, got %q", wantSuffix, c.Key)
-	}
-	if c.Owner == "" {
-		l.Addf("Owner", "must not be empty")
-	}
+	checkIdentity(l, c.Lock, c.Key, c.Owner)
 	if c.TTL <= 0 {
 		l.Addf("TTL", "must be positive, got %v", c.TTL)
 	}
