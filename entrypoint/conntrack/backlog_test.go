@@ -138,7 +138,7 @@ func TestDrainAnswersTheBacklog(t *testing.T) {
 	tr := newTracker(t, Config{Name: "lines", Goodbye: []byte("bye\n")})
 	ln := tr.Listener(mustListen(t, "tcp"))
 	release := make(chan struct{})
-	s := &lineServer{ln: ln}
+	s := &lineServer{ln: ln, idled: make(chan struct{}, 1)}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
@@ -157,6 +157,7 @@ func TestDrainAnswersTheBacklog(t *testing.T) {
 	if got := askLine(t, first, "first"); got != "ok first\n" {
 		t.Fatalf("first = %q", got)
 	}
+	<-s.idled // the first connection is idle before the drain: Drain closes it as such
 	queued := make([]*bufio.ReadWriter, n)
 	for i := range queued {
 		queued[i] = dialLine(t, ln.Addr())

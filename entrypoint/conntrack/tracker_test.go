@@ -51,6 +51,9 @@ type lineServer struct {
 	ln    *Listener
 	delay time.Duration
 	wg    sync.WaitGroup
+	// idled, when set, is told (without blocking) each time a connection is marked
+	// idle after its answer: the client reads the answer before that happens.
+	idled chan struct{}
 }
 
 func (s *lineServer) serve() {
@@ -78,6 +81,10 @@ func (s *lineServer) handle(c *Conn) {
 		}
 		if br.Buffered() == 0 {
 			c.Idle()
+			select {
+			case s.idled <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
