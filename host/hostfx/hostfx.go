@@ -196,14 +196,16 @@ func readable(err error) string {
 
 // Provide adds an entrypoint built by an fx constructor to the service: r gives its
 // registration — Order, NonEssential, GatesReadiness and Marks, as in
-// host.AppSpec.Entrypoints (r.Entrypoint is ignored) — and ctor takes any
+// host.AppSpec.Entrypoints (r.Entrypoint must be nil: ctor builds it) — and ctor takes any
 // dependencies from the container and returns a value implementing
 // entrypoint.Entrypoint, optionally with an error. The value is also provided as its
 // own type, so other constructors can depend on it (a readiness check on a consumer,
 // say).
 func Provide(r host.Registration, ctor any) fx.Option {
+	if r.Entrypoint != nil {
+		return fx.Error(fault.Invalid("Registration.Entrypoint", "hostfx.Provide: must be nil, the constructor builds the entrypoint; got %T", r.Entrypoint))
+	}
 	tmpl := r
-	tmpl.Entrypoint = nil
 	ft := reflect.TypeOf(ctor)
 	if ft == nil || ft.Kind() != reflect.Func || ft.NumOut() < 1 {
 		return fx.Error(fault.Invalid("", "hostfx.Provide: constructor must be a func returning an entrypoint, got %T", ctor))

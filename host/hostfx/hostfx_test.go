@@ -85,6 +85,18 @@ func TestContainerErrors(t *testing.T) {
 		}
 	})
 
+	t.Run("a Registration that already holds an entrypoint is a ConfigError naming the field", func(t *testing.T) {
+		l, err := newLoop(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = build(t, hostfx.Provide(host.Registration{Entrypoint: l}, newLoop))
+		ce, ok := errors.AsType[*fault.ConfigError](err)
+		if !ok || host.ExitCode(err) != host.ExitConfig || !strings.Contains(ce.Error(), "Registration.Entrypoint") {
+			t.Fatalf("New = %v, want a ConfigError on Registration.Entrypoint", err)
+		}
+	})
+
 	t.Run("a cycle is a ConfigError", func(t *testing.T) {
 		type a struct{}
 		type b struct{}
