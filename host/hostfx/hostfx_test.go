@@ -90,7 +90,7 @@ func TestContainerErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = build(t, hostfx.Provide(host.Registration{Entrypoint: l}, newLoop))
+		_, err = build(t, fx.Provide(func() *pool { return &pool{} }), hostfx.Provide(host.Registration{Entrypoint: l}, newLoop))
 		ce, ok := errors.AsType[*fault.ConfigError](err)
 		if !ok || host.ExitCode(err) != host.ExitConfig || !strings.Contains(ce.Error(), "Registration.Entrypoint") {
 			t.Fatalf("New = %v, want a ConfigError on Registration.Entrypoint", err)
