@@ -23,7 +23,7 @@ type rich struct{ bare }
 func (rich) InFlight() int                          { return 7 }
 func (rich) DrainReport() string                    { return "drained" }
 func (rich) StatusDetail() string                   { return "paused" }
-func (rich) StopTime() time.Duration                { return time.Second }
+func (rich) DrainTime() time.Duration               { return time.Second }
 func (rich) SetDefaults(entrypoint.Telemetry) error { return nil }
 func (rich) Finished() bool                         { return true }
 
@@ -44,7 +44,7 @@ func TestCapabilities(t *testing.T) {
 	if c.StatusDetail == nil || c.StatusDetail.StatusDetail() != "paused" {
 		t.Errorf("StatusDetail: %v", c.StatusDetail)
 	}
-	if c.DrainTimer == nil || c.DrainTimer.StopTime() != time.Second {
+	if c.DrainTimer == nil || c.DrainTimer.DrainTime() != time.Second {
 		t.Errorf("DrainTimer: %v", c.DrainTimer)
 	}
 	if c.Defaults == nil || c.Finite == nil || !c.Finite.Finished() {

@@ -95,7 +95,7 @@
 //	entrypoint.InFlighter      InFlight() int                  /debug/lifecycle, the drain report
 //	entrypoint.DrainReporter   DrainReport() string            the shutdown report (conntrack.Tracker.Report)
 //	entrypoint.StatusDetailer  StatusDetail() string           /debug/lifecycle's detail
-//	entrypoint.DrainTimer      StopTime() time.Duration        refusing a DrainGrace too short for it
+//	entrypoint.DrainTimer      DrainTime() time.Duration        refusing a DrainGrace too short for it
 //	entrypoint.DefaultsUser    SetDefaults(Telemetry) error     the Host's logger, registry, tracing
 //	entrypoint.Finite          Finished() bool                 a task: its end ends the service
 //	fleet.Marker               Marks() fleet.Marks             the fleet posture check

@@ -67,5 +67,5 @@ type StatusDetailer interface {
 // once Drain asks it to (a leader's term ends at most this long after the drain
 // began). The Host refuses, at construction, a DrainGrace shorter than that time.
 type DrainTimer interface {
-	StopTime() time.Duration
+	DrainTime() time.Duration
 }

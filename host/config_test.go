@@ -208,7 +208,7 @@ type slowToStop struct {
 	need time.Duration
 }
 
-func (s slowToStop) StopTime() time.Duration { return s.need }
+func (s slowToStop) DrainTime() time.Duration { return s.need }
 
 func TestBudgetProblemsNameTheVariable(t *testing.T) {
 	ep := slowToStop{newFake("leader", &journal{}), 8 * time.Second}

@@ -129,7 +129,7 @@ func New(spec AppSpec, opts ...Option) (*Host, error) {
 		}
 	}
 	validate(&h.spec, h.regs, h.steps, h.currentLifecycle(), h.checks, &problems)
-	checkStopTimes(h.regs, h.budgets.DrainGrace, h.budgetVars, &problems)
+	checkDrainTimes(h.regs, h.budgets.DrainGrace, h.budgetVars, &problems)
 	if err := problems.Err(); err != nil {
 		h.log.Error("invalid configuration; nothing was started", zap.Error(err))
 		tel.report(context.Background(), err, StageCreated, "")

@@ -252,11 +252,11 @@ func validateEntrypoints(spec *AppSpec, regs []Registration, l *fault.Problems) 
 	}
 }
 
-// checkStopTimes refuses an entrypoint that needs longer to give up what it holds
+// checkDrainTimes refuses an entrypoint that needs longer to give up what it holds
 // than its drain window: every Drain gets the whole DrainGrace, so a leadership
 // whose term would outlive it leaves the next leader waiting out the lease's TTL.
 // vars names the variable DrainGrace came from, if any, so the refusal names it.
-func checkStopTimes(regs []Registration, grace time.Duration, vars budgetVars, l *fault.Problems) {
+func checkDrainTimes(regs []Registration, grace time.Duration, vars budgetVars, l *fault.Problems) {
 	from := ""
 	if v := vars.of("DrainGrace"); v != "" {
 		from = ", set by " + v
@@ -266,7 +266,7 @@ func checkStopTimes(regs []Registration, grace time.Duration, vars budgetVars, l
 		if st == nil {
 			continue
 		}
-		if need := st.StopTime(); need > grace {
+		if need := st.DrainTime(); need > grace {
 			l.AddEnvf(fmt.Sprintf("Entrypoints[%q]", r.Entrypoint.Name()), vars.of("DrainGrace"),
 				"needs up to %s to end its work in Drain, more than Budgets.DrainGrace (%s%s): raise the grace or shorten its timings",
 				need, grace, from)

@@ -63,7 +63,7 @@ func (h *Host) Register(regs ...Registration) error {
 	all := append(slices.Clone(h.regs), regs...)
 	var problems fault.Problems
 	validateEntrypoints(&h.spec, all, &problems)
-	checkStopTimes(all, h.budgets.DrainGrace, h.budgetVars, &problems)
+	checkDrainTimes(all, h.budgets.DrainGrace, h.budgetVars, &problems)
 	if err := problems.Err(); err != nil {
 		return err
 	}

@@ -107,13 +107,13 @@ type Config struct {
 	MayCampaign func(ctx context.Context) (bool, error)
 }
 
-// StopTime is the longest a Leadership takes to end its term and stop, once its
+// DrainTime is the longest a Leadership takes to end its term and stop, once its
 // defaults are applied: YieldGrace for lead to return, ReleaseTimeout for it to
 // unwind once cancelled, ReleaseTimeout for the release, ReleaseTimeout for a
 // want-lock's or a late acquire's release, and one second of slack. The Host's
 // DrainGrace must cover it (Drain ends the term), or the term is cut before its
 // release and the next leader waits out the TTL.
-func (s Config) StopTime() time.Duration {
+func (s Config) DrainTime() time.Duration {
 	s = s.resolve(new(fault.Problems))
 	return s.YieldGrace + 3*s.ReleaseTimeout + time.Second
 }

@@ -94,8 +94,8 @@ func TestSpecValidate(t *testing.T) {
 			s.YieldGrace != want.YieldGrace || s.ReleaseTimeout != want.ReleaseTimeout || s.Margin != want.Margin {
 			t.Fatalf("defaults %+v", s)
 		}
-		if got := s.StopTime(); got != 6*time.Second {
-			t.Fatalf("StopTime = %v, want YieldGrace + 3×ReleaseTimeout + 1s = 6s", got)
+		if got := s.DrainTime(); got != 6*time.Second {
+			t.Fatalf("DrainTime = %v, want YieldGrace + 3×ReleaseTimeout + 1s = 6s", got)
 		}
 		if l.Name() != "leadership:k" {
 			t.Fatalf("Name = %q", l.Name())

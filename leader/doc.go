@@ -76,7 +76,7 @@
 //
 // In the Host's sequence: Bind checks the backend without failing on it; Serve starts
 // the campaign and returns at stop still leading, so the term lasts through the drain
-// delay; Drain ends the term and releases the lease (within Config.StopTime, which the
+// delay; Drain ends the term and releases the lease (within Config.DrainTime, which the
 // Host's DrainGrace must cover); Stop cuts what Drain left. A Leadership declares its
 // own fleet marks (RequiresLongRunning), so the Serverless profile refuses it.
 //

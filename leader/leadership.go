@@ -91,9 +91,9 @@ func (l *Leadership) Config() Config { return l.conf }
 // Leadership; every replica runs the campaign, so it needs no singleton guard.
 func (l *Leadership) Marks() fleet.Marks { return fleet.Marks{RequiresLongRunning: true} }
 
-// StopTime is Config.StopTime: the longest Drain takes. The Host checks it against the
+// DrainTime is Config.DrainTime: the longest Drain takes. The Host checks it against the
 // budget that Drain runs under.
-func (l *Leadership) StopTime() time.Duration { return l.conf.StopTime() }
+func (l *Leadership) DrainTime() time.Duration { return l.conf.DrainTime() }
 
 // Bind checks the lock backend once, without failing on it: a backend that does not
 // answer within CampaignEvery is logged, and the campaign retries it. With
@@ -169,7 +169,7 @@ func (l *Leadership) Serve(ctx context.Context, stop <-chan struct{}) error {
 // cancellation keeps the lease, unrenewed, until its TTL lapses. An acquire in
 // flight is abandoned; if it lands, it is released. Drain returns nil once the
 // campaign has exited; if ctx is done first it returns ctx.Err() and leaves the rest
-// to Stop. The whole takes at most Config.StopTime. Without a prior Serve it returns nil.
+// to Stop. The whole takes at most Config.DrainTime. Without a prior Serve it returns nil.
 func (l *Leadership) Drain(ctx context.Context) error {
 	return wait.Await(ctx, l.halt(false))
 }
