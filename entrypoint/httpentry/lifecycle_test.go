@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/servicewright/servicewright/entrypoint"
+	"github.com/servicewright/servicewright/internal/testenv"
 )
 
 func TestServerIsAnEntrypoint(t *testing.T) {
@@ -236,7 +237,7 @@ func TestLifecycle(t *testing.T) {
 	})
 
 	t.Run("Serve fails when the listener breaks before stop", func(t *testing.T) {
-		ln := &brokenListener{Listener: mustListen(t)}
+		ln := testenv.NewBrokenListener(t)
 		s, err := New(Config{}, newHold(), WithListener(ln))
 		if err != nil {
 			t.Fatal(err)
@@ -245,8 +246,8 @@ func TestLifecycle(t *testing.T) {
 			t.Fatal(err)
 		}
 		err = s.Serve(context.Background(), make(chan struct{}))
-		if !errors.Is(err, errBroken) {
-			t.Errorf("Serve = %v, want errBroken", err)
+		if !errors.Is(err, testenv.ErrSocketBroke) {
+			t.Errorf("Serve = %v, want the listener's error", err)
 		}
 		if err := s.Stop(context.Background()); err != nil {
 			t.Errorf("Stop = %v", err)
@@ -331,13 +332,6 @@ func TestBind(t *testing.T) {
 		}
 	})
 }
-
-var errBroken = errors.New("listener broke")
-
-// brokenListener fails its first Accept.
-type brokenListener struct{ net.Listener }
-
-func (l *brokenListener) Accept() (net.Conn, error) { return nil, errBroken }
 
 func mustListen(t *testing.T) net.Listener {
 	t.Helper()
