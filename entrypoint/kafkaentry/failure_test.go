@@ -161,12 +161,7 @@ func TestFailure(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := start(t, c)
-		var serveErr error
-		select {
-		case serveErr = <-r.served:
-		case <-time.After(waitFor):
-			t.Fatal("Serve did not fail")
-		}
+		serveErr := r.failed(t)
 		var he *kafkaentry.HandlerError
 		if !errors.As(serveErr, &he) || he.Offset != 1 || he.Attempts != 2 || he.Err.Error() != "boom" {
 			t.Fatalf("Serve = %v, want a HandlerError for offset 1 after 2 attempts", serveErr)

@@ -151,6 +151,18 @@ func start(t testing.TB, c *kafkaentry.Consumer) *running {
 	return r
 }
 
+// failed waits for Serve to return on its own (the work failed) and returns its error.
+func (r *running) failed(t testing.TB) error {
+	t.Helper()
+	select {
+	case err := <-r.served:
+		return err
+	case <-time.After(waitFor):
+		t.Fatal("Serve did not fail")
+		return nil
+	}
+}
+
 // shutdown closes stop, waits for Serve, then drains within grace and stops. It
 // returns Serve's, Drain's and Stop's errors.
 func (r *running) shutdown(t testing.TB, grace time.Duration) (serveErr, drainErr, stopErr error) {

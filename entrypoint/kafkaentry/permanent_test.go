@@ -82,12 +82,7 @@ func TestFaultPermanentIsDeadLetteredAtOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		r := start(t, c)
-		var serveErr error
-		select {
-		case serveErr = <-r.served:
-		case <-time.After(waitFor):
-			t.Fatal("Serve did not fail")
-		}
+		serveErr := r.failed(t)
 		var he *kafkaentry.HandlerError
 		if !errors.As(serveErr, &he) || he.Attempts != 1 || !fault.IsPermanent(serveErr) {
 			t.Fatalf("Serve = %v, want a permanent HandlerError after 1 attempt", serveErr)

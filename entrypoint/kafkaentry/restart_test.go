@@ -39,12 +39,7 @@ func TestConsumerServesAgainAfterAFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := start(t, c)
-	var serveErr error
-	select {
-	case serveErr = <-r.served:
-	case <-time.After(waitFor):
-		t.Fatal("Serve did not fail")
-	}
+	serveErr := r.failed(t)
 	var he *kafkaentry.HandlerError
 	if !errors.As(serveErr, &he) || he.Offset != 1 {
 		t.Fatalf("first Serve = %v, want a HandlerError for offset 1", serveErr)
